@@ -1,0 +1,120 @@
+"""Invariants checked on every run, each a pure function of the trace (and the scenario).
+
+- ``no_job_lost`` — every job created ends done, dead-lettered, or is still in a table at the
+  end (a ``pending`` event says where and why);
+- ``done_means_ran`` — a job deleted as done ran successfully at least once before;
+- ``exclusive_locks`` — no node locks a job while another node's lock on it is still valid
+  (a double acquisition). Recomputed here from the lock events, not taken from the store;
+- ``duplicates_explained`` — every duplicate execution and side effect has a cause;
+- ``retries_follow_policy`` — each retry waits what the policy's backoff says for that
+  failure, leaves the retries it says, and a job is dead-lettered exactly when they run out.
+
+A violation names the invariant, the job and the sequence numbers of the events that show it.
+The checker can fail: an unsafe strategy with latency breaks ``exclusive_locks``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .config import Scenario
+from .history import Histories, histories
+from .trace import K, Trace
+
+INVARIANTS = ("no_job_lost", "done_means_ran", "exclusive_locks", "duplicates_explained",
+              "retries_follow_policy")
+
+
+@dataclass(frozen=True)
+class Violation:
+    invariant: str
+    job: int
+    message: str
+    events: tuple[int, ...]
+
+
+def check(trace: Trace, scenario: Scenario, hist: Histories | None = None) -> list[Violation]:
+    """All violations of all invariants, in the order of the invariants, then of jobs."""
+    hist = hist or histories(trace)
+    out: list[Violation] = []
+    out += _lost(hist)
+    out += _done_means_ran(trace, hist)
+    out += [Violation("exclusive_locks", j, f"job {j} was acquired by a second node while "
+                      "the first node's lock was still valid (double acquisition)",
+                      (first, second)) for j, first, second in hist.double_acquisitions]
+    out += [Violation("duplicates_explained", d.job, f"duplicate {d.what} of job {d.job} on "
+                      f"{d.node} has no known cause", tuple(d.evidence))
+            for d in hist.duplicates if d.cause == "unexplained"]
+    out += _retries(trace, scenario)
+    return out
+
+
+def verdicts(violations: list[Violation]) -> dict[str, int]:
+    """Violations counted per invariant (0 = holds)."""
+    counts = {name: 0 for name in INVARIANTS}
+    for v in violations:
+        counts[v.invariant] += 1
+    return counts
+
+
+def _lost(hist: Histories) -> list[Violation]:
+    return [Violation("no_job_lost", s.id, f"job {s.id} was created but is neither done, "
+                      "dead-lettered nor still in a table", (s.created_seq,))
+            for s in sorted(hist.jobs.values(), key=lambda s: s.id) if s.outcome == "lost"]
+
+
+def _done_means_ran(trace: Trace, hist: Histories) -> list[Violation]:
+    cols = trace.arrays()
+    kind, job, a = cols["kind"], cols["job"], cols["a"]
+    ok_runs = np.flatnonzero((kind == K["exec_end"]) & (a == 1))
+    first_ok: dict[int, int] = {}
+    for seq in ok_runs.tolist():
+        first_ok.setdefault(int(job[seq]), seq)
+    out = []
+    for seq in np.flatnonzero((kind == K["completed"]) & (a == 1)).tolist():
+        j = int(job[seq])
+        if first_ok.get(j, seq + 1) > seq:
+            out.append(Violation("done_means_ran", j, f"job {j} was deleted as done without a "
+                                 "successful execution", (seq,)))
+    return out
+
+
+def _retries(trace: Trace, scenario: Scenario) -> list[Violation]:
+    cols = trace.arrays()
+    kind = cols["kind"]
+    sel = np.flatnonzero(np.isin(kind, [K["job_created"], K["retry_scheduled"],
+                                        K["dead_lettered"]]))
+    handler_of: dict[int, str] = {}
+    failures: dict[int, int] = {}
+    out = []
+    for seq in sel.tolist():
+        k, j = int(kind[seq]), int(cols["job"][seq])
+        if k == K["job_created"]:
+            handler_of[j] = trace.texts[cols["text"][seq]]
+            continue
+        node = trace.nodes[cols["node"][seq]]
+        policy = scenario.retry_for(node, handler_of[j])
+        f = failures.get(j, 0) + 1
+        failures[j] = f
+        total = policy.total_attempts()
+        if k == K["dead_lettered"]:
+            if f < total:
+                out.append(Violation("retries_follow_policy", j, f"job {j} was dead-lettered "
+                                     f"after {f} failures; the policy allows {total}", (seq,)))
+            continue
+        t, due, left = float(cols["time"][seq]), float(cols["x"][seq]), int(cols["a"][seq])
+        lo, hi = policy.backoff.bounds(f)
+        delay = due - t
+        if not (lo - 1e-9 <= delay <= hi + 1e-9):
+            out.append(Violation("retries_follow_policy", j, f"job {j}'s failure {f} waits "
+                                 f"{delay:g}s; the policy says {lo:g}s..{hi:g}s", (seq,)))
+        if left != total - f:
+            out.append(Violation("retries_follow_policy", j, f"job {j} has {left} retries "
+                                 f"left after failure {f}; the policy says {total - f}",
+                                 (seq,)))
+        if f >= total:
+            out.append(Violation("retries_follow_policy", j, f"job {j} was retried after "
+                                 f"failure {f}; the policy allows {total} executions", (seq,)))
+    return out

@@ -1,0 +1,121 @@
+"""Acquisition strategies: the statements a node issues to claim jobs.
+
+Each strategy is a generator over ``Database.run`` and returns an ``Attempt``. The SQL each
+stands for (from shared/reference/db-semantics.md §2) is in ``SQL``; traces and docs show it.
+
+Under the ``atomic`` dialect:
+
+- ``guarded_update`` — one statement; the guard is re-checked at the instant it applies, so a
+  job can never be acquired twice while its lock is valid;
+- ``unguarded_update`` — one statement whose subquery and update apply at the same instant,
+  so under ``atomic`` it is as safe as the guarded one (as on SQLite); it double-acquires on
+  a database whose statements overlap (PostgreSQL, a later dialect);
+- ``read_then_write`` — a SELECT, then an UPDATE by id with no guard: when another node's
+  statement commits between the two, both nodes hold the job (a double acquisition);
+- ``optimistic`` — a SELECT of ids and versions, then one ``UPDATE … WHERE version = ?`` per
+  row: a row whose version moved is a lost race, never a double acquisition.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import Any
+
+from .db import Database
+from .store import JOB, Locked
+
+SQL = {
+    "guarded_update": (
+        "UPDATE job SET locked_by = :me, lock_until = :now + :lock_time, version = version + 1 "
+        "WHERE id IN (SELECT id FROM job WHERE due <= :now AND (locked_by IS NULL OR "
+        "lock_until < :now) ORDER BY :order LIMIT :n) AND (locked_by IS NULL OR "
+        "lock_until < :now)"),
+    "unguarded_update": (
+        "UPDATE job SET locked_by = :me, lock_until = :now + :lock_time, version = version + 1 "
+        "WHERE id IN (SELECT id FROM job WHERE due <= :now AND (locked_by IS NULL OR "
+        "lock_until < :now) ORDER BY :order LIMIT :n)"),
+    "read_then_write": (
+        "SELECT id FROM job WHERE due <= :now AND (locked_by IS NULL OR lock_until < :now) "
+        "ORDER BY :order LIMIT :n; "
+        "UPDATE job SET locked_by = :me, lock_until = :now + :lock_time, version = version + 1 "
+        "WHERE id IN (:ids)"),
+    "optimistic": (
+        "SELECT id, version FROM job WHERE due <= :now AND (locked_by IS NULL OR "
+        "lock_until < :now) ORDER BY :order LIMIT :n; then per row: "
+        "UPDATE job SET locked_by = :me, lock_until = :now + :lock_time, version = version + 1 "
+        "WHERE id = :id AND version = :v"),
+}
+STRATEGIES = tuple(SQL)
+SAFE = {"guarded_update": True, "unguarded_update": True, "read_then_write": False,
+        "optimistic": True}
+
+
+@dataclass
+class Attempt:
+    """One acquisition attempt: rows asked, rows locked (with what they overwrote), races
+    lost, statements issued and their summed latency."""
+
+    asked: int
+    locked: list[Locked] = field(default_factory=list)
+    lost: int = 0
+    statements: int = 0
+    latency: float = 0.0
+
+
+Gen = Generator[Any, Any, Attempt]
+
+
+def guarded_update(db: Database, me: str, n: int, lock_time: float, table: str = JOB) -> Gen:
+    store = db.store
+    locked, lat = yield from db.run(
+        me, lambda now: store.claim(me, now, n, now + lock_time, table))
+    return Attempt(n, locked, 0, 1, lat)
+
+
+def unguarded_update(db: Database, me: str, n: int, lock_time: float, table: str = JOB) -> Gen:
+    store = db.store
+
+    def apply(now: float) -> list[Locked]:
+        ids = [rid for rid, _ in store.select(now, n, table)]
+        return store.lock(ids, me, now, now + lock_time, guard=False, table=table)
+
+    locked, lat = yield from db.run(me, apply)
+    return Attempt(n, locked, 0, 1, lat)
+
+
+def read_then_write(db: Database, me: str, n: int, lock_time: float, table: str = JOB) -> Gen:
+    store = db.store
+    seen, lat1 = yield from db.run(me, lambda now: store.select(now, n, table))
+    if not seen:
+        return Attempt(n, [], 0, 1, lat1)
+    ids = [rid for rid, _ in seen]
+    locked, lat2 = yield from db.run(
+        me, lambda now: store.lock(ids, me, now, now + lock_time, guard=False, table=table))
+    return Attempt(n, locked, len(ids) - len(locked), 2, lat1 + lat2)
+
+
+def optimistic(db: Database, me: str, n: int, lock_time: float, table: str = JOB) -> Gen:
+    store = db.store
+    seen, lat = yield from db.run(me, lambda now: store.select(now, n, table))
+    attempt = Attempt(n, [], 0, 1, lat)
+    for rid, version in seen:
+        got, l2 = yield from db.run(
+            me, lambda now, rid=rid, version=version: store.lock(
+                [rid], me, now, now + lock_time, guard=False, versions={rid: version},
+                table=table))
+        attempt.statements += 1
+        attempt.latency += l2
+        if got:
+            attempt.locked.extend(got)
+        else:
+            attempt.lost += 1
+    return attempt
+
+
+ACQUIRE = {
+    "guarded_update": guarded_update,
+    "unguarded_update": unguarded_update,
+    "read_then_write": read_then_write,
+    "optimistic": optimistic,
+}

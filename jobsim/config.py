@@ -1,0 +1,127 @@
+"""The frozen configuration of a run: what a validated scenario becomes.
+
+These dataclasses know nothing of YAML; ``scenario`` builds them from a file (with every
+check), and a test or notebook may build them directly.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from .dists import ZERO, Distribution
+from .handlers import Handler
+from .retry import ListBackoff, RetryPolicy
+
+WAKEUPS = ("poll", "notify", "ticks")
+COMPLETE_GUARDS = ("none", "owner")
+
+
+@dataclass(frozen=True)
+class DbConfig:
+    dialect: str = "atomic"
+    latency: Distribution = ZERO
+    connections: int | None = None
+
+
+@dataclass(frozen=True)
+class ExecutorConfig:
+    """An executor's settings; a node may override any but ``order``/``aging_rate``, which
+    belong to the table's index."""
+
+    acquisition: str = "guarded_update"
+    wakeup: str = "poll"
+    poll_interval: float = 10.0
+    batch_size: int = 10
+    queue_size: int = 100
+    threads: int = 4
+    lock_time: float = 300.0
+    heartbeat: float | None = None
+    queue_full_wait: float = 5.0
+    complete_guard: str = "none"
+    order: str = "id"
+    aging_rate: float = 0.0
+    retry: RetryPolicy = RetryPolicy(3, ListBackoff((10.0,)))
+
+
+@dataclass(frozen=True)
+class NodeConfig:
+    name: str
+    executor: ExecutorConfig
+    start_at: float = 0.0
+
+
+@dataclass(frozen=True)
+class Tick:
+    """The fake clock: at ``at``, each of ``nodes`` in turn runs one acquisition round."""
+
+    at: float
+    nodes: tuple[str, ...]
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """One explicit job, created at ``at`` and due ``due_in`` later."""
+
+    handler: str
+    kind: str = "async"
+    id: int | None = None
+    at: float = 0.0
+    due_in: float = 0.0
+    priority: int = 0
+
+
+@dataclass(frozen=True)
+class StreamSpec:
+    """A Poisson stream (``rate`` per second) or, with ``rate`` None, a burst at ``start``."""
+
+    name: str
+    handler: str
+    count: int
+    rate: float | None = None
+    start: float = 0.0
+    kind: str = "async"
+    due_in: float = 0.0
+    priority: int = 0
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    seed: int
+    handlers: dict[str, Handler]
+    nodes: tuple[NodeConfig, ...]
+    description: str = ""
+    until: float | None = None
+    horizon: float = 30 * 86400.0
+    db: DbConfig = DbConfig()
+    executor: ExecutorConfig = ExecutorConfig()
+    ticks: tuple[Tick, ...] = ()
+    jobs: tuple[JobSpec, ...] = ()
+    streams: tuple[StreamSpec, ...] = ()
+    source: str = "<scenario>"
+    document: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def end(self) -> float:
+        """The latest instant the run may reach."""
+        return self.until if self.until is not None else self.horizon
+
+    def retry_for(self, node: str, handler: str) -> RetryPolicy:
+        """The retry policy a failure of ``handler`` on ``node`` follows."""
+        h = self.handlers[handler]
+        if h.retry is not None:
+            return h.retry
+        for n in self.nodes:
+            if n.name == node:
+                return n.executor.retry
+        return self.executor.retry
+
+    def initial_retries(self, handler: str) -> int:
+        h = self.handlers[handler]
+        return (h.retry or self.executor.retry).initial_retries()
+
+
+INF = math.inf

@@ -1,0 +1,110 @@
+"""The database as SimPy sees it: connections, statement latency, and commit instants.
+
+A statement is issued by a node, waits for a connection from the pool (if the pool is
+bounded), takes a latency drawn from the scenario's latency model — from the node's own
+stream ``db/latency/<node>``, so one node's statements never shift another's draws — and is
+applied to the store at its end, in one instant.
+
+That is the ``atomic`` dialect: statements are applied one at a time, in the order they
+complete; simultaneous ones in the order SimPy scheduled them (FIFO). A conditional UPDATE can
+therefore never be lost or doubled, but a *pair* of statements (SELECT, then UPDATE) leaves a
+window in which another node's statement commits.
+
+Zero latency with an unbounded pool costs no SimPy event: the statement applies at once.
+
+The database also tells waiting nodes when something changed: ``inserted()`` fires on the
+next insert (LISTEN/NOTIFY), ``changed()`` on the next write that may make a row eligible
+sooner (an insert, an unlock, a reschedule); idle nodes use it to skip polls that could not
+find anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from typing import Any, TypeVar
+
+import simpy
+
+from .dists import ZERO, Distribution
+from .rng import Streams
+from .store import Store
+
+T = TypeVar("T")
+DIALECTS = ("atomic",)
+
+
+class Database:
+    def __init__(self, env: simpy.Environment, store: Store, streams: Streams,
+                 latency: Distribution = ZERO, connections: int | None = None,
+                 dialect: str = "atomic"):
+        if dialect not in DIALECTS:
+            raise ValueError(f"dialect must be one of {DIALECTS} (got {dialect!r})")
+        self.env = env
+        self.store = store
+        self.dialect = dialect
+        self.latency = latency
+        self._zero = latency.is_zero
+        self.pool = simpy.Resource(env, capacity=connections) if connections else None
+        self._streams = streams
+        self._lat: dict[str, Any] = {}
+        self.statements = 0
+        self._inserted: simpy.Event | None = None
+        self._changed: simpy.Event | None = None
+
+    def run(self, node: str, apply: Callable[[float], T],
+            wakes: bool = False) -> Generator[simpy.Event, Any, tuple[T, float]]:
+        """Issue one statement for ``node``; ``apply(now)`` runs at its commit instant.
+
+        Returns ``(apply's result, latency)``. ``wakes`` marks a write that may make a row
+        eligible sooner, which wakes idle nodes.
+        """
+        self.statements += 1
+        env = self.env
+        if self._zero and self.pool is None:
+            result = apply(env.now)
+            if wakes:
+                self.touch()
+            return result, 0.0
+        req = None
+        if self.pool is not None:
+            req = self.pool.request()
+            yield req
+        lat = 0.0
+        if not self._zero:
+            stream = self._lat.get(node)
+            if stream is None:
+                stream = self._lat[node] = self._streams.stream(f"db/latency/{node}")
+            lat = self.latency.sample(stream)
+            if lat > 0:
+                yield env.timeout(lat)
+        result = apply(env.now)
+        if req is not None:
+            self.pool.release(req)
+        if wakes:
+            self.touch()
+        return result, lat
+
+    # --- notifications ---------------------------------------------------------------------
+
+    def inserted(self) -> simpy.Event:
+        """An event that fires at the next insert (LISTEN/NOTIFY)."""
+        if self._inserted is None:
+            self._inserted = self.env.event()
+        return self._inserted
+
+    def changed(self) -> simpy.Event:
+        """An event that fires at the next write that may make a row eligible sooner."""
+        if self._changed is None:
+            self._changed = self.env.event()
+        return self._changed
+
+    def touch(self, insert: bool = False) -> None:
+        ev = self._changed
+        if ev is not None:
+            self._changed = None
+            ev.succeed()
+        if insert:
+            ev = self._inserted
+            if ev is not None:
+                self._inserted = None
+                ev.succeed()

@@ -1,0 +1,89 @@
+"""Distributions of durations: handler run times and statement latencies.
+
+Each is a small frozen value with ``sample(stream)`` (seconds) and ``mean``. The forms are the
+ones a scenario can name:
+
+- ``constant`` — always ``value``;
+- ``uniform`` — between ``low`` and ``high``;
+- ``exponential`` — with ``mean`` (memoryless service, the M in M/M/c);
+- ``lognormal`` — by ``median`` and ``p99``, the way latencies are usually quoted.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .rng import Stream
+
+Z99 = 2.3263478740408408  # the standard normal's 99th percentile
+
+
+@dataclass(frozen=True)
+class Constant:
+    value: float
+
+    def sample(self, stream: Stream) -> float:
+        return self.value
+
+    @property
+    def mean(self) -> float:
+        return self.value
+
+    @property
+    def is_zero(self) -> bool:
+        return self.value == 0.0
+
+
+@dataclass(frozen=True)
+class Uniform:
+    low: float
+    high: float
+
+    def sample(self, stream: Stream) -> float:
+        return self.low + (self.high - self.low) * stream.uniform()
+
+    @property
+    def mean(self) -> float:
+        return (self.low + self.high) / 2
+
+    @property
+    def is_zero(self) -> bool:
+        return self.high == 0.0
+
+
+@dataclass(frozen=True)
+class Exponential:
+    mean: float
+
+    def sample(self, stream: Stream) -> float:
+        return self.mean * stream.exponential()
+
+    @property
+    def is_zero(self) -> bool:
+        return self.mean == 0.0
+
+
+@dataclass(frozen=True)
+class LogNormal:
+    median: float
+    p99: float
+
+    @property
+    def sigma(self) -> float:
+        return (math.log(self.p99) - math.log(self.median)) / Z99
+
+    def sample(self, stream: Stream) -> float:
+        return self.median * math.exp(self.sigma * stream.normal())
+
+    @property
+    def mean(self) -> float:
+        return self.median * math.exp(self.sigma**2 / 2)
+
+    @property
+    def is_zero(self) -> bool:
+        return False
+
+
+Distribution = Constant | Uniform | Exponential | LogNormal
+ZERO = Constant(0.0)

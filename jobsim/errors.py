@@ -1,0 +1,53 @@
+"""Errors a user can cause, and the one a run can reveal.
+
+A ``ScenarioError`` carries every problem found in an input at once, each with the file, the
+dotted path inside it, what was expected and what came. The CLI prints them and exits with
+status 2; nothing else in jobsim prints or exits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class JobsimError(Exception):
+    """Base class of jobsim's own errors."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with an input: where it is, what was expected, what came."""
+
+    path: str
+    expected: str
+    got: str = ""
+    hint: str = ""
+
+    def format(self, source: str | None = None) -> str:
+        where = f"{source}: " if source else ""
+        where += self.path or "(top level)"
+        text = f"{where}: expected {self.expected}"
+        if self.got:
+            text += f" (got {self.got})"
+        if self.hint:
+            text += f"; {self.hint}"
+        return text
+
+
+class ScenarioError(JobsimError):
+    """One or more problems in a scenario file or an override, reported together."""
+
+    def __init__(self, problems: list[Problem], source: str | None = None):
+        self.problems = list(problems)
+        self.source = source
+        super().__init__(self.format())
+
+    def format(self) -> str:
+        return "\n".join(p.format(self.source) for p in self.problems)
+
+    def with_source(self, source: str) -> "ScenarioError":
+        return ScenarioError(self.problems, source)
+
+
+class InvariantViolation(JobsimError):
+    """Raised by callers who want an exception when a run breaks an invariant."""

@@ -1,0 +1,179 @@
+"""One pass over a trace that tells each job's story: its executions, its locks, and which
+executions and side effects were duplicates, and why.
+
+A **duplicate execution** is one that starts while another execution of the same job is
+running, or after the job already succeeded once. Its cause comes from the acquisition that
+led to it:
+
+- ``unsafe_acquisition`` — the node locked the job while another node's lock was still valid
+  (a strategy that lets a statement overwrite a live lock);
+- ``lock_expired`` — the other node's lock had expired while its execution was still running
+  (a run longer than the lock, with no heartbeat);
+- ``unexplained`` — none of the above: a bug in the model, flagged by the checks.
+
+A **duplicate side effect** is a side effect of a job that already had one; it takes the cause
+of the job's duplicate execution.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .trace import K, Trace
+
+CAUSES = ("unsafe_acquisition", "lock_expired", "unexplained")
+
+
+@dataclass
+class JobStory:
+    id: int
+    kind: str = "async"
+    handler: str = ""
+    priority: int = 0
+    created: float = float("nan")
+    due: float = float("nan")
+    created_seq: int = -1
+    first_start: float = float("nan")
+    end: float = float("nan")
+    outcome: str = "lost"
+    executions: int = 0
+    failures: int = 0
+    side_effects: int = 0
+    duplicate_executions: int = 0
+    duplicate_side_effects: int = 0
+    double_acquisitions: int = 0
+    nodes: list[str] = field(default_factory=list)
+    causes: list[str] = field(default_factory=list)
+    pending_reason: str = ""
+
+
+@dataclass
+class Duplicate:
+    seq: int
+    time: float
+    job: int
+    node: str
+    what: str  # "execution" or "side_effect"
+    cause: str
+    evidence: list[int]
+
+
+@dataclass
+class Histories:
+    jobs: dict[int, JobStory]
+    duplicates: list[Duplicate]
+    double_acquisitions: list[tuple[int, int, int]]  # (job, seq of the live lock, seq of the overwrite)
+
+
+_INTERESTING = [K[k] for k in ("job_created", "locked", "lock_extended", "unlocked",
+                               "exec_start", "side_effect", "exec_end", "completed",
+                               "retry_scheduled", "dead_lettered", "pending")]
+
+
+def histories(trace: Trace) -> Histories:
+    cols = trace.arrays()
+    kind = cols["kind"]
+    idx = np.flatnonzero(np.isin(kind, _INTERESTING))
+    t_, k_, n_, j_ = (cols[c][idx].tolist() for c in ("time", "kind", "node", "job"))
+    a_, b_, x_, s_ = (cols[c][idx].tolist() for c in ("a", "b", "x", "text"))
+    seqs = idx.tolist()
+    nodes, texts = trace.nodes, trace.texts
+    KC, KL, KX, KU = K["job_created"], K["locked"], K["lock_extended"], K["unlocked"]
+    KS, KE, KEND, KC2 = K["exec_start"], K["side_effect"], K["exec_end"], K["completed"]
+    KR, KD, KP = K["retry_scheduled"], K["dead_lettered"], K["pending"]
+
+    jobs: dict[int, JobStory] = {}
+    holder: dict[int, tuple[int, float, int]] = {}  # job -> (node, lock_until, seq)
+    running: dict[int, dict[int, int]] = {}  # job -> node -> executions in progress
+    succeeded: set[int] = set()
+    acq_cause: dict[tuple[int, int], tuple[str, list[int]]] = {}
+    job_cause: dict[int, tuple[str, list[int]]] = {}
+    dups: list[Duplicate] = []
+    doubles: list[tuple[int, int, int]] = []
+
+    def story(j: int) -> JobStory:
+        s = jobs.get(j)
+        if s is None:
+            s = jobs[j] = JobStory(j)
+        return s
+
+    for i in range(len(seqs)):
+        k, j, node, t, seq = k_[i], j_[i], n_[i], t_[i], seqs[i]
+        if k == KC:
+            s = story(j)
+            s.kind = "timer" if a_[i] == 1 else "async"
+            s.handler, s.priority, s.created, s.due, s.created_seq = (
+                texts[s_[i]], b_[i], t, x_[i], seq)
+        elif k == KL:
+            prev = holder.get(j)
+            cause = None
+            if prev is not None and prev[0] != node:
+                if prev[1] >= t:
+                    cause = ("unsafe_acquisition", [prev[2], seq])
+                    doubles.append((j, prev[2], seq))
+                    story(j).double_acquisitions += 1
+                elif running.get(j, {}).get(prev[0], 0) > 0:
+                    cause = ("lock_expired", [prev[2], seq])
+            if cause is not None:
+                acq_cause[(j, node)] = cause
+            else:
+                acq_cause.pop((j, node), None)
+            holder[j] = (node, x_[i], seq)
+        elif k == KX:
+            h = holder.get(j)
+            if h is not None and h[0] == node:
+                holder[j] = (node, x_[i], h[2])
+        elif k == KU:
+            holder.pop(j, None)
+        elif k == KS:
+            s = story(j)
+            s.executions += 1
+            if s.executions == 1:
+                s.first_start = t
+            name = nodes[node]
+            if name not in s.nodes:
+                s.nodes.append(name)
+            runs = running.setdefault(j, {})
+            if sum(runs.values()) > 0 or j in succeeded:
+                cause, evidence = acq_cause.get((j, node), ("unexplained", []))
+                dups.append(Duplicate(seq, t, j, name, "execution", cause, evidence + [seq]))
+                s.duplicate_executions += 1
+                s.causes.append(cause)
+                job_cause[j] = (cause, evidence + [seq])
+            runs[node] = runs.get(node, 0) + 1
+        elif k == KE:
+            s = story(j)
+            s.side_effects += 1
+            if s.side_effects > 1:
+                cause, evidence = job_cause.get(j, ("unexplained", []))
+                dups.append(Duplicate(seq, t, j, nodes[node], "side_effect", cause,
+                                      evidence + [seq]))
+                s.duplicate_side_effects += 1
+        elif k == KEND:
+            runs = running.get(j)
+            if runs and runs.get(node, 0) > 0:
+                runs[node] -= 1
+            if a_[i] == 1:
+                succeeded.add(j)
+            else:
+                story(j).failures += 1
+        elif k == KC2:
+            if a_[i] == 1:
+                s = story(j)
+                s.outcome, s.end = "done", t
+                holder.pop(j, None)
+        elif k == KR:
+            holder.pop(j, None)
+        elif k == KD:
+            s = story(j)
+            s.outcome, s.end = "dead_lettered", t
+            holder.pop(j, None)
+        elif k == KP:
+            s = story(j)
+            reason = texts[s_[i]]
+            s.pending_reason = reason
+            if s.outcome == "lost":
+                s.outcome = "pending"
+    return Histories(jobs, dups, doubles)

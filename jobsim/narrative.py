@@ -1,0 +1,73 @@
+"""The run told as a story, one line per notable event — the lesson's transcript format.
+
+- a tick of the fake clock: ``t=0: <note>`` / ``t=+10s:``;
+- what a handler says at its side effect: ``      -> bureau responded, token advances``;
+- a failure: ``  [node-A] job 2 failed (bureau 502 (attempt 1)); retry in 10s (2 left)``;
+- a dead letter: ``  [node-B] job 3 DEAD-LETTERED: bad config``;
+- an async job done: ``  [node-B] job 2 (async) done`` (a timer's firing is told by its
+  handler's own line);
+- a double acquisition, and a completion that found its row gone (a duplicate run);
+- at the end: ``dead letters: [(3, 'async')]``.
+
+Pure: a function of the trace, returning lines; printing is the CLI's business.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .durations import format_duration
+from .trace import K, Trace
+
+_TOLD = [K[k] for k in ("tick", "job_created", "side_effect", "retry_scheduled",
+                        "dead_lettered", "completed", "locked", "pending")]
+
+
+def _clock(t: float) -> str:
+    return "t=0" if t == 0 else f"t=+{format_duration(t)}"
+
+
+def narrate(trace: Trace, limit: int | None = 60) -> list[str]:
+    """The story's lines; past ``limit`` lines, one line says how many more there are."""
+    cols = trace.arrays()
+    idx = np.flatnonzero(np.isin(cols["kind"], _TOLD))
+    kinds, times, nodes_, jobs = (cols[c][idx].tolist() for c in ("kind", "time", "node", "job"))
+    a_, b_, x_, s_ = (cols[c][idx].tolist() for c in ("a", "b", "x", "text"))
+    names, texts = trace.nodes, trace.texts
+    kind_of: dict[int, str] = {}
+    dead: list[tuple[int, str]] = []
+    lines: list[str] = []
+    for i, k in enumerate(kinds):
+        j = jobs[i]
+        who = f"[{names[nodes_[i]]}]" if nodes_[i] >= 0 else ""
+        text = texts[s_[i]] if s_[i] >= 0 else ""
+        if k == K["job_created"]:
+            kind_of[j] = "timer" if a_[i] == 1 else "async"
+        elif k == K["tick"]:
+            lines.append(f"{_clock(times[i])}:" + (f" {text}" if text else ""))
+        elif k == K["side_effect"] and text:
+            lines.append(f"      -> {text}")
+        elif k == K["retry_scheduled"]:
+            lines.append(f"  {who} job {j} failed ({text}); retry in "
+                         f"{format_duration(x_[i] - times[i])} ({a_[i]} left)")
+        elif k == K["dead_lettered"]:
+            lines.append(f"  {who} job {j} DEAD-LETTERED: {text}")
+        elif k == K["completed"]:
+            if a_[i] == 0:
+                lines.append(f"  {who} job {j} done again: its row was already gone "
+                             "(a duplicate run)")
+            elif kind_of.get(j) != "timer":
+                lines.append(f"  {who} job {j} ({kind_of.get(j, 'async')}) done")
+        elif k == K["locked"] and b_[i] == 1:
+            lines.append(f"  {who} job {j} ACQUIRED TWICE: {names[a_[i]]}'s lock was still "
+                         "valid")
+        elif k == K["pending"] and text == "deadletter_job":
+            dead.append((j, kind_of.get(j, "async")))
+    if limit is not None and len(lines) > limit:
+        more = len(lines) - limit
+        lines = lines[:limit] + [f"  … {more} more lines (the whole story is in trace.csv)"]
+    if len(dead) <= 10:
+        lines.append(f"dead letters: {dead!r}")
+    else:
+        lines.append(f"dead letters: {len(dead)} (first ten: {dead[:10]!r})")
+    return lines

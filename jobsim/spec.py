@@ -1,0 +1,300 @@
+"""A small declarative kit for validating the scenario format and exporting its JSON Schema.
+
+A ``Field`` checks one value at a dotted path, appends a ``Problem`` (path, expected, got)
+for everything wrong — it never stops at the first — and returns the value normalised
+(durations become seconds). ``Obj`` refuses unknown keys with a "did you mean", fills
+defaults, and reports missing required keys. Every field can describe itself as JSON Schema.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Callable
+from typing import Any
+
+from .durations import EXPECTED as DURATION_EXPECTED
+from .durations import parse_cycle, parse_duration
+from .errors import Problem
+
+MISSING: Any = object()
+
+
+def show(value: Any) -> str:
+    """A short, faithful rendering of a bad value for an error message."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def suggest(word: str, choices: list[str] | tuple[str, ...]) -> str:
+    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=0.6)
+    return f"did you mean {close[0]!r}?" if close else ""
+
+
+def join(path: str, key: str | int) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else key
+
+
+class Field:
+    default: Any = MISSING
+    doc: str = ""
+
+    def check(self, value: Any, path: str, problems: list[Problem]) -> Any:
+        raise NotImplementedError
+
+    def schema(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _described(self, schema: dict[str, Any]) -> dict[str, Any]:
+        if self.doc:
+            schema["description"] = self.doc
+        if self.default is not MISSING and self.default is not None:
+            schema["default"] = self.default
+        return schema
+
+
+class Str(Field):
+    def __init__(self, default: Any = MISSING, doc: str = "", max_len: int = 2000,
+                 nonempty: bool = True):
+        self.default, self.doc, self.max_len, self.nonempty = default, doc, max_len, nonempty
+
+    def check(self, value, path, problems):
+        if not isinstance(value, str) or (self.nonempty and not value.strip()):
+            problems.append(Problem(path, "a non-empty string", show(value)))
+            return MISSING
+        if len(value) > self.max_len:
+            problems.append(Problem(path, f"at most {self.max_len} characters",
+                                    f"{len(value)} characters"))
+            return MISSING
+        return value
+
+    def schema(self):
+        return self._described({"type": "string", "maxLength": self.max_len})
+
+
+class Int(Field):
+    def __init__(self, default: Any = MISSING, doc: str = "", lo: int = 0,
+                 hi: int = 10_000_000):
+        self.default, self.doc, self.lo, self.hi = default, doc, lo, hi
+
+    def check(self, value, path, problems):
+        if isinstance(value, bool) or not isinstance(value, int) or not (
+                self.lo <= value <= self.hi):
+            problems.append(Problem(path, f"an integer from {self.lo:,} to {self.hi:,}",
+                                    show(value)))
+            return MISSING
+        return value
+
+    def schema(self):
+        return self._described({"type": "integer", "minimum": self.lo, "maximum": self.hi})
+
+
+class Num(Field):
+    def __init__(self, default: Any = MISSING, doc: str = "", lo: float = 0.0,
+                 hi: float = 1e12):
+        self.default, self.doc, self.lo, self.hi = default, doc, lo, hi
+
+    def check(self, value, path, problems):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+                math.isfinite(value) and self.lo <= value <= self.hi):
+            problems.append(Problem(path, f"a number from {self.lo:g} to {self.hi:g}",
+                                    show(value)))
+            return MISSING
+        return float(value)
+
+    def schema(self):
+        return self._described({"type": "number", "minimum": self.lo, "maximum": self.hi})
+
+
+class Dur(Field):
+    """A duration with a unit; ``none_ok`` also accepts ``none`` (→ ``None``)."""
+
+    def __init__(self, default: Any = MISSING, doc: str = "", lo: float = 0.0,
+                 hi: float = 366 * 86400.0, positive: bool = False, none_ok: bool = False):
+        self.default, self.doc, self.lo, self.hi = default, doc, lo, hi
+        self.positive, self.none_ok = positive, none_ok
+
+    def check(self, value, path, problems):
+        if self.none_ok and value in (None, "none"):
+            return None
+        try:
+            seconds = parse_duration(value)
+        except ValueError:
+            problems.append(Problem(path, DURATION_EXPECTED + (" or none" if self.none_ok else ""),
+                                    show(value)))
+            return MISSING
+        if (self.positive and seconds <= 0) or not (self.lo <= seconds <= self.hi):
+            low = "more than 0s" if self.positive else f"at least {self.lo:g}s"
+            problems.append(Problem(path, f"a duration {low} and at most {self.hi:g}s",
+                                    show(value)))
+            return MISSING
+        return seconds
+
+    def schema(self):
+        s: dict[str, Any] = {"type": "string",
+                             "pattern": r"^(\d+(\.\d+)?(ms|s|min|m|h|d)|P.*)$"}
+        if self.none_ok:
+            s = {"anyOf": [s, {"const": "none"}, {"type": "null"}]}
+        return self._described(s)
+
+
+class Enum(Field):
+    def __init__(self, choices: tuple[str, ...], default: Any = MISSING, doc: str = ""):
+        self.choices, self.default, self.doc = choices, default, doc
+
+    def check(self, value, path, problems):
+        if value not in self.choices or not isinstance(value, str):
+            problems.append(Problem(path, "one of " + ", ".join(self.choices), show(value),
+                                    suggest(value, self.choices)))
+            return MISSING
+        return value
+
+    def schema(self):
+        return self._described({"enum": list(self.choices)})
+
+
+class Const(Field):
+    """A value passed through unchanged when ``accept`` says it is fine."""
+
+    def __init__(self, accept: Callable[[Any], bool], expected: str, schema: dict,
+                 default: Any = MISSING, doc: str = ""):
+        self.accept, self.expected, self._schema = accept, expected, schema
+        self.default, self.doc = default, doc
+
+    def check(self, value, path, problems):
+        if not self.accept(value):
+            problems.append(Problem(path, self.expected, show(value)))
+            return MISSING
+        return value
+
+    def schema(self):
+        return self._described(dict(self._schema))
+
+
+class ListOf(Field):
+    def __init__(self, item: Field, default: Any = MISSING, doc: str = "",
+                 max_len: int = 100_000, min_len: int = 0):
+        self.item, self.default, self.doc = item, default, doc
+        self.max_len, self.min_len = max_len, min_len
+
+    def check(self, value, path, problems):
+        if not isinstance(value, list):
+            problems.append(Problem(path, "a list", show(value)))
+            return MISSING
+        if not (self.min_len <= len(value) <= self.max_len):
+            problems.append(Problem(path, f"a list of {self.min_len} to {self.max_len:,} items",
+                                    f"{len(value):,} items"))
+            return MISSING
+        out = [self.item.check(v, join(path, i), problems) for i, v in enumerate(value)]
+        return MISSING if any(v is MISSING for v in out) else out
+
+    def schema(self):
+        return self._described({"type": "array", "items": self.item.schema(),
+                                "minItems": self.min_len, "maxItems": self.max_len})
+
+
+class MapOf(Field):
+    """A mapping from names to values of one field (``handlers: {name: {...}}``)."""
+
+    def __init__(self, value: Field, default: Any = MISSING, doc: str = "",
+                 max_len: int = 1000):
+        self.value, self.default, self.doc, self.max_len = value, default, doc, max_len
+
+    def check(self, value, path, problems):
+        if not isinstance(value, dict):
+            problems.append(Problem(path, "a mapping of names", show(value)))
+            return MISSING
+        if len(value) > self.max_len:
+            problems.append(Problem(path, f"at most {self.max_len} entries", str(len(value))))
+            return MISSING
+        out = {}
+        for k, v in value.items():
+            if not isinstance(k, str) or not k.strip():
+                problems.append(Problem(join(path, str(k)), "a non-empty name", show(k)))
+                continue
+            out[k] = self.value.check(v, join(path, k), problems)
+        return out
+
+    def schema(self):
+        return self._described({"type": "object", "additionalProperties": self.value.schema(),
+                                "maxProperties": self.max_len})
+
+
+class Obj(Field):
+    def __init__(self, fields: dict[str, Field], required: tuple[str, ...] = (),
+                 default: Any = MISSING, doc: str = ""):
+        self.fields, self.required, self.default, self.doc = fields, required, default, doc
+
+    def check(self, value, path, problems):
+        if value is None:
+            value = {}
+        if not isinstance(value, dict):
+            problems.append(Problem(path, "a mapping with keys " + ", ".join(self.fields),
+                                    show(value)))
+            return MISSING
+        out: dict[str, Any] = {}
+        for key in value:
+            if key not in self.fields:
+                problems.append(Problem(join(path, str(key)), "one of the keys "
+                                        + ", ".join(self.fields), f"unknown key {key!r}",
+                                        suggest(str(key), tuple(self.fields))))
+        for key, field in self.fields.items():
+            if key in value:
+                out[key] = field.check(value[key], join(path, key), problems)
+            elif key in self.required:
+                problems.append(Problem(join(path, key), "a value (this key is required)",
+                                        "nothing"))
+                out[key] = MISSING
+            elif field.default is not MISSING:
+                out[key] = field.default
+        return out
+
+    def schema(self):
+        return self._described({
+            "type": "object", "additionalProperties": False,
+            "properties": {k: f.schema() for k, f in self.fields.items()},
+            "required": list(self.required)})
+
+
+class Either(Field):
+    """The first alternative whose ``when`` accepts the value checks it."""
+
+    def __init__(self, options: list[tuple[Callable[[Any], bool], Field]], expected: str,
+                 default: Any = MISSING, doc: str = ""):
+        self.options, self.expected, self.default, self.doc = options, expected, default, doc
+
+    def check(self, value, path, problems):
+        for when, field in self.options:
+            if when(value):
+                return field.check(value, path, problems)
+        problems.append(Problem(path, self.expected, show(value)))
+        return MISSING
+
+    def schema(self):
+        return self._described({"anyOf": [f.schema() for _, f in self.options]})
+
+
+class Cycle(Field):
+    """An ISO-8601 repeating interval ``R5/PT10M`` → ``(repeat, seconds)``."""
+
+    doc = "ISO-8601 repeating interval: R<count>/<duration>"
+
+    def check(self, value, path, problems):
+        try:
+            repeat, every = parse_cycle(value)
+        except ValueError as exc:
+            problems.append(Problem(path, str(exc), show(value)))
+            return MISSING
+        if repeat > 1000:
+            problems.append(Problem(path, "a repeat count of at most 1000", show(value)))
+            return MISSING
+        return (repeat, every)
+
+    def schema(self):
+        return self._described({"type": "string", "pattern": r"^R\d+/P.+$"})
+
+
+def is_map_with(key: str) -> Callable[[Any], bool]:
+    return lambda v: isinstance(v, dict) and key in v

@@ -1,0 +1,319 @@
+"""The jobs tables and their statement semantics — pure: no time source, no SimPy.
+
+A row is a job; a table is a state (Flowable's way): ``job`` holds what may run,
+``timer_job`` timers not yet moved, ``deadletter_job`` what ran out of retries. Every method
+takes the instant ``now`` at which its statement applies; the ``db`` module decides when that
+is. Each write bumps the row's ``version``, which never goes down.
+
+The question every poll asks — "the next ``n`` due, unlocked rows in order" — is answered from
+two heaps per acquirable table, never by a scan:
+
+- ``pending``: every row keyed by the instant it becomes eligible, ``max(due, lock_until)``
+  (a lock is expired only when ``lock_until < now``, so lock-bound entries are strict);
+- ``ready``: rows already eligible, keyed by the policy's order.
+
+A query first promotes pending entries whose instant has come, then reads the top of
+``ready``. Entries are invalidated lazily by a per-row stamp, so every change is O(log n).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass
+
+JOB, TIMER, DEADLETTER, SUSPENDED = "job", "timer_job", "deadletter_job", "suspended_job"
+TABLES = (JOB, TIMER, DEADLETTER, SUSPENDED)
+ACQUIRABLE = (JOB, TIMER)
+ORDERS = ("id", "due", "created", "priority", "aging")
+
+
+class Row:
+    """One job row. Columns as in Flowable's ACT_RU_JOB, plus what policies need."""
+
+    __slots__ = ("id", "kind", "handler", "priority", "created", "due", "retries", "failures",
+                 "locked_by", "lock_until", "version", "table", "error", "stamp")
+
+    def __init__(self, id: int, kind: str, handler: str, priority: int, created: float,
+                 due: float, retries: int):
+        self.id = id
+        self.kind = kind
+        self.handler = handler
+        self.priority = priority
+        self.created = created
+        self.due = due
+        self.retries = retries
+        self.failures = 0
+        self.locked_by: str | None = None
+        self.lock_until = -math.inf
+        self.version = 0
+        self.table = JOB
+        self.error: str | None = None
+        self.stamp = 0
+
+    def lock_valid(self, now: float) -> bool:
+        """True while a lock is held and has not expired (expired means ``lock_until < now``)."""
+        return self.locked_by is not None and self.lock_until >= now
+
+    def eligible(self, now: float) -> bool:
+        """The guard of every acquisition: due, and unlocked or expired."""
+        return self.due <= now and (self.locked_by is None or self.lock_until < now)
+
+    def __repr__(self) -> str:
+        return (f"Row(id={self.id}, {self.table}, due={self.due}, locked_by={self.locked_by}, "
+                f"lock_until={self.lock_until}, v={self.version}, retries={self.retries})")
+
+
+@dataclass(frozen=True)
+class Locked:
+    """The outcome of locking one row: who held it before and whether that lock was valid."""
+
+    id: int
+    previous_owner: str | None
+    previous_valid: bool
+    lock_until: float
+    handler: str
+    kind: str
+
+
+class _Index:
+    __slots__ = ("pending", "ready")
+
+    def __init__(self) -> None:
+        self.pending: list[tuple[float, int, int, int]] = []
+        self.ready: list[tuple[float, float, int, int]] = []
+
+
+class Store:
+    """The tables, their rows and indexes.
+
+    ``order`` is the ORDER BY of acquisition: ``id`` (database/insertion order, Flowable),
+    ``due``, ``created``, ``priority`` (highest first, then due) or ``aging`` (highest
+    ``priority + aging_rate × age`` first, kept as the static key ``priority − rate × created``).
+    """
+
+    def __init__(self, order: str = "id", aging_rate: float = 0.0):
+        if order not in ORDERS:
+            raise ValueError(f"order must be one of {ORDERS} (got {order!r})")
+        self.order = order
+        self.aging_rate = aging_rate
+        self.rows: dict[int, Row] = {}
+        self._ix = {t: _Index() for t in ACQUIRABLE}
+        self._count = {t: 0 for t in TABLES}
+
+    # --- keys and index upkeep -------------------------------------------------------------
+
+    def _key(self, row: Row) -> tuple[float, float]:
+        o = self.order
+        if o == "id":
+            return (row.id, 0.0)
+        if o == "due":
+            return (row.due, 0.0)
+        if o == "created":
+            return (row.created, 0.0)
+        if o == "priority":
+            return (-row.priority, row.due)
+        return (-(row.priority - self.aging_rate * row.created), row.due)
+
+    def _reindex(self, row: Row) -> None:
+        row.stamp += 1
+        ix = self._ix.get(row.table)
+        if ix is None:
+            return
+        if row.locked_by is None:
+            entry = (row.due, 0, row.id, row.stamp)
+        elif row.lock_until >= row.due:
+            entry = (row.lock_until, 1, row.id, row.stamp)
+        else:
+            entry = (row.due, 0, row.id, row.stamp)
+        heapq.heappush(ix.pending, entry)
+
+    def _valid(self, rid: int, stamp: int, table: str) -> Row | None:
+        row = self.rows.get(rid)
+        if row is None or row.stamp != stamp or row.table != table:
+            return None
+        return row
+
+    def _promote(self, table: str, now: float) -> _Index:
+        ix = self._ix[table]
+        pending, ready = ix.pending, ix.ready
+        while pending:
+            at, strict, rid, stamp = pending[0]
+            if at > now or (at == now and strict):
+                break
+            heapq.heappop(pending)
+            row = self._valid(rid, stamp, table)
+            if row is not None:
+                k1, k2 = self._key(row)
+                heapq.heappush(ready, (k1, k2, rid, stamp))
+        return ix
+
+    def _take(self, table: str, now: float, n: int, keep: bool) -> list[Row]:
+        ix = self._promote(table, now)
+        ready = ix.ready
+        out: list[Row] = []
+        taken: list[tuple[float, float, int, int]] = []
+        while ready and len(out) < n:
+            entry = heapq.heappop(ready)
+            row = self._valid(entry[2], entry[3], table)
+            if row is None:
+                continue
+            out.append(row)
+            taken.append(entry)
+        if keep:
+            for entry in taken:
+                heapq.heappush(ready, entry)
+        return out
+
+    # --- reads ------------------------------------------------------------------------------
+
+    def get(self, rid: int) -> Row | None:
+        return self.rows.get(rid)
+
+    def count(self, table: str) -> int:
+        return self._count[table]
+
+    def select(self, now: float, n: int, table: str = JOB) -> list[tuple[int, int]]:
+        """``SELECT id, version … WHERE due <= now AND (unlocked OR expired) ORDER BY … LIMIT n``."""
+        return [(r.id, r.version) for r in self._take(table, now, n, keep=True)]
+
+    def next_eligible(self, now: float, table: str = JOB) -> float | None:
+        """When the next row may become eligible: ``now`` if one is already, else the
+        earliest ``max(due, lock_until)`` in the table (a strict one counts as just after
+        it), or ``None`` if the table holds nothing acquirable."""
+        ix = self._promote(table, now)
+        while ix.ready:
+            e = ix.ready[0]
+            if self._valid(e[2], e[3], table) is not None:
+                return now
+            heapq.heappop(ix.ready)
+        while ix.pending:
+            at, strict, rid, stamp = ix.pending[0]
+            if self._valid(rid, stamp, table) is not None:
+                return math.nextafter(at, math.inf) if strict else at
+            heapq.heappop(ix.pending)
+        return None
+
+    # --- writes -----------------------------------------------------------------------------
+
+    def insert(self, row: Row, table: str = JOB, owner: str | None = None,
+               lock_until: float = -math.inf) -> None:
+        """``INSERT``; optionally already locked by ``owner`` (Flowable's hint path)."""
+        if row.id in self.rows:
+            raise ValueError(f"duplicate job id {row.id}")
+        row.table = table
+        row.locked_by = owner
+        row.lock_until = lock_until if owner is not None else -math.inf
+        self.rows[row.id] = row
+        self._count[table] += 1
+        self._reindex(row)
+
+    def claim(self, owner: str, now: float, n: int, lock_until: float,
+              table: str = JOB) -> list[Locked]:
+        """The guarded UPDATE, applied at one instant: lock the next ``n`` eligible rows."""
+        rows = self._take(table, now, n, keep=False)
+        out = []
+        for row in rows:
+            out.append(Locked(row.id, row.locked_by, False, lock_until, row.handler, row.kind))
+            row.locked_by, row.lock_until = owner, lock_until
+            row.version += 1
+            self._reindex(row)
+        return out
+
+    def lock(self, ids: list[int], owner: str, now: float, lock_until: float,
+             guard: bool = True, versions: dict[int, int] | None = None,
+             table: str = JOB) -> list[Locked]:
+        """``UPDATE … SET locked_by, lock_until WHERE id IN (ids)`` [AND guard]
+        [AND version = ?]. Rows gone, moved, or failing the guard or version are skipped."""
+        out = []
+        for rid in ids:
+            row = self.rows.get(rid)
+            if row is None or row.table != table:
+                continue
+            if guard and not row.eligible(now):
+                continue
+            if versions is not None and row.version != versions[rid]:
+                continue
+            valid = row.lock_valid(now) and row.locked_by != owner
+            out.append(Locked(rid, row.locked_by, valid, lock_until, row.handler, row.kind))
+            row.locked_by, row.lock_until = owner, lock_until
+            row.version += 1
+            self._reindex(row)
+        return out
+
+    def extend(self, ids: list[int], owner: str, lock_until: float) -> list[int]:
+        """The heartbeat: ``UPDATE … SET lock_until WHERE id IN (ids) AND locked_by = owner``."""
+        out = []
+        for rid in ids:
+            row = self.rows.get(rid)
+            if row is not None and row.locked_by == owner and row.table in ACQUIRABLE:
+                row.lock_until = lock_until
+                row.version += 1
+                self._reindex(row)
+                out.append(rid)
+        return out
+
+    def unlock(self, rid: int, owner: str | None = None) -> bool:
+        """Clear the lock (queue full, reset of an expired lock); guarded by owner if given."""
+        row = self.rows.get(rid)
+        if row is None or row.locked_by is None or (owner is not None and row.locked_by != owner):
+            return False
+        row.locked_by, row.lock_until = None, -math.inf
+        row.version += 1
+        self._reindex(row)
+        return True
+
+    def delete(self, rid: int, owner: str | None = None) -> bool:
+        """``DELETE FROM job WHERE id = ?`` [AND locked_by = owner]: a job done."""
+        row = self.rows.get(rid)
+        if row is None or row.table not in ACQUIRABLE:
+            return False
+        if owner is not None and row.locked_by != owner:
+            return False
+        del self.rows[rid]
+        self._count[row.table] -= 1
+        row.stamp += 1
+        return True
+
+    def reschedule(self, rid: int, due: float, retries: int, error: str,
+                   owner: str | None = None, table: str = JOB) -> bool:
+        """A failure with retries left: unlock, new due date, retries and error recorded."""
+        row = self.rows.get(rid)
+        if row is None or row.table not in ACQUIRABLE:
+            return False
+        if owner is not None and row.locked_by != owner:
+            return False
+        self._count[row.table] -= 1
+        self._count[table] += 1
+        row.table = table
+        row.due, row.retries, row.error = due, retries, error
+        row.failures += 1
+        row.locked_by, row.lock_until = None, -math.inf
+        row.version += 1
+        self._reindex(row)
+        return True
+
+    def move(self, rid: int, table: str, error: str | None = None,
+             owner: str | None = None, retries: int | None = None) -> bool:
+        """Move a row to another table (dead letter, suspension, back to ``job``), unlocked."""
+        row = self.rows.get(rid)
+        if row is None or row.table == table:
+            return False
+        if owner is not None and row.locked_by != owner:
+            return False
+        self._count[row.table] -= 1
+        self._count[table] += 1
+        row.table = table
+        if error is not None:
+            row.error = error
+            row.failures += 1
+        if retries is not None:
+            row.retries = retries
+        row.locked_by, row.lock_until = None, -math.inf
+        row.version += 1
+        self._reindex(row)
+        return True
+
+    def in_table(self, table: str) -> list[Row]:
+        """Rows of a table in id order (for end-of-run reports, not for polls)."""
+        return [r for _, r in sorted(self.rows.items()) if r.table == table]

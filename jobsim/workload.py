@@ -1,0 +1,47 @@
+"""Arrivals: the jobs a run creates, as a few SimPy processes (never one per job).
+
+- explicit jobs, each created at ``at`` and due ``due_in`` later (a timer is a job whose due
+  date lies ahead);
+- streams: Poisson arrivals at ``rate`` per second up to ``count`` jobs, from the stream
+  ``workload/<name>``; or, with no rate, a burst of ``count`` jobs at ``start``.
+
+Explicit ids are kept; the others are numbered after the largest explicit id, in order of
+creation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any
+
+from .config import JobSpec, StreamSpec
+
+if TYPE_CHECKING:
+    from .world import World
+
+
+def explicit_jobs(world: "World", jobs: tuple[JobSpec, ...]) -> Generator[Any, Any, None]:
+    env = world.env
+    for spec in sorted(jobs, key=lambda j: j.at):  # stable: file order at equal times
+        if spec.at > env.now:
+            yield env.timeout(spec.at - env.now)
+        world.create(spec.handler, spec.kind, spec.priority, spec.due_in, spec.id)
+    world.source_done()
+
+
+def stream(world: "World", spec: StreamSpec) -> Generator[Any, Any, None]:
+    env = world.env
+    if spec.start > 0:
+        yield env.timeout(spec.start)
+    create = world.create
+    if spec.rate is None:
+        for _ in range(spec.count):
+            create(spec.handler, spec.kind, spec.priority, spec.due_in)
+    else:
+        rng = world.streams.stream(f"workload/{spec.name}")
+        mean = 1.0 / spec.rate
+        timeout = env.timeout
+        for _ in range(spec.count):
+            yield timeout(mean * rng.exponential())
+            create(spec.handler, spec.kind, spec.priority, spec.due_in)
+    world.source_done()

@@ -1,0 +1,170 @@
+"""A run: a scenario wired into SimPy processes, run to its end, returned as a ``RunResult``.
+
+``run(scenario)`` builds the store, the database, the nodes, the workload and the fake clock,
+runs until the horizon (``until``) or until the workload is exhausted and every job has reached
+a terminal state (``drained``, bounded by ``horizon``), and then records what is still in the
+tables as ``pending`` events, so that the trace alone explains every job.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Any
+
+import simpy
+
+from .config import Scenario
+from .db import Database
+from .node import Node
+from .rng import Stream, Streams
+from .store import JOB, Row, Store
+from .trace import K, Trace
+from .workload import explicit_jobs, stream
+
+
+@dataclass
+class RunResult:
+    """What a run leaves: its scenario, trace, final tables and a few counters."""
+
+    scenario: Scenario
+    seed: int
+    trace: Trace
+    store: Store
+    end_time: float
+    drained: bool
+    statements: int
+    polls: dict[str, int]
+    polls_skipped: dict[str, int]
+    lost_races: int
+
+    @property
+    def trace_sha256(self) -> str:
+        return self.trace.sha256()
+
+
+class World:
+    def __init__(self, scenario: Scenario, seed: int | None = None):
+        self.scenario = scenario
+        self.seed = scenario.seed if seed is None else seed
+        self.env = simpy.Environment()
+        self.streams = Streams(self.seed)
+        self.trace = Trace()
+        ex = scenario.executor
+        self.store = Store(ex.order, ex.aging_rate)
+        self.db = Database(self.env, self.store, self.streams, scenario.db.latency,
+                           scenario.db.connections, scenario.db.dialect)
+        self.handlers = scenario.handlers
+        self.executions: dict[int, int] = {}
+        self.lost_races = 0
+        self._hstreams: dict[str, Stream] = {}
+        self._jstreams: dict[str, Stream] = {}
+        self._says = {name: self.trace.text(h.says) for name, h in scenario.handlers.items()}
+        self._retries = {name: scenario.initial_retries(name) for name in scenario.handlers}
+        self._next_id = 1 + max((j.id for j in scenario.jobs if j.id is not None), default=0)
+        self._sources = 0
+        self.created = 0
+        self.live = 0
+        self._stop = self.env.event()
+        self.nodes = [Node(self, n.name, n.executor, n.start_at) for n in scenario.nodes]
+        self._by_name = {n.name: n for n in self.nodes}
+
+    # --- helpers used by nodes and workload -------------------------------------------------
+
+    def handler_stream(self, name: str) -> Stream:
+        s = self._hstreams.get(name)
+        if s is None:
+            s = self._hstreams[name] = self.streams.stream(f"handler/{name}")
+        return s
+
+    def jitter_stream(self, node: str) -> Stream:
+        s = self._jstreams.get(node)
+        if s is None:
+            s = self._jstreams[node] = self.streams.stream(f"retry/jitter/{node}")
+        return s
+
+    def says_code(self, handler: str) -> int:
+        return self._says[handler]
+
+    def create(self, handler: str, kind: str, priority: int, due_in: float,
+               jid: int | None = None) -> int:
+        """Insert a new job (the client's INSERT; no executor latency)."""
+        if jid is None:
+            jid = self._next_id
+            self._next_id += 1
+        now = self.env.now
+        row = Row(jid, kind, handler, priority, now, now + due_in, self._retries[handler])
+        self.store.insert(row, JOB)
+        self.created += 1
+        self.live += 1
+        self.trace.add(now, K["job_created"], -1, jid, a=int(kind == "timer"), b=priority,
+                       x=row.due, text=self.trace.text(handler))
+        self.db.touch(insert=True)
+        return jid
+
+    def source_done(self) -> None:
+        self._sources -= 1
+        self._check_drained()
+
+    def job_done(self) -> None:
+        self.live -= 1
+        self._check_drained()
+
+    def _check_drained(self) -> None:
+        if (self.scenario.until is None and self._sources == 0 and self.live == 0
+                and not self._stop.triggered):
+            self._stop.succeed()
+
+    # --- the run ----------------------------------------------------------------------------
+
+    def _clock(self) -> Generator[Any, Any, None]:
+        env, trace = self.env, self.trace
+        for tick in self.scenario.ticks:
+            if tick.at > env.now:
+                yield env.timeout(tick.at - env.now)
+            trace.add(env.now, K["tick"], text=trace.text(tick.note))
+            for name in tick.nodes:
+                self._by_name[name].tick()
+
+    def run(self) -> RunResult:
+        sc, env = self.scenario, self.env
+        self.trace.add(0.0, K["run_start"], x=math.inf if sc.until is None else sc.until)
+        for node in self.nodes:
+            node.start()
+        sources = [explicit_jobs(self, sc.jobs)] if sc.jobs else []
+        sources += [stream(self, s) for s in sc.streams]
+        self._sources = len(sources)
+        for src in sources:
+            env.process(src)
+        if sc.ticks:
+            env.process(self._clock())
+        if not sources:
+            self._check_drained()
+        horizon = env.timeout(sc.end)
+        env.run(until=env.any_of([self._stop, horizon]))
+        drained = self._stop.triggered
+        end = env.now
+        self._record_pending(end)
+        return RunResult(sc, self.seed, self.trace, self.store, end, drained, self.db.statements,
+                         {n.name: n.polls for n in self.nodes},
+                         {n.name: n.polls_skipped for n in self.nodes}, self.lost_races)
+
+    def _record_pending(self, now: float) -> None:
+        trace = self.trace
+        pending = 0
+        for rid, row in sorted(self.store.rows.items()):
+            if row.table == JOB and row.locked_by is not None and row.lock_until >= now:
+                why = f"{row.table}: locked by {row.locked_by}"
+            elif row.table == JOB and row.due > now:
+                why = f"{row.table}: due later"
+            else:
+                why = row.table
+            trace.add(now, K["pending"], job=rid, a=row.retries, text=trace.text(why))
+            pending += 1
+        trace.add(now, K["run_end"], a=self.created, b=pending)
+
+
+def run(scenario: Scenario, seed: int | None = None) -> RunResult:
+    """Run ``scenario`` (with its own seed unless ``seed`` is given)."""
+    return World(scenario, seed).run()
