@@ -19,7 +19,6 @@ Under the ``atomic`` dialect:
 from __future__ import annotations
 
 from collections.abc import Generator
-from dataclasses import dataclass, field
 from typing import Any
 
 from .db import Database
@@ -51,16 +50,19 @@ SAFE = {"guarded_update": True, "unguarded_update": True, "read_then_write": Fal
         "optimistic": True}
 
 
-@dataclass
 class Attempt:
     """One acquisition attempt: rows asked, rows locked (with what they overwrote), races
     lost, statements issued and their summed latency."""
 
-    asked: int
-    locked: list[Locked] = field(default_factory=list)
-    lost: int = 0
-    statements: int = 0
-    latency: float = 0.0
+    __slots__ = ("asked", "locked", "lost", "statements", "latency")
+
+    def __init__(self, asked: int, locked: list[Locked] | None = None, lost: int = 0,
+                 statements: int = 0, latency: float = 0.0):
+        self.asked = asked
+        self.locked = [] if locked is None else locked
+        self.lost = lost
+        self.statements = statements
+        self.latency = latency
 
 
 Gen = Generator[Any, Any, Attempt]
@@ -71,6 +73,14 @@ def guarded_update(db: Database, me: str, n: int, lock_time: float, table: str =
     locked, lat = yield from db.run(
         me, lambda now: store.claim(me, now, n, now + lock_time, table))
     return Attempt(n, locked, 0, 1, lat)
+
+
+def guarded_update_now(db: Database, me: str, n: int, lock_time: float,
+                       table: str = JOB) -> Attempt:
+    """``guarded_update`` on an instant database, without the generator machinery."""
+    db.statements += 1
+    now = db.env.now
+    return Attempt(n, db.store.claim(me, now, n, now + lock_time, table), 0, 1, 0.0)
 
 
 def unguarded_update(db: Database, me: str, n: int, lock_time: float, table: str = JOB) -> Gen:
@@ -112,6 +122,9 @@ def optimistic(db: Database, me: str, n: int, lock_time: float, table: str = JOB
             attempt.lost += 1
     return attempt
 
+
+#: single-statement strategies applied directly when the database is instant (hot path)
+INSTANT = {"guarded_update": guarded_update_now}
 
 ACQUIRE = {
     "guarded_update": guarded_update,

@@ -45,6 +45,9 @@ class Database:
         self.latency = latency
         self._zero = latency.is_zero
         self.pool = simpy.Resource(env, capacity=connections) if connections else None
+        #: statements apply at the instant they are issued (zero latency, unbounded pool);
+        #: hot callers may then apply them directly instead of going through ``run``.
+        self.instant = self._zero and self.pool is None
         self._streams = streams
         self._lat: dict[str, Any] = {}
         self.statements = 0
@@ -99,10 +102,12 @@ class Database:
         return self._changed
 
     def touch(self, insert: bool = False) -> None:
+        """Fire ``changed()`` (its value says whether the change was an insert) and, for an
+        insert, ``inserted()``."""
         ev = self._changed
         if ev is not None:
             self._changed = None
-            ev.succeed()
+            ev.succeed(insert)
         if insert:
             ev = self._inserted
             if ev is not None:

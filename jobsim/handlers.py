@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from .dists import ZERO, Distribution
 from .retry import RetryPolicy
@@ -27,9 +28,9 @@ from .rng import Stream
 OUTCOMES = ("succeed", "fail_first", "always_fail", "fail_rate", "hang")
 
 
-@dataclass(frozen=True)
-class Execution:
-    """One drawn execution: its length, success, error, and side-effect offset (or None)."""
+class Execution(NamedTuple):
+    """One drawn execution: its length, success, error, and side-effect offset (a failed
+    execution has none: ``None``)."""
 
     duration: float
     ok: bool
@@ -54,7 +55,7 @@ class Handler:
         """The ``attempt``-th execution of a job (1-based), drawn from ``stream``."""
         if self.outcome == "hang":
             d = self.hang_for
-            return Execution(d, True, None, None if math.isinf(d) else d * self.side_effect_at)
+            return Execution(d, True, None, math.inf if math.isinf(d) else d * self.side_effect_at)
         d = self.duration.sample(stream)
         if self.outcome == "succeed":
             ok = True

@@ -143,7 +143,7 @@ def histories(trace: Trace) -> Histories:
                 s.causes.append(cause)
                 job_cause[j] = (cause, evidence + [seq])
             runs[node] = runs.get(node, 0) + 1
-        elif k == KE:
+        elif k == KE or (k == KEND and b_[i] == 1):
             s = story(j)
             s.side_effects += 1
             if s.side_effects > 1:
@@ -151,6 +151,11 @@ def histories(trace: Trace) -> Histories:
                 dups.append(Duplicate(seq, t, j, nodes[node], "side_effect", cause,
                                       evidence + [seq]))
                 s.duplicate_side_effects += 1
+            if k == KEND:
+                runs = running.get(j)
+                if runs and runs.get(node, 0) > 0:
+                    runs[node] -= 1
+                succeeded.add(j)
         elif k == KEND:
             runs = running.get(j)
             if runs and runs.get(node, 0) > 0:

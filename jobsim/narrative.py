@@ -19,7 +19,7 @@ import numpy as np
 from .durations import format_duration
 from .trace import K, Trace
 
-_TOLD = [K[k] for k in ("tick", "job_created", "side_effect", "retry_scheduled",
+_TOLD = [K[k] for k in ("tick", "job_created", "side_effect", "exec_end", "retry_scheduled",
                         "dead_lettered", "completed", "locked", "pending")]
 
 
@@ -45,7 +45,7 @@ def narrate(trace: Trace, limit: int | None = 60) -> list[str]:
             kind_of[j] = "timer" if a_[i] == 1 else "async"
         elif k == K["tick"]:
             lines.append(f"{_clock(times[i])}:" + (f" {text}" if text else ""))
-        elif k == K["side_effect"] and text:
+        elif (k == K["side_effect"] or (k == K["exec_end"] and b_[i] == 1)) and text:
             lines.append(f"      -> {text}")
         elif k == K["retry_scheduled"]:
             lines.append(f"  {who} job {j} failed ({text}); retry in "

@@ -22,7 +22,7 @@ from collections import deque
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
-from .claims import ACQUIRE
+from .claims import ACQUIRE, INSTANT, Attempt
 from .config import ExecutorConfig
 from .store import DEADLETTER
 from .trace import K
@@ -42,10 +42,13 @@ class Node:
         self.cfg = cfg
         self.start_at = start_at
         self._acquire = ACQUIRE[cfg.acquisition]
+        self._instant = INSTANT.get(cfg.acquisition) if world.db.instant else None
         self._strategy_text = world.trace.text(cfg.acquisition)
         self.queue: deque[tuple[int, str, str]] = deque()
         self.idle: deque[Any] = deque()
+        #: job id -> executions of it running here (kept when a heartbeat needs it)
         self.running: dict[int, int] = {}
+        self.track_running = cfg.heartbeat is not None
         self._tick = None
         self._slot = None
         self.polls = 0
@@ -76,23 +79,30 @@ class Node:
         """One acquisition attempt; returns (asked, got)."""
         n = min(self.cfg.batch_size, self._free())
         self.polls += 1
-        att = yield from self._acquire(self.db, self.name, n, self.cfg.lock_time)
+        if self._instant is not None:
+            att = self._instant(self.db, self.name, n, self.cfg.lock_time)
+        else:
+            att = yield from self._acquire(self.db, self.name, n, self.cfg.lock_time)
+        self._hand_out(att)
+        return att.asked, len(att.locked)
+
+    def _hand_out(self, att: Attempt) -> None:
+        """Trace an attempt and hand what it locked to idle threads, or queue it."""
         world, trace, env = self.world, self.trace, self.env
-        now = env.now
-        trace.add(now, K["acquire"], self.code, a=att.asked, b=len(att.locked), c=att.lost,
-                  x=att.latency, text=self._strategy_text)
+        now, emit, code, k_locked, node = env.now, trace.emit, self.code, K["locked"], trace.node
+        emit((now, K["acquire"], code, -1, 0, att.asked, len(att.locked), att.lost, att.latency,
+              self._strategy_text))
         world.lost_races += att.lost
         idle, queue = self.idle, self.queue
         for lk in att.locked:
-            prev = -1 if lk.previous_owner is None else trace.node(lk.previous_owner)
-            trace.add(now, K["locked"], self.code, lk.id, a=prev, b=int(lk.previous_valid),
-                      x=lk.lock_until)
+            prev = -1 if lk.previous_owner is None else node(lk.previous_owner)
+            emit((now, k_locked, code, lk.id, 0, prev, int(lk.previous_valid), 0, lk.lock_until,
+                  -1))
             item = (lk.id, lk.handler, lk.kind)
             if idle:
                 idle.popleft().succeed(item)
             else:
                 queue.append(item)
-        return att.asked, len(att.locked)
 
     def _acquisition_loop(self) -> Generator[Any, Any, None]:
         env, cfg = self.env, self.cfg
@@ -109,59 +119,77 @@ class Node:
             return
         notify = cfg.wakeup == "notify"
         period = cfg.poll_interval
+        store, db, end = self.db.store, self.db, self.world.scenario.end
+        instant, acquire, me, queue = self._instant, self._acquire, self.name, self.queue
+        batch, size, lock_time, hand_out = cfg.batch_size, cfg.queue_size, cfg.lock_time, \
+            self._hand_out
         while True:
-            if self._free() <= 0:
+            free = size - len(queue)
+            if free <= 0:
                 if notify:
                     yield self._slot_freed()
                 else:
                     yield env.timeout(cfg.queue_full_wait)
                 continue
-            asked, got = yield from self._round()
-            if got == asked:
+            asked = batch if batch < free else free
+            self.polls += 1
+            if instant is not None:
+                att = instant(db, me, asked, lock_time)
+            else:
+                att = yield from acquire(db, me, asked, lock_time)
+            hand_out(att)
+            if len(att.locked) == asked:
                 continue
             now = env.now
             next_poll = now + period
-            if got == 0:
-                soonest = self.db.store.next_eligible(now)
-                if soonest is None or soonest > next_poll:
-                    yield from self._idle(next_poll, soonest, period, notify)
-                    continue
-            if notify:
-                yield env.any_of([env.timeout(period), self.db.inserted()])
-            else:
-                yield env.timeout(period)
-
-    def _idle(self, next_poll: float, soonest: float | None, period: float,
-              notify: bool) -> Generator[Any, Any, None]:
-        """Sleep through polls that cannot find anything; count them."""
-        env = self.env
-        if soonest is None:
+            soonest = store.next_eligible(now)
+            if soonest is not None and soonest <= next_poll:
+                if notify:
+                    yield env.any_of([env.timeout(period), db.inserted()])
+                else:
+                    yield env.timeout(period)
+                continue
+            # Idle: no poll before ``soonest`` can find anything unless the table changes.
+            # Sleep until the last poll instant at or before ``soonest`` (a poll there may
+            # see it if its statement takes long enough) or until the table changes; a
+            # notify node then polls at once after an insert, any other node resumes its
+            # poll schedule. The polls slept through are counted, not simulated.
+            changed = db.changed()
             target = math.inf
-        else:
-            target = next_poll + math.floor((soonest - next_poll) / period) * period
-        inserted = self.db.inserted() if notify else None
-        waits = [self.db.changed()]
-        if inserted is not None:
-            waits.append(inserted)
-        if not math.isinf(target):
-            waits.append(env.timeout(target - env.now))
-        yield env.any_of(waits)
-        now = env.now
-        if now >= target:
-            skipped = round((target - next_poll) / period)
-        else:
-            # Woken by a change: an insert wakes a notify node at once; otherwise resume
-            # the poll schedule at its next tick.
-            k = max(0, math.ceil((now - next_poll) / period))
-            skipped = k
-            if not (inserted is not None and inserted.triggered):
-                resume = next_poll + k * period
-                if resume > now:
-                    yield env.timeout(resume - now)
-        if skipped > 0:
-            self.polls += skipped
-            self.polls_skipped += skipped
-            self.trace.add(env.now, K["polls_skipped"], self.code, a=skipped)
+            if soonest is not None:
+                target = next_poll + math.floor((soonest - next_poll) / period) * period
+            if target >= end:
+                target = math.inf
+                yield changed
+            else:
+                yield self._first(changed, target - now)
+            now = env.now
+            if now >= target:
+                skipped = round((target - next_poll) / period)
+            else:
+                skipped = max(0, math.ceil((now - next_poll) / period))
+                if not (notify and changed.triggered and changed.value):
+                    resume = next_poll + skipped * period
+                    if resume > now:
+                        yield env.timeout(resume - now)
+            if skipped > 0:
+                self.polls += skipped
+                self.polls_skipped += skipped
+                self.trace.add(env.now, K["polls_skipped"], self.code, a=skipped)
+
+    def _first(self, event: Any, delay: float) -> Any:
+        """An event that fires when ``event`` does or ``delay`` has passed, whichever is
+        first (a lighter ``any_of`` for the idle loop)."""
+        env = self.env
+        wake = env.event()
+
+        def fire(_: Any) -> None:
+            if not wake.triggered:
+                wake.succeed()
+
+        event.callbacks.append(fire)
+        env.timeout(delay).callbacks.append(fire)
+        return wake
 
     def _slot_freed(self) -> Any:
         if self._slot is None:
@@ -171,72 +199,87 @@ class Node:
     # --- execution ------------------------------------------------------------------------
 
     def _worker(self, thread: int) -> Generator[Any, Any, None]:
-        env, queue, idle = self.env, self.queue, self.idle
+        """A worker thread: take the next job from the local queue and execute it.
+
+        This loop is the hottest code of a run, so it is written out in one piece: the
+        handler's run, its side effect, the end, then the completion (a DELETE) or the
+        failure statement.
+        """
+        env, queue, idle, world, trace = self.env, self.queue, self.idle, self.world, self.trace
+        emit, code, running, executions = trace.emit, self.code, self.running, world.executions
+        handlers, db, store, me = world.handlers, self.db, world.store, self.name
+        k_start, k_side, k_end, k_done = (K["exec_start"], K["side_effect"], K["exec_end"],
+                                          K["completed"])
+        owner = self.name if self.cfg.complete_guard == "owner" else None
+        inf, nan = math.inf, math.nan
+        hstreams, says = world._hstreams, world._says
+        track = self.track_running
+
+        def complete(now: float, jid: int) -> tuple[bool, bool]:
+            row = store.get(jid)
+            other = row is not None and row.locked_by is not None and row.locked_by != me
+            return store.delete(jid, owner), other
+
         while True:
             if queue:
-                item = queue.popleft()
+                jid, hname, kind = queue.popleft()
                 slot, self._slot = self._slot, None
                 if slot is not None:
                     slot.succeed()
             else:
                 ev = env.event()
                 idle.append(ev)
-                item = yield ev
-            yield from self._execute(item, thread)
-
-    def _execute(self, item: tuple[int, str, str], thread: int) -> Generator[Any, Any, None]:
-        jid, hname, kind = item
-        world, env, trace, code = self.world, self.env, self.trace, self.code
-        handler = world.handlers[hname]
-        attempt = world.executions.get(jid, 0) + 1
-        world.executions[jid] = attempt
-        trace.add(env.now, K["exec_start"], code, jid, attempt, a=thread)
-        self.running[jid] = self.running.get(jid, 0) + 1
-        ex = handler.draw(attempt, world.handler_stream(hname))
-        if math.isinf(ex.duration):
-            yield env.event()  # hangs forever: the thread is gone
-        if ex.side_effect_at is not None:
-            if ex.side_effect_at > 0:
-                yield env.timeout(ex.side_effect_at)
-            trace.add(env.now, K["side_effect"], code, jid, attempt,
-                      text=world.says_code(hname))
-            rest = ex.duration - ex.side_effect_at
-            if rest > 0:
-                yield env.timeout(rest)
-        elif ex.duration > 0:
-            yield env.timeout(ex.duration)
-        trace.add(env.now, K["exec_end"], code, jid, attempt, a=int(ex.ok),
-                  text=trace.text(ex.error))
-        left = self.running[jid] - 1
-        if left:
-            self.running[jid] = left
-        else:
-            del self.running[jid]
-        if ex.ok:
-            yield from self._complete(jid, attempt)
-        else:
-            yield from self._fail(jid, hname, attempt, ex.error or "")
-
-    def _owner(self) -> str | None:
-        return self.name if self.cfg.complete_guard == "owner" else None
-
-    def _complete(self, jid: int, attempt: int) -> Generator[Any, Any, None]:
-        store, owner, me = self.world.store, self._owner(), self.name
-
-        def apply(now: float) -> tuple[bool, bool]:
-            row = store.get(jid)
-            other = row is not None and row.locked_by not in (None, me)
-            return store.delete(jid, owner), other
-
-        (deleted, other), _ = yield from self.db.run(me, apply)
-        self.trace.add(self.env.now, K["completed"], self.code, jid, attempt, a=int(deleted),
-                       b=int(other))
-        if deleted:
-            self.world.job_done()
+                jid, hname, kind = yield ev
+            attempt = executions.get(jid, 0) + 1
+            executions[jid] = attempt
+            emit((env.now, k_start, code, jid, attempt, thread, 0, 0, nan, -1))
+            if track:
+                running[jid] = running.get(jid, 0) + 1
+            stream = hstreams.get(hname) or world.handler_stream(hname)
+            duration, ok, error, side_at = handlers[hname].draw(attempt, stream)
+            if duration == inf:
+                yield env.event()  # hangs forever: the thread is gone
+            if ok:
+                # The side effect happens at ``side_at`` into the run. At the very end it is
+                # told by the exec_end event itself (b=1, text = what the handler says).
+                if side_at < duration:
+                    if side_at > 0:
+                        yield env.timeout(side_at)
+                    emit((env.now, k_side, code, jid, attempt, 0, 0, 0, nan, says[hname]))
+                    yield env.timeout(duration - side_at)
+                    emit((env.now, k_end, code, jid, attempt, 1, 0, 0, nan, -1))
+                else:
+                    if duration > 0:
+                        yield env.timeout(duration)
+                    emit((env.now, k_end, code, jid, attempt, 1, 1, 0, nan, says[hname]))
+            else:
+                if duration > 0:
+                    yield env.timeout(duration)
+                emit((env.now, k_end, code, jid, attempt, 0, 0, 0, nan, trace.text(error)))
+            if track:
+                left = running[jid] - 1
+                if left:
+                    running[jid] = left
+                else:
+                    del running[jid]
+            if not ok:
+                yield from self._fail(jid, hname, attempt, error or "")
+                continue
+            if db.instant:
+                db.statements += 1
+                deleted, other = complete(env.now, jid)
+            else:
+                (deleted, other), _ = yield from db.run(me, lambda now: complete(now, jid))
+            emit((env.now, k_done, code, jid, attempt, int(deleted), int(other), 0, nan, -1))
+            if deleted:
+                world.live -= 1
+                if world.live == 0:
+                    world.job_done(0)
 
     def _fail(self, jid: int, hname: str, attempt: int,
               error: str) -> Generator[Any, Any, None]:
-        world, store, me, owner = self.world, self.world.store, self.name, self._owner()
+        world, store, me = self.world, self.world.store, self.name
+        owner = me if self.cfg.complete_guard == "owner" else None
         policy = world.scenario.retry_for(me, hname)
         stream = world.jitter_stream(me)
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from dataclasses import dataclass
+from typing import NamedTuple
 
 JOB, TIMER, DEADLETTER, SUSPENDED = "job", "timer_job", "deadletter_job", "suspended_job"
 TABLES = (JOB, TIMER, DEADLETTER, SUSPENDED)
@@ -64,8 +64,7 @@ class Row:
                 f"lock_until={self.lock_until}, v={self.version}, retries={self.retries})")
 
 
-@dataclass(frozen=True)
-class Locked:
+class Locked(NamedTuple):
     """The outcome of locking one row: who held it before and whether that lock was valid."""
 
     id: int
@@ -115,10 +114,17 @@ class Store:
             return (-row.priority, row.due)
         return (-(row.priority - self.aging_rate * row.created), row.due)
 
-    def _reindex(self, row: Row) -> None:
+    def _reindex(self, row: Row, now: float | None = None) -> None:
+        """Give the row a new stamp (invalidating its old entries) and a new entry: in
+        ``ready`` when it is already eligible at ``now`` (time never goes back, so it stays
+        eligible until a write re-indexes it), else in ``pending``."""
         row.stamp += 1
         ix = self._ix.get(row.table)
         if ix is None:
+            return
+        if row.locked_by is None and now is not None and row.due <= now:
+            k1, k2 = self._key(row)
+            heapq.heappush(ix.ready, (k1, k2, row.id, row.stamp))
             return
         if row.locked_by is None:
             entry = (row.due, 0, row.id, row.stamp)
@@ -136,27 +142,28 @@ class Store:
 
     def _promote(self, table: str, now: float) -> _Index:
         ix = self._ix[table]
-        pending, ready = ix.pending, ix.ready
+        pending, ready, rows, key = ix.pending, ix.ready, self.rows, self._key
+        pop, push = heapq.heappop, heapq.heappush
         while pending:
             at, strict, rid, stamp = pending[0]
             if at > now or (at == now and strict):
                 break
-            heapq.heappop(pending)
-            row = self._valid(rid, stamp, table)
-            if row is not None:
-                k1, k2 = self._key(row)
-                heapq.heappush(ready, (k1, k2, rid, stamp))
+            pop(pending)
+            row = rows.get(rid)
+            if row is not None and row.stamp == stamp and row.table == table:
+                k1, k2 = key(row)
+                push(ready, (k1, k2, rid, stamp))
         return ix
 
     def _take(self, table: str, now: float, n: int, keep: bool) -> list[Row]:
-        ix = self._promote(table, now)
-        ready = ix.ready
+        ready, rows = self._promote(table, now).ready, self.rows
         out: list[Row] = []
         taken: list[tuple[float, float, int, int]] = []
+        pop = heapq.heappop
         while ready and len(out) < n:
-            entry = heapq.heappop(ready)
-            row = self._valid(entry[2], entry[3], table)
-            if row is None:
+            entry = pop(ready)
+            row = rows.get(entry[2])
+            if row is None or row.stamp != entry[3] or row.table != table:
                 continue
             out.append(row)
             taken.append(entry)
@@ -206,7 +213,7 @@ class Store:
         row.lock_until = lock_until if owner is not None else -math.inf
         self.rows[row.id] = row
         self._count[table] += 1
-        self._reindex(row)
+        self._reindex(row, row.created)
 
     def claim(self, owner: str, now: float, n: int, lock_until: float,
               table: str = JOB) -> list[Locked]:

@@ -23,6 +23,8 @@ from .store import JOB, Row, Store
 from .trace import K, Trace
 from .workload import explicit_jobs, stream
 
+K_CREATED = K["job_created"]
+
 
 @dataclass
 class RunResult:
@@ -60,6 +62,7 @@ class World:
         self.lost_races = 0
         self._hstreams: dict[str, Stream] = {}
         self._jstreams: dict[str, Stream] = {}
+        self._htext = {name: self.trace.text(name) for name in scenario.handlers}
         self._says = {name: self.trace.text(h.says) for name, h in scenario.handlers.items()}
         self._retries = {name: scenario.initial_retries(name) for name in scenario.handlers}
         self._next_id = 1 + max((j.id for j in scenario.jobs if j.id is not None), default=0)
@@ -98,8 +101,11 @@ class World:
         self.store.insert(row, JOB)
         self.created += 1
         self.live += 1
-        self.trace.add(now, K["job_created"], -1, jid, a=int(kind == "timer"), b=priority,
-                       x=row.due, text=self.trace.text(handler))
+        trace = self.trace
+        trace.emit((now, K_CREATED, -1, jid, 0, int(kind == "timer"), priority, 0, row.due,
+                    self._htext[handler]))
+        if len(trace._buf) > 1 << 22:
+            trace.compact()
         self.db.touch(insert=True)
         return jid
 
@@ -107,8 +113,9 @@ class World:
         self._sources -= 1
         self._check_drained()
 
-    def job_done(self) -> None:
-        self.live -= 1
+    def job_done(self, n: int = 1) -> None:
+        """``n`` more jobs reached a terminal state (done or dead-lettered)."""
+        self.live -= n
         self._check_drained()
 
     def _check_drained(self) -> None:
