@@ -143,4 +143,13 @@ def _bench(args: argparse.Namespace) -> int:
 
 def entry() -> None:
     """The console script."""
-    sys.exit(main())
+    try:
+        status = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader (``| head``) went away: not an error of ours, and no traceback.
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        status = OK
+    sys.exit(status)

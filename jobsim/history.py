@@ -3,7 +3,8 @@ executions and side effects were duplicates, and why.
 
 A **duplicate execution** is one that starts while another execution of the same job is
 running, or after the job already succeeded once. Its cause comes from the acquisition that
-led to it:
+led to it or, when that one was clean (the first holder's execution may start after the
+second's), from the job's last lock conflict:
 
 - ``unsafe_acquisition`` — the node locked the job while another node's lock was still valid
   (a strategy that lets a statement overwrite a live lock);
@@ -90,6 +91,7 @@ def histories(trace: Trace) -> Histories:
     succeeded: set[int] = set()
     acq_cause: dict[tuple[int, int], tuple[str, list[int]]] = {}
     job_cause: dict[int, tuple[str, list[int]]] = {}
+    conflict: dict[int, tuple[str, list[int]]] = {}
     dups: list[Duplicate] = []
     doubles: list[tuple[int, int, int]] = []
 
@@ -109,15 +111,17 @@ def histories(trace: Trace) -> Histories:
         elif k == KL:
             prev = holder.get(j)
             cause = None
-            if prev is not None and prev[0] != node:
-                if prev[1] >= t:
+            if prev is not None:
+                if prev[1] >= t and prev[0] != node:
                     cause = ("unsafe_acquisition", [prev[2], seq])
                     doubles.append((j, prev[2], seq))
                     story(j).double_acquisitions += 1
-                elif running.get(j, {}).get(prev[0], 0) > 0:
+                elif prev[1] < t and running.get(j, {}).get(prev[0], 0) > 0:
+                    # the holder (maybe this very node) still runs the job it lost the lock of
                     cause = ("lock_expired", [prev[2], seq])
             if cause is not None:
                 acq_cause[(j, node)] = cause
+                conflict[j] = cause
             else:
                 acq_cause.pop((j, node), None)
             holder[j] = (node, x_[i], seq)
@@ -137,7 +141,10 @@ def histories(trace: Trace) -> Histories:
                 s.nodes.append(name)
             runs = running.setdefault(j, {})
             if sum(runs.values()) > 0 or j in succeeded:
-                cause, evidence = acq_cause.get((j, node), ("unexplained", []))
+                # The acquisition that led here, or else the job's last lock conflict (the
+                # first holder's execution may start after the overwriting node's).
+                cause, evidence = acq_cause.get((j, node)) or conflict.get(
+                    j, ("unexplained", []))
                 dups.append(Duplicate(seq, t, j, name, "execution", cause, evidence + [seq]))
                 s.duplicate_executions += 1
                 s.causes.append(cause)

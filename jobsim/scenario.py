@@ -1,6 +1,6 @@
 """Scenario files: YAML → a validated, frozen ``Scenario``.
 
-The file is read with a safe loader that also refuses duplicate keys; nothing in it is
+The file is read with a safe loader after a walk that refuses duplicate keys; nothing in it is
 executed. Every value is checked against the format below and every problem is reported at
 once as ``file: dotted.path: expected … (got …)``, with "did you mean" for near misses and
 for references to undefined nodes or handlers. Sizes are bounded, so a typo cannot exhaust
@@ -157,22 +157,25 @@ def _rate(text: str) -> float | None:
     return value / per if value > 0 else None
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """A safe loader that refuses duplicate keys."""
-
-
-def _mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
-    seen = set()
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        if key in seen:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r}", key_node.start_mark)
-        seen.add(key)
-    return loader.construct_mapping(node, deep=deep)
-
-
-_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
+def _key_problems(node: yaml.Node, path: str, problems: list[Problem]) -> None:
+    """Walk the composed YAML: duplicate keys and keys that are not plain scalars."""
+    if isinstance(node, yaml.MappingNode):
+        seen: set[str] = set()
+        for key_node, value_node in node.value:
+            where = f"line {key_node.start_mark.line + 1}, column {key_node.start_mark.column + 1}"
+            if not isinstance(key_node, yaml.ScalarNode):
+                problems.append(Problem(path or "(top level)", "plain keys (names)",
+                                        f"a {key_node.id} used as a key at {where}"))
+                continue
+            key = key_node.value
+            if key in seen:
+                problems.append(Problem(join(path, key), "each key once in its mapping",
+                                        f"duplicate key {key!r} at {where}"))
+            seen.add(key)
+            _key_problems(value_node, join(path, key), problems)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _key_problems(item, join(path, i), problems)
 
 
 def load(path: str | Path, seed: int | None = None) -> Scenario:
@@ -193,7 +196,13 @@ def load(path: str | Path, seed: int | None = None) -> Scenario:
 def loads(text: str, source: str = "<scenario>", seed: int | None = None) -> Scenario:
     """Validate a scenario given as YAML text."""
     try:
-        doc = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        problems: list[Problem] = []
+        if root is not None:
+            _key_problems(root, "", problems)
+        if problems:
+            raise ScenarioError(problems, source)
+        doc = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -211,95 +220,126 @@ def from_dict(doc: Any, source: str = "<scenario>", seed: int | None = None) -> 
         doc["seed"] = seed
     problems: list[Problem] = []
     v = FORMAT.check(doc, "", problems)
-    if not problems:
+    if isinstance(v, dict):
         _cross_checks(v, problems)
     if problems:
         raise ScenarioError(problems, source)
     return _build(v, doc, source)
 
 
+def _d(x: Any) -> dict[str, Any]:
+    """``x`` if it is a mapping that validated, else an empty one (for cross checks that
+    run beside field errors)."""
+    return x if isinstance(x, dict) else {}
+
+
+def _l(x: Any) -> list[Any]:
+    return x if isinstance(x, list) else []
+
+
 def _merge_executor(v: dict[str, Any]) -> dict[str, Any]:
     merged: dict[str, Any] = {}
-    if "policy" in v:
+    if isinstance(v.get("policy"), str):
         preset = copy.deepcopy(PRESETS[v["policy"]])
         p: list[Problem] = []
         checked = FORMAT.fields["executor"].check(preset, "policy", p)
         assert not p, p  # presets are ours and must validate
         merged.update(checked)
-    merged.update(v.get("executor", {}))
+    merged.update({k: x for k, x in _d(v.get("executor")).items() if x is not MISSING})
     return merged
 
 
 def _node_list(v: dict[str, Any]) -> list[dict[str, Any]]:
-    nodes = v["nodes"]
+    nodes = v.get("nodes")
     if isinstance(nodes, int):
         return [{"name": f"node-{i + 1}"} for i in range(nodes)]
-    return nodes
+    return [_d(n) for n in _l(nodes)]
 
 
 def _cross_checks(v: dict[str, Any], problems: list[Problem]) -> None:
+    """References and uniqueness, checked on whatever parts of the file did validate, so
+    that they are reported together with the field errors."""
     nodes = _node_list(v)
-    names = [n["name"] for n in nodes]
+    names = [n.get("name") for n in nodes]
     seen: set[str] = set()
     for i, name in enumerate(names):
+        if not isinstance(name, str):
+            continue
         if name in seen:
             problems.append(Problem(f"nodes[{i}].name", "a name no other node has",
                                     show(name)))
         seen.add(name)
+    known = [n for n in names if isinstance(n, str)]
     ex = _merge_executor(v)
-    ticked = {n["name"] for n in nodes if n.get("wakeup", ex.get("wakeup")) == "ticks"}
-    ticks = v.get("clock", {}).get("ticks", [])
+    default_wakeup = ex.get("wakeup", _DEFAULT_EXECUTOR.wakeup)
+    wakeup = {n["name"]: n.get("wakeup", default_wakeup) for n in nodes
+              if isinstance(n.get("name"), str)}
+    ticked = {name for name, w in wakeup.items() if w == "ticks"}
+    ticks = _l(_d(v.get("clock")).get("ticks"))
+    last = -1.0
     for i, tick in enumerate(ticks):
-        for k, name in enumerate(tick["nodes"]):
+        tick = _d(tick)
+        at = tick.get("at")
+        if isinstance(at, float):
+            if at < last:
+                problems.append(Problem(f"clock.ticks[{i}].at", f"a time no earlier than the "
+                                        f"previous tick ({last:g}s)", f"{at:g}s"))
+            last = max(last, at)
+        for k, name in enumerate(_l(tick.get("nodes"))):
+            if not isinstance(name, str):
+                continue
             path = f"clock.ticks[{i}].nodes[{k}]"
             if name not in seen:
                 problems.append(Problem(path, "the name of a node", show(name),
-                                        suggest(name, names)))
+                                        suggest(name, known)))
             elif name not in ticked:
                 problems.append(Problem(path, "a node whose wakeup is ticks",
-                                        f"{name!r}, which wakes by "
-                                        f"{_node_wakeup(nodes, name, ex)}"))
-    if ticked and not ticks:
+                                        f"{name!r}, which wakes by {wakeup[name]}"))
+    if ticked and not ticks and "clock" not in v:
         problems.append(Problem("clock.ticks", "ticks for the nodes that wake by ticks "
                                 f"({', '.join(sorted(ticked))})", "none"))
-    handlers = tuple(v["handlers"])
-    work = v["workload"]
+    handlers = tuple(k for k in _d(v.get("handlers")))
+    work = _d(v.get("workload"))
     ids: set[int] = set()
+    total = 0
     for group in ("jobs", "streams"):
-        for i, item in enumerate(work.get(group, [])):
-            if item["handler"] not in handlers:
+        for i, item in enumerate(_l(work.get(group))):
+            item = _d(item)
+            h = item.get("handler")
+            if isinstance(h, str) and "handlers" in v and h not in handlers:
                 problems.append(Problem(f"workload.{group}[{i}].handler",
-                                        "the name of a handler in handlers", show(item["handler"]),
-                                        suggest(item["handler"], handlers)))
-            if group == "jobs" and "id" in item:
-                if item["id"] in ids:
-                    problems.append(Problem(f"workload.jobs[{i}].id", "an id no other job has",
-                                            show(item["id"])))
-                ids.add(item["id"])
-    total = len(work.get("jobs", [])) + sum(s["count"] for s in work.get("streams", []))
+                                        "the name of a handler in handlers", show(h),
+                                        suggest(h, handlers)))
+            if group == "jobs":
+                total += 1
+                jid = item.get("id")
+                if isinstance(jid, int):
+                    if jid in ids:
+                        problems.append(Problem(f"workload.jobs[{i}].id",
+                                                "an id no other job has", show(jid)))
+                    ids.add(jid)
+            elif isinstance(item.get("count"), int):
+                total += item["count"]
     if total > MAX_JOBS:
         problems.append(Problem("workload", f"at most {MAX_JOBS:,} jobs in all", f"{total:,}"))
-    if total == 0:
+    if total == 0 and isinstance(v.get("workload"), dict) and not any(
+            _l(work.get(g)) for g in ("jobs", "streams")):
         problems.append(Problem("workload", "at least one job (jobs or streams)", "none"))
-    names_seen: set[str] = set()
-    for i, s in enumerate(work.get("streams", [])):
-        name = s.get("name", f"stream-{i}")
-        if name in names_seen:
-            problems.append(Problem(f"workload.streams[{i}].name", "a name no other stream has",
-                                    show(name)))
-        names_seen.add(name)
-    for name, h in v["handlers"].items():
-        ld = h.get("duration")
-        if isinstance(ld, dict) and "uniform" in ld and ld["uniform"]["low"] > ld["uniform"]["high"]:
+    stream_names: set[str] = set()
+    for i, item in enumerate(_l(work.get("streams"))):
+        name = _d(item).get("name", f"stream-{i}")
+        if not isinstance(name, str):
+            continue
+        if name in stream_names:
+            problems.append(Problem(f"workload.streams[{i}].name",
+                                    "a name no other stream has", show(name)))
+        stream_names.add(name)
+    for name, h in _d(v.get("handlers")).items():
+        u = _d(_d(_d(h).get("duration")).get("uniform"))
+        if isinstance(u.get("low"), float) and isinstance(u.get("high"), float) \
+                and u["low"] > u["high"]:
             problems.append(Problem(f"handlers.{name}.duration.uniform", "low <= high",
-                                    show(ld["uniform"])))
-
-
-def _node_wakeup(nodes: list[dict], name: str, ex: dict) -> str:
-    for n in nodes:
-        if n["name"] == name:
-            return n.get("wakeup", ex.get("wakeup", _DEFAULT_EXECUTOR.wakeup))
-    return "?"
+                                    f"low {u['low']:g}s, high {u['high']:g}s"))
 
 
 def _build_dist(d: Any) -> dists.Distribution:

@@ -122,8 +122,13 @@ class Dur(Field):
         try:
             seconds = parse_duration(value)
         except ValueError:
-            problems.append(Problem(path, DURATION_EXPECTED + (" or none" if self.none_ok else ""),
-                                    show(value)))
+            if isinstance(value, str) and value.strip().startswith("-"):
+                expected = "a duration that is not negative"
+            elif isinstance(value, (int, float)) and not isinstance(value, bool):
+                expected = "a duration with a unit (a bare number is ambiguous), like 30s"
+            else:
+                expected = DURATION_EXPECTED + (" or none" if self.none_ok else "")
+            problems.append(Problem(path, expected, show(value)))
             return MISSING
         if (self.positive and seconds <= 0) or not (self.lo <= seconds <= self.hi):
             low = "more than 0s" if self.positive else f"at least {self.lo:g}s"
@@ -187,8 +192,8 @@ class ListOf(Field):
             problems.append(Problem(path, f"a list of {self.min_len} to {self.max_len:,} items",
                                     f"{len(value):,} items"))
             return MISSING
-        out = [self.item.check(v, join(path, i), problems) for i, v in enumerate(value)]
-        return MISSING if any(v is MISSING for v in out) else out
+        # Bad items stay in place as MISSING, so cross checks still see the good ones.
+        return [self.item.check(v, join(path, i), problems) for i, v in enumerate(value)]
 
     def schema(self):
         return self._described({"type": "array", "items": self.item.schema(),

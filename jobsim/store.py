@@ -13,7 +13,7 @@ two heaps per acquirable table, never by a scan:
 - ``ready``: rows already eligible, keyed by the policy's order.
 
 A query first promotes pending entries whose instant has come, then reads the top of
-``ready``. Entries are invalidated lazily by a per-row stamp, so every change is O(log n).
+``ready``. Entries are invalidated lazily by a stamp (from one store-wide counter), so every change is O(log n).
 """
 
 from __future__ import annotations
@@ -99,6 +99,9 @@ class Store:
         self.rows: dict[int, Row] = {}
         self._ix = {t: _Index() for t in ACQUIRABLE}
         self._count = {t: 0 for t in TABLES}
+        #: one counter for the whole store, so an id reused after a delete can never
+        #: match an index entry left by the row that had it before
+        self._stamp = 0
 
     # --- keys and index upkeep -------------------------------------------------------------
 
@@ -118,7 +121,8 @@ class Store:
         """Give the row a new stamp (invalidating its old entries) and a new entry: in
         ``ready`` when it is already eligible at ``now`` (time never goes back, so it stays
         eligible until a write re-indexes it), else in ``pending``."""
-        row.stamp += 1
+        self._stamp += 1
+        row.stamp = self._stamp
         ix = self._ix.get(row.table)
         if ix is None:
             return
@@ -279,7 +283,8 @@ class Store:
             return False
         del self.rows[rid]
         self._count[row.table] -= 1
-        row.stamp += 1
+        self._stamp += 1
+        row.stamp = self._stamp
         return True
 
     def reschedule(self, rid: int, due: float, retries: int, error: str,
