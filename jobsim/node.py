@@ -53,6 +53,7 @@ class Node:
         self._slot = None
         self.polls = 0
         self.polls_skipped = 0
+        self._asleep: tuple[float, float] | None = None
 
     # --- life -----------------------------------------------------------------------------
 
@@ -155,6 +156,7 @@ class Node:
             # notify node then polls at once after an insert, any other node resumes its
             # poll schedule. The polls slept through are counted, not simulated.
             changed = db.changed()
+            self._asleep = (next_poll, period)
             target = math.inf
             if soonest is not None:
                 target = next_poll + math.floor((soonest - next_poll) / period) * period
@@ -163,6 +165,7 @@ class Node:
                 yield changed
             else:
                 yield self._first(changed, target - now)
+            self._asleep = None
             now = env.now
             if now >= target:
                 skipped = round((target - next_poll) / period)
@@ -176,6 +179,19 @@ class Node:
                 self.polls += skipped
                 self.polls_skipped += skipped
                 self.trace.add(env.now, K["polls_skipped"], self.code, a=skipped)
+
+    def finish(self, end: float) -> None:
+        """At the end of the run: count the polls an idle node would have made since it
+        fell asleep (the sleep itself never finishes)."""
+        if self._asleep is None:
+            return
+        next_poll, period = self._asleep
+        if end >= next_poll:
+            skipped = math.floor((end - next_poll) / period) + 1
+            self.polls += skipped
+            self.polls_skipped += skipped
+            self.trace.add(end, K["polls_skipped"], self.code, a=skipped)
+        self._asleep = None
 
     def _first(self, event: Any, delay: float) -> Any:
         """An event that fires when ``event`` does or ``delay`` has passed, whichever is

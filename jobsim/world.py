@@ -137,13 +137,14 @@ class World:
     def run(self) -> RunResult:
         sc, env = self.scenario, self.env
         self.trace.add(0.0, K["run_start"], x=math.inf if sc.until is None else sc.until)
-        for node in self.nodes:
-            node.start()
         sources = [explicit_jobs(self, sc.jobs)] if sc.jobs else []
         sources += [stream(self, s) for s in sc.streams]
         self._sources = len(sources)
         for src in sources:
             env.process(src)
+        # Nodes start after the workload, so jobs created at t=0 exist at their first poll.
+        for node in self.nodes:
+            node.start()
         if sc.ticks:
             env.process(self._clock())
         if not sources:
@@ -152,6 +153,8 @@ class World:
         env.run(until=env.any_of([self._stop, horizon]))
         drained = self._stop.triggered
         end = env.now
+        for node in self.nodes:
+            node.finish(end)
         self._record_pending(end)
         return RunResult(sc, self.seed, self.trace, self.store, end, drained, self.db.statements,
                          {n.name: n.polls for n in self.nodes},

@@ -1,0 +1,107 @@
+"""Nodes: wake-ups, the local queue, the connection pool, hung handlers, idle polls."""
+
+import numpy as np
+
+from jobsim import scenario
+from jobsim.checks import check
+from jobsim.history import histories
+from jobsim.report import analyse
+from jobsim.trace import K
+from jobsim.world import run
+
+BASE = """
+name: t
+seed: 3
+until: {until}
+db: {{latency: {latency}, connections: {connections}}}
+executor: {{acquisition: guarded_update, wakeup: {wakeup}, poll_interval: {poll},
+           batch_size: {batch}, queue_size: {queue}, threads: {threads}, lock_time: 5m}}
+nodes: {nodes}
+handlers:
+  work: {{duration: {duration}, outcome: {outcome}}}
+workload:
+  streams: [{{name: s, handler: work, count: {count}, rate: {rate}}}]
+"""
+
+
+def make(**kw):
+    p = dict(until="drained", latency="0s", connections=0, wakeup="poll", poll="10s", batch=10,
+             queue=100, threads=4, nodes=1, duration="100ms", outcome="succeed", count=500,
+             rate="0.05/s")
+    p.update(kw)
+    return scenario.loads(BASE.format(**p))
+
+
+def start_delays(sc):
+    return np.array([s.first_start - s.due for s in histories(run(sc).trace).jobs.values()])
+
+
+def test_polling_adds_half_the_interval_at_light_load():
+    """Jobs arriving at random moments wait for the next poll: T/2 on average (T = 10s)."""
+    d = start_delays(make(count=2000, rate="0.02/s"))
+    assert abs(d.mean() - 5.0) < 0.25, d.mean()
+    assert d.min() >= 0 and d.max() <= 10.0 + 1e-9
+
+
+def test_notify_starts_jobs_at_once():
+    d = start_delays(make(wakeup="notify", count=300, rate="0.5/s"))
+    assert d.max() == 0.0
+
+
+def test_idle_polls_are_counted_not_simulated():
+    """A day with a job every hour and a 10-second poll: 8,640 polls, nearly all counted
+    in a handful of events."""
+    sc = make(until="1d", count=24, rate="1/h", duration="1s")
+    a = analyse(run(sc))
+    polls = a.summary["polls"]
+    assert 8_600 <= polls["total"] <= 8_650, polls
+    assert polls["skipped"] > 8_500
+    assert a.summary["trace_events"] < 500
+    assert a.violations == []
+
+
+def test_a_full_batch_repolls_at_once():
+    """A burst of 50 jobs with batch 10 and room in the queue: five claims at t≈0, not five
+    poll intervals."""
+    text = BASE.format(until="drained", latency="0s", connections=0, wakeup="poll", poll="10s",
+                       batch=10, queue=100, threads=50, nodes=1, duration="1s",
+                       outcome="succeed", count=50, rate="0.05/s")
+    text = text.replace(", rate: 0.05/s", "")  # a burst: count jobs at once
+    result = run(scenario.loads(text))
+    cols = result.trace.arrays()
+    acq = cols["kind"] == K["acquire"]
+    assert cols["time"][acq][:6].tolist() == [0.0] * 6
+    assert cols["b"][acq][:6].tolist() == [10, 10, 10, 10, 10, 0]
+
+
+def test_batch_is_bounded_by_free_queue_slots():
+    text = BASE.format(until="drained", latency="0s", connections=0, wakeup="poll", poll="1s",
+                       batch=10, queue=3, threads=1, nodes=1, duration="10s",
+                       outcome="succeed", count=20, rate="0.05/s").replace(", rate: 0.05/s", "")
+    result = run(scenario.loads(text))
+    cols = result.trace.arrays()
+    acq = cols["kind"] == K["acquire"]
+    assert cols["a"][acq].max() <= 3
+    assert check(result.trace, scenario.loads(text)) == []
+
+
+def test_one_connection_serialises_statements():
+    """With a pool of one connection, no two statements are in flight at once: commit
+    instants of acquire statements are at least one latency apart."""
+    sc = make(latency="50ms", connections=1, nodes=3, count=300, rate="2/s", poll="1s")
+    result = run(sc)
+    cols = result.trace.arrays()
+    t = np.sort(cols["time"][cols["kind"] == K["acquire"]])
+    assert (np.diff(t) >= 0.05 - 1e-9).all()
+
+
+def test_a_hung_job_stays_explained():
+    """A handler that hangs forever holds its thread; its lock expires and another poll takes
+    the job again (a duplicate caused by lock expiry), and at the end it is still pending —
+    not lost."""
+    sc = make(until="30m", outcome="hang", count=1, rate="1/s", poll="10s", nodes=2)
+    a = analyse(run(sc))
+    assert a.violations == []
+    s = a.summary
+    assert s["jobs"]["pending"] == 1 and s["jobs"]["lost"] == 0
+    assert s["duplicate_executions"]["by_cause"]["lock_expired"] >= 1
