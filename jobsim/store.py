@@ -222,13 +222,26 @@ class Store:
     def claim(self, owner: str, now: float, n: int, lock_until: float,
               table: str = JOB) -> list[Locked]:
         """The guarded UPDATE, applied at one instant: lock the next ``n`` eligible rows."""
-        rows = self._take(table, now, n, keep=False)
-        out = []
-        for row in rows:
-            out.append(Locked(row.id, row.locked_by, False, lock_until, row.handler, row.kind))
+        ix = self._promote(table, now)
+        ready, pending, rows = ix.ready, ix.pending, self.rows
+        pop, push = heapq.heappop, heapq.heappush
+        out: list[Locked] = []
+        strict = 1
+        while ready and len(out) < n:
+            _, _, rid, stamp = pop(ready)
+            row = rows.get(rid)
+            if row is None or row.stamp != stamp or row.table != table:
+                continue
+            out.append(Locked(rid, row.locked_by, False, lock_until, row.handler, row.kind))
             row.locked_by, row.lock_until = owner, lock_until
             row.version += 1
-            self._reindex(row)
+            # re-index inline (the hot path of every poll): eligible again at lock expiry
+            self._stamp += 1
+            row.stamp = self._stamp
+            if lock_until >= row.due:
+                push(pending, (lock_until, strict, rid, row.stamp))
+            else:
+                push(pending, (row.due, 0, rid, row.stamp))
         return out
 
     def lock(self, ids: list[int], owner: str, now: float, lock_until: float,
