@@ -274,7 +274,11 @@ class Either(Field):
         for when, field in self.options:
             if when(value):
                 return field.check(value, path, problems)
-        problems.append(Problem(path, self.expected, show(value)))
+        hint = ""
+        if isinstance(value, dict) and len(value) == 1:
+            keys = [k for _, f in self.options if isinstance(f, Obj) for k in f.fields]
+            hint = suggest(str(next(iter(value))), keys)
+        problems.append(Problem(path, self.expected, show(value), hint))
         return MISSING
 
     def schema(self):

@@ -502,15 +502,15 @@ def test_an_id_reused_after_delete_is_not_claimed_before_its_due():
     """The guard holds for every row present, whatever was in the table before: a new row
     inserted under the id of a deleted one is not eligible before its own due date.
 
-    (The heap entries of the deleted row are invalidated by a per-row ``stamp``; a fresh
-    ``Row`` restarts its stamp at 0, so it must not match an entry left by the old one.)"""
+    (Index entries are invalidated lazily by a stamp. A fresh ``Row`` starts at stamp 0, so
+    with per-row stamps an entry left by the deleted row matched the new one; the stamps now
+    come from one store-wide counter. This test guards that.)"""
     s = Store()
     s.insert(row(1, due=0.0))
     assert s.delete(1) is True
     s.insert(row(1, due=100.0))
     assert s.select(0.0, 5) == [], (
-        "BUG in jobsim/store.py: a stale heap entry of deleted row 1 (due 0) validates "
-        "against the new row 1 (due 100) because both carry stamp 1; select/claim return a "
-        "row that is not due")
+        "regression: a stale index entry of deleted row 1 (due 0) matched the new row 1 "
+        "(due 100); select/claim return a row that is not due")
     assert s.claim("n1", 0.0, 5, 10.0) == []
     assert s.next_eligible(0.0) == 100.0
