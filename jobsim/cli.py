@@ -1,10 +1,12 @@
 """The command line: a thin shell over the library.
 
-``jobsim run SCENARIO [--out DIR] [--seed N] [--quiet]`` runs a scenario, prints its story and
-a one-screen summary, and writes its run folder. ``jobsim validate FILE…`` checks scenario
-files. ``jobsim bench`` measures the simulator against a bare SimPy M/M/c.
+``jobsim run SCENARIO [--out DIR] [--seed N] [--set PATH=VALUE]… [--quiet]`` runs a scenario
+(each of its variants), prints its story and a one-screen summary with its expectations,
+and writes its run folder with report.md and plots. ``jobsim validate FILE…`` checks scenario
+files; ``jobsim schema`` prints the format as JSON Schema; ``jobsim list`` the shipped
+scenarios; ``jobsim bench`` measures the simulator against a bare SimPy M/M/c.
 
-Exit status: 0 all is well; 1 an invariant failed; 2 bad input (a scenario file, a flag),
+Exit status: 0 all is well; 1 an invariant or an expectation failed; 2 bad input (a scenario file, a flag),
 reported without a traceback. ``main(argv)`` returns the status, so tests call it in-process.
 """
 
@@ -36,9 +38,16 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("scenario", help="a scenario YAML file")
     r.add_argument("--out", help="the report folder (default: reports/<scenario name>)")
     r.add_argument("--seed", type=_seed, help="override the scenario's seed")
+    r.add_argument("--set", dest="sets", action="append", default=[], metavar="PATH=VALUE",
+                   help="override one value by its dotted path, e.g. executor.lock_time=30s "
+                        "(repeatable)")
     r.add_argument("--quiet", action="store_true", help="print only the summary")
+    r.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     v = sub.add_parser("validate", help="check scenario files and report every problem")
     v.add_argument("files", nargs="+")
+    sub.add_parser("schema", help="print the JSON Schema of the scenario format")
+    ls = sub.add_parser("list", help="the shipped scenarios with their descriptions")
+    ls.add_argument("folder", nargs="?", help="a folder of scenarios (default: scenarios/)")
     b = sub.add_parser("bench", help="jobsim beside a bare SimPy M/M/c, as a ratio")
     b.add_argument("--jobs", type=_positive, default=100_000, help="jobs per run")
     b.add_argument("--replications", type=_positive, default=5)
@@ -74,6 +83,10 @@ def main(argv: list[str] | None = None) -> int:
             return _run(args)
         if args.command == "validate":
             return _validate(args)
+        if args.command == "schema":
+            return _schema()
+        if args.command == "list":
+            return _list(args)
         return _bench(args)
     except ScenarioError as exc:
         print(f"jobsim: {len(exc.problems)} problem(s) in {exc.source}:", file=sys.stderr)
@@ -83,36 +96,79 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from . import scenario as scenario_mod
+    from .metrics import trace_frame
     from .narrative import narrate
     from .report import analyse, format_summary, format_violation, write
-    from .metrics import trace_frame
     from .world import run
 
-    sc = scenario_mod.load(args.scenario, seed=args.seed)
-    result = run(sc)
-    analysis = analyse(result)
-    out = Path(args.out) if args.out else Path("reports") / sc.name
+    runs = scenario_mod.load_variants(args.scenario, seed=args.seed, sets=args.sets)
+    out = Path(args.out) if args.out else Path("reports") / runs[0].name
+    analyses = []
+    for sc in runs:
+        bar = _Progress(sc.variant or sc.name) if not args.quiet and sys.stderr.isatty() \
+            else None
+        result = run(sc, progress=bar.update if bar else None)
+        if bar:
+            bar.done()
+        analyses.append(analyse(result))
     try:
-        write(analysis, out)
+        write(analyses, out, with_plots=not args.no_plots)
     except OSError as exc:
         print(f"jobsim: cannot write the report folder {out}: {exc.strerror or exc}",
               file=sys.stderr)
         return BAD_INPUT
-    if not args.quiet:
-        for line in narrate(result.trace):
+    status = OK
+    for a in analyses:
+        if not args.quiet:
+            if a.result.scenario.variant is not None:
+                print(f"=== {a.name} ===")
+            for line in narrate(a.result.trace):
+                print(line)
+            print()
+        for line in format_summary(a, None):
             print(line)
+        if a.violations:
+            tdf = trace_frame(a.result.trace)
+            shown = a.violations[:10]
+            print(f"\n{len(a.violations)} invariant violation(s); the first {len(shown)}:")
+            for v in shown:
+                print(format_violation(v, tdf))
+            where = out / a.name if a.result.scenario.variant is not None else out
+            print(f"(all of them: {where}/violations.txt)")
+        if not a.ok:
+            status = FAILED
         print()
-    for line in format_summary(analysis.summary, analysis.violations, out):
-        print(line)
-    if analysis.violations:
-        tdf = trace_frame(result.trace)
-        shown = analysis.violations[:10]
-        print(f"\n{len(analysis.violations)} invariant violation(s); the first {len(shown)}:")
-        for v in shown:
-            print(format_violation(v, tdf))
-        print(f"(all of them: {out}/violations.txt)")
-        return FAILED
-    return OK
+    print(f"report: {out}/report.md")
+    return status
+
+
+class _Progress:
+    """A progress bar on the terminal's stderr, redrawn at most five times a second."""
+
+    def __init__(self, label: str):
+        import time
+
+        self._clock = time.monotonic
+        self.label = label
+        self.last = 0.0
+        self.shown = False
+
+    def update(self, fraction: float, sim_time: float) -> None:
+        now = self._clock()
+        if now - self.last < 0.2:
+            return
+        self.last = now
+        width = 30
+        filled = int(width * min(max(fraction, 0.0), 1.0))
+        sys.stderr.write(f"\r{self.label}: [{'#' * filled}{'.' * (width - filled)}] "
+                         f"{fraction:6.1%}  t={sim_time:,.0f}s ")
+        sys.stderr.flush()
+        self.shown = True
+
+    def done(self) -> None:
+        if self.shown:
+            sys.stderr.write("\r" + " " * 79 + "\r")
+            sys.stderr.flush()
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -129,6 +185,39 @@ def _validate(args: argparse.Namespace) -> int:
         else:
             print(f"{f}: ok ({sc.name}: {len(sc.nodes)} nodes, {len(sc.handlers)} handlers)")
     return status
+
+
+def _schema() -> int:
+    import json
+
+    from .fileformat import schema
+
+    print(json.dumps(schema(), indent=2, sort_keys=True))
+    return OK
+
+
+def _list(args: argparse.Namespace) -> int:
+    from . import scenario as scenario_mod
+
+    folder = Path(args.folder) if args.folder else Path("scenarios")
+    if not folder.is_dir():
+        shipped = Path(__file__).resolve().parent.parent / "scenarios"
+        if args.folder is None and shipped.is_dir():
+            folder = shipped
+        else:
+            print(f"jobsim: {folder}: expected a folder of scenario files (got none)",
+                  file=sys.stderr)
+            return BAD_INPUT
+    files = sorted(folder.glob("*.yaml"))
+    width = max((len(f.stem) for f in files), default=0)
+    for f in files:
+        try:
+            sc = scenario_mod.load(f)
+            text = sc.description or "(no description)"
+        except ScenarioError as exc:
+            text = f"INVALID: {len(exc.problems)} problem(s); run jobsim validate {f}"
+        print(f"{f.stem:<{width}}  {text}")
+    return OK
 
 
 def _bench(args: argparse.Namespace) -> int:

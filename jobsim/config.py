@@ -63,7 +63,8 @@ class Tick:
 
 @dataclass(frozen=True)
 class JobSpec:
-    """One explicit job, created at ``at`` and due ``due_in`` later."""
+    """One explicit job, created at ``at`` and due ``due_in`` later; a ``name`` makes it
+    addressable in expectations (``named.<name>.start_delay``)."""
 
     handler: str
     kind: str = "async"
@@ -71,6 +72,51 @@ class JobSpec:
     at: float = 0.0
     due_in: float = 0.0
     priority: int = 0
+    name: str | None = None
+
+
+RECURRING_MODES = ("fixed_rate", "fixed_delay")
+
+
+@dataclass(frozen=True)
+class RecurringSpec:
+    """A recurring schedule: ``count`` jobs, one every ``every`` (``fixed_rate``) or
+    ``every`` after the previous one finished (``fixed_delay``), from ``start``."""
+
+    name: str
+    handler: str
+    every: float
+    count: int
+    mode: str = "fixed_rate"
+    start: float = 0.0
+    kind: str = "timer"
+    priority: int = 0
+
+
+OPS = ("==", "!=", "<=", ">=", "<", ">")
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """``path op value`` over a run's summary, e.g. ``jobs.lost == 0`` or
+    ``named.urgent.start_delay <= 31s`` (durations are compared in seconds)."""
+
+    path: str
+    op: str
+    value: float | str | bool
+    text: str
+
+    def holds(self, actual: object) -> bool:
+        v = self.value
+        if self.op == "==":
+            return actual == v
+        if self.op == "!=":
+            return actual != v
+        if not isinstance(actual, (int, float)) or isinstance(actual, bool) or \
+                not isinstance(v, (int, float)):
+            return False
+        return {"<=": actual <= v, ">=": actual >= v, "<": actual < v,
+                ">": actual > v}[self.op]
 
 
 @dataclass(frozen=True)
@@ -87,6 +133,23 @@ class StreamSpec:
     priority: int = 0
 
 
+FAULTS = ("crash", "pause", "slow_db", "partition")
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A fault at ``at``: ``crash`` a node (restarting it ``length`` later if given),
+    ``pause`` it for ``length``, ``slow_db`` by ``factor`` for ``length``, or cut a node off
+    (``partition``) for ``length``, its statements failing after ``timeout``."""
+
+    at: float
+    kind: str
+    node: str | None = None
+    length: float | None = None
+    factor: float = 1.0
+    timeout: float = 0.0
+
+
 @dataclass(frozen=True)
 class Scenario:
     name: str
@@ -101,6 +164,11 @@ class Scenario:
     ticks: tuple[Tick, ...] = ()
     jobs: tuple[JobSpec, ...] = ()
     streams: tuple[StreamSpec, ...] = ()
+    faults: tuple[Fault, ...] = ()
+    recurring: tuple[RecurringSpec, ...] = ()
+    expect: tuple[Expectation, ...] = ()
+    variant: str | None = None
+    compare: tuple[str, ...] = ()
     source: str = "<scenario>"
     document: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 

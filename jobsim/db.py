@@ -12,6 +12,9 @@ window in which another node's statement commits.
 
 Zero latency with an unbounded pool costs no SimPy event: the statement applies at once.
 
+Faults: ``slow(factor)`` multiplies latencies for a window; ``cut(node, timeout)`` makes a
+node's statements fail after ``timeout`` (a network partition), until ``heal(node)``.
+
 The database also tells waiting nodes when something changed: ``inserted()`` fires on the
 next insert (LISTEN/NOTIFY), ``changed()`` on the next write that may make a row eligible
 sooner (an insert, an unlock, a reschedule); idle nodes use it to skip polls that could not
@@ -30,13 +33,18 @@ from .rng import Streams
 from .store import Store
 
 T = TypeVar("T")
+
+
+class StatementFailed(Exception):
+    """A statement that never reached the database (its node was cut off)."""
+
 DIALECTS = ("atomic",)
 
 
 class Database:
     def __init__(self, env: simpy.Environment, store: Store, streams: Streams,
                  latency: Distribution = ZERO, connections: int | None = None,
-                 dialect: str = "atomic"):
+                 dialect: str = "atomic", faulty: bool = False):
         if dialect not in DIALECTS:
             raise ValueError(f"dialect must be one of {DIALECTS} (got {dialect!r})")
         self.env = env
@@ -45,9 +53,11 @@ class Database:
         self.latency = latency
         self._zero = latency.is_zero
         self.pool = simpy.Resource(env, capacity=connections) if connections else None
-        #: statements apply at the instant they are issued (zero latency, unbounded pool);
-        #: hot callers may then apply them directly instead of going through ``run``.
-        self.instant = self._zero and self.pool is None
+        #: statements apply at the instant they are issued (zero latency, unbounded pool, no
+        #: database faults); hot callers may then apply them directly instead of ``run``.
+        self.instant = self._zero and self.pool is None and not faulty
+        self.factor = 1.0
+        self._cut: dict[str, float] = {}
         self._streams = streams
         self._lat: dict[str, Any] = {}
         self.statements = 0
@@ -59,33 +69,56 @@ class Database:
         """Issue one statement for ``node``; ``apply(now)`` runs at its commit instant.
 
         Returns ``(apply's result, latency)``. ``wakes`` marks a write that may make a row
-        eligible sooner, which wakes idle nodes.
+        eligible sooner, which wakes idle nodes. A node cut off from the database waits the
+        partition's timeout and gets ``StatementFailed``; a node that dies while its statement
+        is in flight (an interrupt) gives its connection back and nothing is applied.
         """
         self.statements += 1
         env = self.env
-        if self._zero and self.pool is None:
+        if self.instant:
             result = apply(env.now)
             if wakes:
                 self.touch()
             return result, 0.0
+        cut = self._cut.get(node)
+        if cut is not None:
+            yield env.timeout(cut)
+            raise StatementFailed(node)
         req = None
-        if self.pool is not None:
-            req = self.pool.request()
-            yield req
-        lat = 0.0
-        if not self._zero:
-            stream = self._lat.get(node)
-            if stream is None:
-                stream = self._lat[node] = self._streams.stream(f"db/latency/{node}")
-            lat = self.latency.sample(stream)
-            if lat > 0:
-                yield env.timeout(lat)
-        result = apply(env.now)
-        if req is not None:
-            self.pool.release(req)
+        try:
+            if self.pool is not None:
+                req = self.pool.request()
+                yield req
+            lat = 0.0
+            if not self._zero:
+                stream = self._lat.get(node)
+                if stream is None:
+                    stream = self._lat[node] = self._streams.stream(f"db/latency/{node}")
+                lat = self.latency.sample(stream) * self.factor
+                if lat > 0:
+                    yield env.timeout(lat)
+            if node in self._cut:
+                raise StatementFailed(node)  # cut off while the statement was in flight
+            result = apply(env.now)
+        finally:
+            if req is not None:
+                self.pool.release(req)
         if wakes:
             self.touch()
         return result, lat
+
+    # --- faults ----------------------------------------------------------------------------
+
+    def slow(self, factor: float) -> None:
+        """Multiply every statement latency drawn from now on by ``factor``."""
+        self.factor = factor
+
+    def cut(self, node: str, timeout: float) -> None:
+        """Cut ``node`` off: its statements fail after ``timeout``."""
+        self._cut[node] = timeout
+
+    def heal(self, node: str) -> None:
+        self._cut.pop(node, None)
 
     # --- notifications ---------------------------------------------------------------------
 

@@ -10,6 +10,11 @@ second's), from the job's last lock conflict:
   (a strategy that lets a statement overwrite a live lock);
 - ``lock_expired`` — the other node's lock had expired while its execution was still running
   (a run longer than the lock, with no heartbeat);
+- ``pause`` — the same, while the holder was paused (a stop-the-world stall: a zombie);
+- ``crash`` — an earlier execution was lost with its node; the job ran again once the lock
+  expired;
+- ``partition`` — an earlier execution succeeded but its completion never reached the
+  database (the node was cut off), so the job ran again;
 - ``unexplained`` — none of the above: a bug in the model, flagged by the checks.
 
 A **duplicate side effect** is a side effect of a job that already had one; it takes the cause
@@ -24,12 +29,13 @@ import numpy as np
 
 from .trace import K, Trace
 
-CAUSES = ("unsafe_acquisition", "lock_expired", "unexplained")
+CAUSES = ("unsafe_acquisition", "lock_expired", "pause", "crash", "partition", "unexplained")
 
 
 @dataclass
 class JobStory:
     id: int
+    name: str = ""
     kind: str = "async"
     handler: str = ""
     priority: int = 0
@@ -66,11 +72,17 @@ class Histories:
     jobs: dict[int, JobStory]
     duplicates: list[Duplicate]
     double_acquisitions: list[tuple[int, int, int]]  # (job, seq of the live lock, seq of the overwrite)
+    #: jobs a crashed node held under a valid lock, and how long each waited after the crash
+    #: until some node acquired it again
+    stranded: int = 0
+    recoveries: list[float] = field(default_factory=list)
+    completions_rejected: int = 0
 
 
 _INTERESTING = [K[k] for k in ("job_created", "locked", "lock_extended", "unlocked",
                                "exec_start", "side_effect", "exec_end", "completed",
-                               "retry_scheduled", "dead_lettered", "pending")]
+                               "retry_scheduled", "dead_lettered", "pending", "node_crashed",
+                               "node_paused", "node_resumed", "statement_failed")]
 
 
 def histories(trace: Trace) -> Histories:
@@ -78,12 +90,15 @@ def histories(trace: Trace) -> Histories:
     kind = cols["kind"]
     idx = np.flatnonzero(np.isin(kind, _INTERESTING))
     t_, k_, n_, j_ = (cols[c][idx].tolist() for c in ("time", "kind", "node", "job"))
-    a_, b_, x_, s_ = (cols[c][idx].tolist() for c in ("a", "b", "x", "text"))
+    a_, b_, c_, x_, s_ = (cols[c][idx].tolist() for c in ("a", "b", "c", "x", "text"))
     seqs = idx.tolist()
     nodes, texts = trace.nodes, trace.texts
     KC, KL, KX, KU = K["job_created"], K["locked"], K["lock_extended"], K["unlocked"]
     KS, KE, KEND, KC2 = K["exec_start"], K["side_effect"], K["exec_end"], K["completed"]
     KR, KD, KP = K["retry_scheduled"], K["dead_lettered"], K["pending"]
+    KCR, KPA, KRE, KSF = K["node_crashed"], K["node_paused"], K["node_resumed"], \
+        K["statement_failed"]
+    complete_text = trace.texts.index("complete") if "complete" in trace.texts else -2
 
     jobs: dict[int, JobStory] = {}
     holder: dict[int, tuple[int, float, int]] = {}  # job -> (node, lock_until, seq)
@@ -92,6 +107,12 @@ def histories(trace: Trace) -> Histories:
     acq_cause: dict[tuple[int, int], tuple[str, list[int]]] = {}
     job_cause: dict[int, tuple[str, list[int]]] = {}
     conflict: dict[int, tuple[str, list[int]]] = {}
+    crashed: dict[int, int] = {}  # job -> seq of the crash that lost an execution of it
+    lost_commit: dict[int, int] = {}  # job -> seq of its completion that failed
+    paused: set[int] = set()
+    stranded_at: dict[int, float] = {}
+    recoveries: list[float] = []
+    stranded = rejected = 0
     dups: list[Duplicate] = []
     doubles: list[tuple[int, int, int]] = []
 
@@ -108,6 +129,8 @@ def histories(trace: Trace) -> Histories:
             s.kind = "timer" if a_[i] == 1 else "async"
             s.handler, s.priority, s.created, s.due, s.created_seq = (
                 texts[s_[i]], b_[i], t, x_[i], seq)
+            if c_[i] >= 0:
+                s.name = texts[c_[i]]
         elif k == KL:
             prev = holder.get(j)
             cause = None
@@ -118,13 +141,16 @@ def histories(trace: Trace) -> Histories:
                     story(j).double_acquisitions += 1
                 elif prev[1] < t and running.get(j, {}).get(prev[0], 0) > 0:
                     # the holder (maybe this very node) still runs the job it lost the lock of
-                    cause = ("lock_expired", [prev[2], seq])
+                    why = "pause" if prev[0] in paused else "lock_expired"
+                    cause = (why, [prev[2], seq])
             if cause is not None:
                 acq_cause[(j, node)] = cause
                 conflict[j] = cause
             else:
                 acq_cause.pop((j, node), None)
             holder[j] = (node, x_[i], seq)
+            if j in stranded_at:
+                recoveries.append(t - stranded_at.pop(j))
         elif k == KX:
             h = holder.get(j)
             if h is not None and h[0] == node:
@@ -140,11 +166,17 @@ def histories(trace: Trace) -> Histories:
             if name not in s.nodes:
                 s.nodes.append(name)
             runs = running.setdefault(j, {})
-            if sum(runs.values()) > 0 or j in succeeded:
+            if sum(runs.values()) > 0 or j in succeeded or j in crashed:
                 # The acquisition that led here, or else the job's last lock conflict (the
-                # first holder's execution may start after the overwriting node's).
-                cause, evidence = acq_cause.get((j, node)) or conflict.get(
-                    j, ("unexplained", []))
+                # first holder's execution may start after the overwriting node's), or a
+                # crash or a lost completion before it.
+                found = acq_cause.get((j, node)) or conflict.get(j)
+                if found is None and j in crashed:
+                    found = ("crash", [crashed[j]])
+                if found is None and j in lost_commit:
+                    found = ("partition", [lost_commit[j]])
+                cause, evidence = found or ("unexplained", [])
+                crashed.pop(j, None)
                 dups.append(Duplicate(seq, t, j, name, "execution", cause, evidence + [seq]))
                 s.duplicate_executions += 1
                 s.causes.append(cause)
@@ -172,6 +204,8 @@ def histories(trace: Trace) -> Histories:
             else:
                 story(j).failures += 1
         elif k == KC2:
+            if a_[i] == 0:
+                rejected += 1
             if a_[i] == 1:
                 s = story(j)
                 s.outcome, s.end = "done", t
@@ -182,10 +216,27 @@ def histories(trace: Trace) -> Histories:
             s = story(j)
             s.outcome, s.end = "dead_lettered", t
             holder.pop(j, None)
+        elif k == KCR:
+            for job, runs in running.items():
+                if runs.get(node, 0) > 0:
+                    runs[node] = 0
+                    crashed[job] = seq
+            for job, (owner, until, _) in holder.items():
+                if owner == node and until >= t:
+                    stranded_at[job] = t
+                    stranded += 1
+            paused.discard(node)
+        elif k == KPA:
+            paused.add(node)
+        elif k == KRE:
+            paused.discard(node)
+        elif k == KSF:
+            if s_[i] == complete_text and j >= 0:
+                lost_commit[j] = seq
         elif k == KP:
             s = story(j)
             reason = texts[s_[i]]
             s.pending_reason = reason
             if s.outcome == "lost":
                 s.outcome = "pending"
-    return Histories(jobs, dups, doubles)
+    return Histories(jobs, dups, doubles, stranded, recoveries, rejected)

@@ -18,7 +18,7 @@ from .checks import Violation, verdicts
 from .history import CAUSES, Histories
 from .trace import KIND_NAMES, K, Trace
 
-JOB_COLUMNS = ("id", "kind", "handler", "priority", "created", "due", "first_start", "end",
+JOB_COLUMNS = ("id", "name", "kind", "handler", "priority", "created", "due", "first_start", "end",
                "outcome", "executions", "failures", "duplicate_executions",
                "duplicate_side_effects", "double_acquisitions", "nodes", "pending_reason")
 PERCENTILES = (50, 90, 99)
@@ -42,7 +42,7 @@ def jobs_frame(hist: Histories) -> pd.DataFrame:
     rows = []
     for j in sorted(hist.jobs):
         s = hist.jobs[j]
-        rows.append((s.id, s.kind, s.handler, s.priority, s.created, s.due, s.first_start,
+        rows.append((s.id, s.name, s.kind, s.handler, s.priority, s.created, s.due, s.first_start,
                      s.end, s.outcome, s.executions, s.failures, s.duplicate_executions,
                      s.duplicate_side_effects, s.double_acquisitions, ";".join(s.nodes),
                      s.pending_reason))
@@ -88,6 +88,13 @@ def summary(trace: Trace, hist: Histories, violations: list[Violation], *,
             "start_delay": _dist((group["first_start"] - group["due"]).to_numpy(dtype=float)),
         }
     outcomes = Counter(jobs["outcome"])
+    named = {}
+    for s in hist.jobs.values():
+        if s.name:
+            named[s.name] = {"id": s.id, "outcome": s.outcome, "executions": s.executions,
+                             "start_delay": _r(s.first_start - s.due),
+                             "end_to_end": _r(s.end - s.created),
+                             "duplicate_executions": s.duplicate_executions}
     return {
         "scenario": scenario_name,
         "seed": seed,
@@ -103,6 +110,9 @@ def summary(trace: Trace, hist: Histories, violations: list[Violation], *,
         "duplicate_side_effects": {"total": int(sum(dup_side.values())),
                                    "by_cause": {c: dup_side.get(c, 0) for c in CAUSES}},
         "double_acquisitions": len(hist.double_acquisitions),
+        "completions": {"done": int(done.sum()), "rejected": hist.completions_rejected},
+        "crash_recovery": {"stranded_jobs": hist.stranded,
+                           "delay": _dist(np.asarray(hist.recoveries, dtype=float))},
         "acquisition": {"attempts": int(acq.sum()), "empty": int((got == 0).sum()),
                         "rows": int(got.sum()), "lost_races": int(cols["c"][acq].sum())},
         "statements": statements,
@@ -110,6 +120,7 @@ def summary(trace: Trace, hist: Histories, violations: list[Violation], *,
                   "by_node": dict(sorted(polls.items()))},
         "latency": {"start_delay": _dist(start_delay), "end_to_end": _dist(e2e[done.to_numpy()]),
                     "by_priority": by_priority},
+        "named": dict(sorted(named.items())),
         "throughput_per_s": _r(done.sum() / end_time) if end_time > 0 else None,
         "invariants": verdicts(violations),
         "trace_events": len(trace),

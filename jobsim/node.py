@@ -12,6 +12,14 @@ A node runs, as SimPy processes (never one per job):
   the handler's run, its side effect, then the completion or failure statement;
 - an optional **heartbeat** that extends the locks of the jobs it is running.
 
+Faults: ``crash()`` kills every process at that instant — the local queue and running
+executions are lost, the locks stay in the table until they expire — and ``restart()``
+starts a fresh incarnation. ``pause(d)`` is a stop-the-world stall: whatever wakes during it
+(a handler's end, a poll, a heartbeat) goes on only when it ends, and then as if nothing
+happened, committing work whose lock has meanwhile expired unless completion is guarded by
+owner. A statement that fails (the node is cut off from the database) is traced; a lost
+completion leaves the job locked until its lock expires.
+
 Everything a node does is written to the trace.
 """
 
@@ -22,8 +30,11 @@ from collections import deque
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
+import simpy
+
 from .claims import ACQUIRE, INSTANT, Attempt
 from .config import ExecutorConfig
+from .db import StatementFailed
 from .store import DEADLETTER
 from .trace import K
 
@@ -48,7 +59,10 @@ class Node:
         self.idle: deque[Any] = deque()
         #: job id -> executions of it running here (kept when a heartbeat needs it)
         self.running: dict[int, int] = {}
-        self.track_running = cfg.heartbeat is not None
+        self.track_running = cfg.heartbeat is not None or world.has_faults
+        self.alive = False
+        self._procs: list[simpy.Process] = []
+        self._paused: simpy.Event | None = None
         self._tick = None
         self._slot = None
         self.polls = 0
@@ -59,11 +73,60 @@ class Node:
 
     def start(self) -> None:
         env = self.env
-        env.process(self._acquisition_loop())
-        for i in range(self.cfg.threads):
-            env.process(self._worker(i))
+        self.alive = True
+        self._procs = [env.process(self._life(self._acquisition_loop()))]
+        self._procs += [env.process(self._life(self._worker(i))) for i in range(self.cfg.threads)]
         if self.cfg.heartbeat:
-            env.process(self._heartbeat())
+            self._procs.append(env.process(self._life(self._heartbeat())))
+
+    def _life(self, body: Generator[Any, Any, None]) -> Generator[Any, Any, None]:
+        """Run a process body until it ends or the node crashes."""
+        try:
+            yield from body
+        except simpy.Interrupt:
+            return
+
+    def crash(self) -> None:
+        """Die at once: processes, local queue and running executions are gone; the locks
+        stay in the table."""
+        if not self.alive:
+            return
+        lost_runs = sum(self.running.values())
+        lost_queued = len(self.queue)
+        for proc in self._procs:
+            if proc.is_alive:
+                proc.interrupt("crash")
+        self._procs = []
+        self.alive = False
+        self.queue.clear()
+        self.idle.clear()
+        self.running.clear()
+        self._tick = self._slot = self._paused = None
+        self._asleep = None
+        self.trace.add(self.env.now, K["node_crashed"], self.code, a=lost_runs, b=lost_queued)
+
+    def restart(self) -> None:
+        """Start again with an empty queue (a new incarnation under the same name)."""
+        if self.alive:
+            return
+        self.trace.add(self.env.now, K["node_restarted"], self.code)
+        self.start_at = 0.0
+        self.start()
+
+    def pause(self, length: float) -> None:
+        """Stop the world for ``length`` seconds."""
+        if not self.alive or self._paused is not None:
+            return
+        self._paused = self.env.event()
+        self.trace.add(self.env.now, K["node_paused"], self.code, x=length)
+        self.env.process(self._resume_after(length, self._paused))
+
+    def _resume_after(self, length: float, ev: simpy.Event) -> Generator[Any, Any, None]:
+        yield self.env.timeout(length)
+        if self._paused is ev:
+            self._paused = None
+            self.trace.add(self.env.now, K["node_resumed"], self.code)
+            ev.succeed()
 
     def tick(self) -> None:
         """Run one acquisition round now (the fake clock)."""
@@ -83,9 +146,17 @@ class Node:
         if self._instant is not None:
             att = self._instant(self.db, self.name, n, self.cfg.lock_time)
         else:
-            att = yield from self._acquire(self.db, self.name, n, self.cfg.lock_time)
+            try:
+                att = yield from self._acquire(self.db, self.name, n, self.cfg.lock_time)
+            except StatementFailed:
+                self._failed("acquire")
+                return n, 0
         self._hand_out(att)
         return att.asked, len(att.locked)
+
+    def _failed(self, statement: str, job: int = -1, attempt: int = 0) -> None:
+        self.trace.add(self.env.now, K["statement_failed"], self.code, job, attempt,
+                       text=self.trace.text(statement))
 
     def _hand_out(self, att: Attempt) -> None:
         """Trace an attempt and hand what it locked to idle threads, or queue it."""
@@ -113,6 +184,8 @@ class Node:
             while True:
                 self._tick = env.event()
                 yield self._tick
+                if self._paused is not None:
+                    yield self._paused
                 while self._free() > 0:
                     asked, got = yield from self._round()
                     if got < asked:
@@ -125,6 +198,8 @@ class Node:
         batch, size, lock_time, hand_out = cfg.batch_size, cfg.queue_size, cfg.lock_time, \
             self._hand_out
         while True:
+            if self._paused is not None:
+                yield self._paused
             free = size - len(queue)
             if free <= 0:
                 if notify:
@@ -137,7 +212,12 @@ class Node:
             if instant is not None:
                 att = instant(db, me, asked, lock_time)
             else:
-                att = yield from acquire(db, me, asked, lock_time)
+                try:
+                    att = yield from acquire(db, me, asked, lock_time)
+                except StatementFailed:
+                    self._failed("acquire")
+                    yield env.timeout(period)
+                    continue
             hand_out(att)
             if len(att.locked) == asked:
                 continue
@@ -258,19 +338,28 @@ class Node:
             if ok:
                 # The side effect happens at ``side_at`` into the run. At the very end it is
                 # told by the exec_end event itself (b=1, text = what the handler says).
+                # A pause stalls the thread: what wakes during it goes on when it ends.
                 if side_at < duration:
                     if side_at > 0:
                         yield env.timeout(side_at)
+                        if self._paused is not None:
+                            yield self._paused
                     emit((env.now, k_side, code, jid, attempt, 0, 0, 0, nan, says[hname]))
                     yield env.timeout(duration - side_at)
+                    if self._paused is not None:
+                        yield self._paused
                     emit((env.now, k_end, code, jid, attempt, 1, 0, 0, nan, -1))
                 else:
                     if duration > 0:
                         yield env.timeout(duration)
+                        if self._paused is not None:
+                            yield self._paused
                     emit((env.now, k_end, code, jid, attempt, 1, 1, 0, nan, says[hname]))
             else:
                 if duration > 0:
                     yield env.timeout(duration)
+                    if self._paused is not None:
+                        yield self._paused
                 emit((env.now, k_end, code, jid, attempt, 0, 0, 0, nan, trace.text(error)))
             if track:
                 left = running[jid] - 1
@@ -285,10 +374,16 @@ class Node:
                 db.statements += 1
                 deleted, other = complete(env.now, jid)
             else:
-                (deleted, other), _ = yield from db.run(me, lambda now: complete(now, jid))
+                try:
+                    (deleted, other), _ = yield from db.run(me, lambda now: complete(now, jid))
+                except StatementFailed:
+                    self._failed("complete", jid, attempt)
+                    continue
             emit((env.now, k_done, code, jid, attempt, int(deleted), int(other), 0, nan, -1))
             if deleted:
                 world.live -= 1
+                if world._waiters:
+                    world.finished(jid)
                 if world.live == 0:
                     world.job_done(0)
 
@@ -310,13 +405,18 @@ class Node:
             store.reschedule(jid, now + d.delay, d.left, error)
             return "retry", d.left, now + d.delay
 
-        (what, left, due), _ = yield from self.db.run(me, apply, wakes=True)
+        try:
+            (what, left, due), _ = yield from self.db.run(me, apply, wakes=True)
+        except StatementFailed:
+            self._failed("fail", jid, attempt)
+            return
         trace, now, text = self.trace, self.env.now, self.trace.text(error)
         if what == "retry":
             trace.add(now, K["retry_scheduled"], self.code, jid, attempt, a=left, x=due,
                       text=text)
         elif what == "dead":
             trace.add(now, K["dead_lettered"], self.code, jid, attempt, text=text)
+            world.finished(jid)
             world.job_done()
         else:
             trace.add(now, K["stale_write"], self.code, jid, attempt, text=trace.text("fail"))
@@ -327,11 +427,18 @@ class Node:
         env, cfg, store, me = self.env, self.cfg, self.world.store, self.name
         while True:
             yield env.timeout(cfg.heartbeat)
+            if self._paused is not None:
+                yield self._paused
             if not self.running:
                 continue
             ids = sorted(self.running)
-            done, _ = yield from self.db.run(
-                me, lambda now: (store.extend(ids, me, now + cfg.lock_time), now + cfg.lock_time))
+            try:
+                done, _ = yield from self.db.run(
+                    me, lambda now: (store.extend(ids, me, now + cfg.lock_time),
+                                     now + cfg.lock_time))
+            except StatementFailed:
+                self._failed("heartbeat")
+                continue
             extended, until = done
             for jid in extended:
                 self.trace.add(env.now, K["lock_extended"], self.code, jid, a=1, x=until)

@@ -1,40 +1,60 @@
 """A run folder: everything a run leaves, self-describing.
 
-- ``summary.json`` — the run's figures (sorted keys, no wall-clock figures, ``trace_sha256``);
-- ``jobs.csv`` — one row per job;
-- ``trace.csv`` — one row per event, codes turned into names;
-- ``scenario.yaml`` — the scenario as it was run (the file's document, seed applied);
-- ``violations.txt`` — present only when an invariant failed: each violation with its events.
+For a scenario without variants, the folder holds:
 
-Files are written to a temporary folder beside the target and moved into place at the end,
-so an interrupted run never leaves a half-written report.
+- ``report.md`` — the summary tables, the expectations, and the plots (PNG beside it):
+  latency CDF by priority class, the per-node timeline, table depth over time, double runs
+  by cause;
+- ``summary.json`` — the run's figures (sorted keys, no wall-clock figures, ``trace_sha256``);
+- ``jobs.csv`` — one row per job; ``trace.csv`` — one row per event, codes turned into names;
+- ``scenario.yaml`` — the scenario as it was run (overrides and seed applied);
+- ``violations.txt`` — only when an invariant failed: each violation with its events.
+
+With variants, each variant gets a sub-folder like the above, and the top folder holds the
+``report.md`` that sets them side by side and a ``summary.json`` of all of them.
+
+Everything is written to a temporary folder beside the target and moved into place at the
+end, so an interrupted run never leaves a half-written report.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import yaml
 
+from . import plots
 from .checks import Violation, check
-from .history import Histories, histories
+from .expect import NO_FIGURE, Verdict, evaluate, figure
+from .history import CAUSES, Histories, histories
 from .metrics import jobs_frame, summary, trace_frame
 from .world import RunResult
 
 
 @dataclass
 class Analysis:
-    """A run with its stories, violations and summary worked out."""
+    """A run with its stories, violations, summary and expectation verdicts worked out."""
 
     result: RunResult
     histories: Histories
     violations: list[Violation]
     summary: dict
+    verdicts: list[Verdict]
+
+    @property
+    def name(self) -> str:
+        return self.result.scenario.variant or self.result.scenario.name
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations and all(v.ok for v in self.verdicts)
 
 
 def analyse(result: RunResult) -> Analysis:
@@ -44,7 +64,15 @@ def analyse(result: RunResult) -> Analysis:
                 seed=result.seed, end_time=result.end_time, drained=result.drained,
                 statements=result.statements, polls=result.polls,
                 polls_skipped=result.polls_skipped)
-    return Analysis(result, hist, violations, s)
+    return Analysis(result, hist, violations, s, evaluate(result.scenario.expect, s))
+
+
+def combined_summary(analyses: list[Analysis]) -> dict[str, Any]:
+    """The summary.json of a run: the run's own, or one per variant."""
+    if len(analyses) == 1 and analyses[0].result.scenario.variant is None:
+        return analyses[0].summary
+    return {"scenario": analyses[0].result.scenario.name,
+            "variants": {a.name: a.summary for a in analyses}}
 
 
 def format_violation(v: Violation, trace_df: pd.DataFrame) -> str:
@@ -57,33 +85,14 @@ def format_violation(v: Violation, trace_df: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def write(analysis: Analysis, out: str | Path) -> Path:
-    """Write the run folder ``out`` (replacing it) and return its path."""
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
-        result = analysis.result
-        (tmp / "summary.json").write_text(
-            json.dumps(analysis.summary, sort_keys=True, indent=2) + "\n", encoding="utf-8")
-        jobs_frame(analysis.histories).to_csv(tmp / "jobs.csv", index=False)
-        tdf = trace_frame(result.trace)
-        tdf.to_csv(tmp / "trace.csv", index=False)
-        doc = dict(result.scenario.document)
-        doc["seed"] = result.seed
-        (tmp / "scenario.yaml").write_text(
-            yaml.safe_dump(doc, sort_keys=False, allow_unicode=True), encoding="utf-8")
-        if analysis.violations:
-            (tmp / "violations.txt").write_text(
-                "\n".join(format_violation(v, tdf) for v in analysis.violations) + "\n",
-                encoding="utf-8")
-        if out.exists():
-            shutil.rmtree(out)
-        tmp.rename(out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return out
+# --- text -------------------------------------------------------------------------------------
+
+def format_seconds(x: float | None) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "—"
+    if abs(x) < 1:
+        return f"{x * 1000:.3g}ms"
+    return f"{x:.4g}s"
 
 
 def _pct(d: dict) -> str:
@@ -93,22 +102,16 @@ def _pct(d: dict) -> str:
     return f"p50 {f(d['p50'])} · p90 {f(d['p90'])} · p99 {f(d['p99'])} · max {f(d['max'])}"
 
 
-def format_seconds(x: float | None) -> str:
-    if x is None:
-        return "—"
-    if abs(x) < 1:
-        return f"{x * 1000:.3g}ms"
-    return f"{x:.4g}s"
-
-
-def format_summary(s: dict, violations: list[Violation], out: Path | None) -> list[str]:
+def format_summary(a: Analysis, out: Path | None = None) -> list[str]:
     """The one-screen summary of a run."""
+    s = a.summary
     j, d, se = s["jobs"], s["duplicate_executions"], s["duplicate_side_effects"]
     acq, polls = s["acquisition"], s["polls"]
     ended = "drained" if s["drained"] else "stopped"
+    title = s["scenario"] + (f" / {a.name}" if a.result.scenario.variant else "")
     bad = {k: v for k, v in s["invariants"].items() if v}
     lines = [
-        f"── {s['scenario']} · seed {s['seed']} · {ended} at t={s['end_time']:g}s ──",
+        f"── {title} · seed {s['seed']} · {ended} at t={s['end_time']:g}s ──",
         f"jobs         {j['created']} created · {j['done']} done · {j['dead_lettered']} "
         f"dead-lettered · {j['pending']} pending · {j['lost']} lost",
         f"executions   {s['executions']} ({s['failures']} failed) · duplicate executions "
@@ -127,7 +130,174 @@ def format_summary(s: dict, violations: list[Violation], out: Path | None) -> li
         lines.append("invariants   FAILED: " + ", ".join(f"{k} ({v})" for k, v in bad.items()))
     else:
         lines.append(f"invariants   all {len(s['invariants'])} hold")
+    for v in a.verdicts:
+        lines.append(f"expect       {v.format()}")
     lines.append(f"trace        {s['trace_events']} events · sha256 {s['trace_sha256'][:16]}…")
     if out is not None:
         lines.append(f"report       {out}/")
     return lines
+
+
+_ROWS: list[tuple[str, str]] = [
+    ("jobs created", "jobs.created"), ("done", "jobs.done"),
+    ("dead-lettered", "jobs.dead_lettered"), ("pending at the end", "jobs.pending"),
+    ("lost", "jobs.lost"), ("executions", "executions"), ("failed executions", "failures"),
+    ("duplicate executions", "duplicate_executions.total"),
+    ("duplicate side effects", "duplicate_side_effects.total"),
+    ("double acquisitions", "double_acquisitions"),
+    ("acquisition attempts", "acquisition.attempts"), ("lost races", "acquisition.lost_races"),
+    ("polls (skipped idle)", "polls.total"), ("statements", "statements"),
+    ("start delay mean", "latency.start_delay.mean"), ("start delay p50", "latency.start_delay.p50"), ("start delay p99", "latency.start_delay.p99"),
+    ("start delay max", "latency.start_delay.max"),
+    ("end to end p50", "latency.end_to_end.p50"), ("end to end p99", "latency.end_to_end.p99"),
+    ("ended at", "end_time"),
+]
+
+
+def _cell(value: Any, path: str) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    if path.startswith("latency") or path.endswith("start_delay") or path == "end_time" or \
+            path.endswith("end_to_end"):
+        return format_seconds(value)
+    if path == "polls.total":
+        return str(value)
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _table(analyses: list[Analysis], rows: list[tuple[str, str]]) -> list[str]:
+    head = "| | " + " | ".join(a.name for a in analyses) + " |"
+    lines = [head, "|---|" + "---:|" * len(analyses)]
+    for label, path in rows:
+        cells = []
+        for a in analyses:
+            v = figure(a.summary, path)
+            cells.append(_cell(None if v is NO_FIGURE else v, path))
+        if path == "polls.total":
+            cells = [f"{a.summary['polls']['total']} ({a.summary['polls']['skipped']})"
+                     for a in analyses]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def markdown(analyses: list[Analysis], plots_of: dict[str, list[tuple[str, str]]]) -> str:
+    """report.md: what was run, whether its expectations hold, the figures, the plots."""
+    sc = analyses[0].result.scenario
+    out = [f"# {sc.name}", ""]
+    if sc.description:
+        out += [sc.description, ""]
+    seeds = sorted({a.result.seed for a in analyses})
+    out += [f"Scenario `{Path(sc.source).name}` · seed {', '.join(map(str, seeds))}"
+            + (f" · variants: {', '.join(a.name for a in analyses)}"
+               if sc.variant is not None else ""), ""]
+    verdicts = [(a, v) for a in analyses for v in a.verdicts]
+    if verdicts:
+        out += ["## Expectations", "", "| | run | expectation | actual |", "|---|---|---|---:|"]
+        for a, v in verdicts:
+            actual = v.format().split("(actual: ", 1)[1].rstrip(")")
+            out.append(f"| {'✓' if v.ok else '✗ FAILED'} | {a.name} | `{v.expectation.text}` "
+                       f"| {actual} |")
+        out.append("")
+    out += ["## Summary", ""] + _table(analyses, _ROWS) + [""]
+    named = sorted({n for a in analyses for n in a.summary.get("named", {})})
+    if named:
+        rows = []
+        for n in named:
+            rows += [(f"{n}: start delay", f"named.{n}.start_delay"),
+                     (f"{n}: executions", f"named.{n}.executions"),
+                     (f"{n}: outcome", f"named.{n}.outcome")]
+        out += ["## Named jobs", ""] + _table(analyses, rows) + [""]
+    dup_rows = [(f"duplicate executions: {c}", f"duplicate_executions.by_cause.{c}")
+                for c in CAUSES] + [(f"duplicate side effects: {c}",
+                                     f"duplicate_side_effects.by_cause.{c}") for c in CAUSES]
+    if any(a.summary["duplicate_executions"]["total"] or
+           a.summary["duplicate_side_effects"]["total"] for a in analyses):
+        out += ["## Double runs by cause", ""] + _table(analyses, dup_rows) + [""]
+    inv = [(k, f"invariants.{k}") for k in analyses[0].summary["invariants"]]
+    out += ["## Invariants (violations; 0 = holds)", ""] + _table(analyses, inv) + [""]
+    if plots_of.get(""):
+        out += ["## Compared", ""]
+        out += [f"![{title}]({path})" for title, path in plots_of[""]] + [""]
+    for a in analyses:
+        entries = plots_of.get(a.name, [])
+        if entries:
+            out += [f"## Plots: {a.name}" if sc.variant is not None else "## Plots", ""]
+            out += [f"![{title}]({path})" for title, path in entries] + [""]
+    out += ["## Files", "",
+            "`summary.json` (the figures), `jobs.csv` (one row per job), `trace.csv` (one row "
+            "per event), `scenario.yaml` (what was run)"
+            + (", one folder per variant." if sc.variant is not None else "."), ""]
+    return "\n".join(out)
+
+
+# --- files ------------------------------------------------------------------------------------
+
+def _write_run(a: Analysis, folder: Path, with_plots: bool) -> list[tuple[str, str]]:
+    folder.mkdir(parents=True, exist_ok=True)
+    result = a.result
+    (folder / "summary.json").write_text(json.dumps(a.summary, sort_keys=True, indent=2) + "\n",
+                                         encoding="utf-8")
+    jobs = jobs_frame(a.histories)
+    jobs.to_csv(folder / "jobs.csv", index=False)
+    tdf = trace_frame(result.trace)
+    tdf.to_csv(folder / "trace.csv", index=False)
+    doc = dict(result.scenario.document)
+    doc["seed"] = result.seed
+    (folder / "scenario.yaml").write_text(yaml.safe_dump(doc, sort_keys=False,
+                                                         allow_unicode=True), encoding="utf-8")
+    if a.violations:
+        (folder / "violations.txt").write_text(
+            "\n".join(format_violation(v, tdf) for v in a.violations) + "\n", encoding="utf-8")
+    if not with_plots:
+        return []
+    made = [("latency CDF by priority", "latency_cdf.png", plots.latency_cdf(jobs)),
+            ("per-node timeline", "timeline.png", plots.node_timeline(tdf)),
+            ("table depth over time", "table_depth.png", plots.table_depth(tdf)),
+            ("double runs by cause", "duplicates.png",
+             plots.duplicates_by_cause(a.histories.duplicates, CAUSES))]
+    for _, name, fig in made:
+        plots.save(fig, folder / name)
+    return [(title, name) for title, name, _ in made]
+
+
+def write(analyses: list[Analysis] | Analysis, out: str | Path, with_plots: bool = True) -> Path:
+    """Write the run folder ``out`` (replacing it) and return its path."""
+    if isinstance(analyses, Analysis):
+        analyses = [analyses]
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        variants = analyses[0].result.scenario.variant is not None
+        plots_of: dict[str, list[tuple[str, str]]] = {}
+        for a in analyses:
+            folder = tmp / a.name if variants else tmp
+            made = _write_run(a, folder, with_plots)
+            plots_of[a.name] = [(t, f"{a.name}/{p}" if variants else p) for t, p in made]
+        compare = analyses[0].result.scenario.compare
+        if variants and with_plots and compare:
+            plots_of[""] = []
+            for i, path in enumerate(compare):
+                values = []
+                for a in analyses:
+                    v = figure(a.summary, path)
+                    values.append(v if isinstance(v, (int, float)) and
+                                  not isinstance(v, bool) else None)
+                fig = plots.compare_bars([a.name for a in analyses], values, path,
+                                         "seconds" if "delay" in path or "latency" in path
+                                         or "end_to_end" in path else "count")
+                name = f"compare_{i + 1}.png"
+                plots.save(fig, tmp / name)
+                plots_of[""].append((path, name))
+        if variants:
+            (tmp / "summary.json").write_text(
+                json.dumps(combined_summary(analyses), sort_keys=True, indent=2) + "\n",
+                encoding="utf-8")
+        (tmp / "report.md").write_text(markdown(analyses, plots_of), encoding="utf-8")
+        if out.exists():
+            shutil.rmtree(out)
+        tmp.rename(out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out

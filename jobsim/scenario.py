@@ -16,153 +16,37 @@ from typing import Any
 import yaml
 
 from . import dists
-from .claims import STRATEGIES
-from .config import (COMPLETE_GUARDS, WAKEUPS, DbConfig, ExecutorConfig, JobSpec, NodeConfig,
-                     Scenario, StreamSpec, Tick)
-from .db import DIALECTS
+from .config import (DbConfig, ExecutorConfig, Expectation, Fault, JobSpec, NodeConfig,
+                     RecurringSpec, Scenario, StreamSpec, Tick)
 from .errors import Problem, ScenarioError
+from .fileformat import FIGURES, FORMAT, MAX_JOBS, _rate, schema
 from .handlers import Handler
 from .policies import PRESETS
 from .retry import CycleBackoff, ExponentialBackoff, FixedBackoff, ListBackoff, RetryPolicy
-from .spec import (MISSING, Const, Cycle, Dur, Either, Enum, Field, Int, ListOf, MapOf, Num,
-                   Obj, Str, is_map_with, join, show, suggest)
-from .store import ORDERS
-
-MAX_JOBS = 10_000_000
-
-_dist = Either([
-    (lambda v: isinstance(v, (str, int, float)) and not isinstance(v, bool),
-     Dur(doc="a constant duration")),
-    (is_map_with("constant"), Obj({"constant": Dur()}, ("constant",))),
-    (is_map_with("uniform"), Obj({"uniform": Obj({"low": Dur(), "high": Dur()},
-                                                 ("low", "high"))}, ("uniform",))),
-    (is_map_with("exponential"), Obj({"exponential": Obj({"mean": Dur()}, ("mean",))},
-                                     ("exponential",))),
-    (is_map_with("lognormal"), Obj({"lognormal": Obj({"median": Dur(positive=True),
-                                                      "p99": Dur(positive=True)},
-                                                     ("median", "p99"))}, ("lognormal",))),
-], "a duration (constant) or one of {constant: D}, {uniform: {low, high}}, "
-   "{exponential: {mean}}, {lognormal: {median, p99}}")
-
-_backoff = Either([
-    (lambda v: isinstance(v, list), ListOf(Dur(), min_len=1, max_len=100,
-                                           doc="the k-th failure waits the k-th delay; "
-                                               "the last repeats")),
-    (lambda v: isinstance(v, str) and v.startswith("R"), Cycle()),
-    (is_map_with("fixed"), Obj({"fixed": Dur()}, ("fixed",))),
-    (is_map_with("exponential"), Obj({"exponential": Obj({
-        "base": Dur(positive=True), "factor": Num(2.0, lo=1.0, hi=100.0),
-        "cap": Dur(None, none_ok=True), "jitter": Num(0.0, lo=0.0, hi=1.0)}, ("base",))},
-        ("exponential",))),
-], "a list of durations, an ISO-8601 cycle like R5/PT10M, {fixed: D} or "
-   "{exponential: {base, factor, cap, jitter}}")
-
-_retry = Obj({"attempts": Int(3, "executions in all (Flowable's RETRIES_)", lo=1, hi=1000),
-              "backoff": _backoff})
-
-_EXECUTOR = {
-    "acquisition": Enum(STRATEGIES, doc="how a node claims due jobs"),
-    "wakeup": Enum(WAKEUPS, doc="poll every poll_interval; notify also on insert and when a "
-                                "slot frees; ticks on the fake clock"),
-    "poll_interval": Dur(positive=True),
-    "batch_size": Int(lo=1, hi=100_000),
-    "queue_size": Int(lo=1, hi=1_000_000, doc="the node's bounded local queue"),
-    "threads": Int(lo=1, hi=1024),
-    "lock_time": Dur(positive=True),
-    "heartbeat": Dur(none_ok=True, positive=True, doc="extend running jobs' locks this often"),
-    "queue_full_wait": Dur(positive=True),
-    "complete_guard": Enum(COMPLETE_GUARDS, doc="none: DELETE by id; owner: AND locked_by=me"),
-    "retry": _retry,
-}
-_TABLE_ONLY = {
-    "order": Enum(ORDERS, doc="the ORDER BY of acquisition"),
-    "aging_rate": Num(lo=0.0, hi=1e6, doc="priority gained per second of age (order: aging)"),
-}
-
-_handler = Obj({
-    "duration": _dist,
-    "outcome": Either([
-        (lambda v: isinstance(v, str),
-         Enum(("succeed", "always_fail", "hang"))),
-        (is_map_with("fail_first"), Obj({"fail_first": Int(lo=0, hi=1_000_000)},
-                                        ("fail_first",))),
-        (is_map_with("fail_rate"), Obj({"fail_rate": Num(lo=0.0, hi=1.0)}, ("fail_rate",))),
-        (is_map_with("hang"), Obj({"hang": Dur(positive=True, hi=1e12)}, ("hang",))),
-    ], "succeed, always_fail, hang, {fail_first: N}, {fail_rate: p} or {hang: D}"),
-    "error": Str("handler failed", "the error message; {attempt} is the execution number"),
-    "side_effect": Obj({
-        "at": Either([(lambda v: isinstance(v, str), Enum(("start", "end"))),
-                      (lambda v: True, Num(lo=0.0, hi=1.0))],
-                     "start, end, or a fraction of the run from 0 to 1"),
-        "say": Str(doc="what the handler prints at its side effect")}),
-    "retry": _retry,
-})
-
-_job = Obj({"id": Int(lo=1, hi=2**53), "kind": Enum(("async", "timer"), "async"),
-            "handler": Str(), "at": Dur(0.0), "due_in": Dur(0.0),
-            "priority": Int(0, lo=-1_000_000, hi=1_000_000)}, ("handler",))
-_stream = Obj({"name": Str(), "handler": Str(), "count": Int(lo=1, hi=MAX_JOBS),
-               "rate": Either([(lambda v: isinstance(v, str), Const(
-                   lambda v: _rate(v) is not None, "a rate like 6.4/s, 30/m or 100/h",
-                   {"type": "string", "pattern": r"^\d+(\.\d+)?/(s|m|h)$"})),
-                   (lambda v: True, Num(lo=1e-9, hi=1e9))], "a rate like 6.4/s"),
-               "start": Dur(0.0), "kind": Enum(("async", "timer"), "async"),
-               "due_in": Dur(0.0), "priority": Int(0, lo=-1_000_000, hi=1_000_000)},
-              ("handler", "count"))
-
-FORMAT = Obj({
-    "name": Str(doc="the scenario's name; its report folder"),
-    "description": Str("", nonempty=False),
-    "seed": Int(0, lo=0, hi=2**63 - 1),
-    "until": Either([(lambda v: v == "drained", Const(lambda v: True, "drained",
-                                                      {"const": "drained"})),
-                     (lambda v: True, Dur(positive=True, hi=3650 * 86400.0))],
-                    "drained or a duration", "drained"),
-    "horizon": Dur(30 * 86400.0, positive=True, hi=3650 * 86400.0,
-                   doc="the latest instant a drained run may reach"),
-    "db": Obj({"dialect": Enum(DIALECTS, "atomic"), "latency": _dist,
-               "connections": Int(0, "0 = unbounded", lo=0, hi=100_000)}),
-    "policy": Enum(tuple(PRESETS), doc="a preset of executor settings"),
-    "executor": Obj({**_EXECUTOR, **_TABLE_ONLY}),
-    "nodes": Either([(lambda v: isinstance(v, int) and not isinstance(v, bool),
-                      Int(lo=1, hi=256)),
-                     (lambda v: True, ListOf(Obj({"name": Str(), "start_at": Dur(0.0),
-                                                  **_EXECUTOR}, ("name",)),
-                                             min_len=1, max_len=256))],
-                    "a node count or a list of nodes"),
-    "clock": Obj({"ticks": ListOf(Obj({"at": Dur(), "nodes": ListOf(Str(), min_len=1),
-                                       "note": Str()}, ("at", "nodes")), max_len=100_000)}),
-    "handlers": MapOf(_handler),
-    "workload": Obj({"jobs": ListOf(_job), "streams": ListOf(_stream, max_len=1000)}),
-}, required=("name", "nodes", "handlers", "workload"))
+from .spec import MISSING, join, show, suggest
 
 _DEFAULT_EXECUTOR = ExecutorConfig()
 
 
-def schema() -> dict[str, Any]:
-    """The scenario format as JSON Schema."""
-    s = FORMAT.schema()
-    s["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    s["title"] = "jobsim scenario"
-    return s
+MAX_NODES = 200_000  # YAML nodes after alias expansion: refuses "billion laughs" documents
 
 
-def _rate(text: str) -> float | None:
-    try:
-        num, unit = text.split("/")
-        per = {"s": 1.0, "m": 60.0, "h": 3600.0}[unit.strip()]
-        value = float(num)
-    except (ValueError, KeyError):
-        return None
-    return value / per if value > 0 else None
+class _TooBig(Exception):
+    pass
 
 
-def _key_problems(node: yaml.Node, path: str, problems: list[Problem]) -> None:
-    """Walk the composed YAML: duplicate keys and keys that are not plain scalars."""
+def _key_problems(node: yaml.Node, path: str, problems: list[Problem],
+                  budget: list[int]) -> None:
+    """Walk the composed YAML: duplicate keys, keys that are not plain scalars, and a node
+    budget (aliases expanded) so that a document cannot explode."""
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise _TooBig
     if isinstance(node, yaml.MappingNode):
         seen: set[str] = set()
         for key_node, value_node in node.value:
-            where = f"line {key_node.start_mark.line + 1}, column {key_node.start_mark.column + 1}"
+            mark = key_node.start_mark
+            where = f"line {mark.line + 1}, column {mark.column + 1}"
             if not isinstance(key_node, yaml.ScalarNode):
                 problems.append(Problem(path or "(top level)", "plain keys (names)",
                                         f"a {key_node.id} used as a key at {where}"))
@@ -172,14 +56,14 @@ def _key_problems(node: yaml.Node, path: str, problems: list[Problem]) -> None:
                 problems.append(Problem(join(path, key), "each key once in its mapping",
                                         f"duplicate key {key!r} at {where}"))
             seen.add(key)
-            _key_problems(value_node, join(path, key), problems)
+            _key_problems(value_node, join(path, key), problems, budget)
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
-            _key_problems(item, join(path, i), problems)
+            _key_problems(item, join(path, i), problems, budget)
 
 
-def load(path: str | Path, seed: int | None = None) -> Scenario:
-    """Read and validate a scenario file."""
+def read(path: str | Path) -> Any:
+    """Read a scenario file into a plain document (checked as YAML, not yet as a scenario)."""
     path = Path(path)
     source = str(path)
     try:
@@ -187,44 +71,167 @@ def load(path: str | Path, seed: int | None = None) -> Scenario:
     except FileNotFoundError:
         raise ScenarioError([Problem("", "an existing scenario file", "no such file")],
                             source) from None
+    except IsADirectoryError:
+        raise ScenarioError([Problem("", "a scenario file", "a directory")], source) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ScenarioError([Problem("", "a readable UTF-8 text file", str(exc))],
                             source) from None
-    return loads(text, source, seed)
+    return parse(text, source)
 
 
-def loads(text: str, source: str = "<scenario>", seed: int | None = None) -> Scenario:
-    """Validate a scenario given as YAML text."""
+def parse(text: str, source: str = "<scenario>") -> Any:
+    """YAML text → document, with duplicate keys, odd keys and alias bombs refused."""
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
         problems: list[Problem] = []
         if root is not None:
-            _key_problems(root, "", problems)
+            try:
+                _key_problems(root, "", problems, [MAX_NODES])
+            except _TooBig:
+                raise ScenarioError([Problem("", f"a document of at most {MAX_NODES:,} values "
+                                             "(aliases expanded)", "more: an alias bomb?")],
+                                    source) from None
         if problems:
             raise ScenarioError(problems, source)
-        doc = yaml.safe_load(text)
+        return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc)
         raise ScenarioError([Problem(where, "valid YAML", str(problem))], source) from None
-    return from_dict(doc, source, seed)
 
 
-def from_dict(doc: Any, source: str = "<scenario>", seed: int | None = None) -> Scenario:
-    """Validate a scenario given as a parsed document; ``seed`` overrides the file's."""
+def load(path: str | Path, seed: int | None = None,
+         sets: list[str] | tuple[str, ...] = ()) -> Scenario:
+    """Read and validate a scenario file (its base run; ``load_variants`` gives them all)."""
+    return from_dict(read(path), str(path), seed, sets)
+
+
+def load_variants(path: str | Path, seed: int | None = None,
+                  sets: list[str] | tuple[str, ...] = ()) -> list[Scenario]:
+    """The runs a file asks for: one per variant, or the base run alone."""
+    return variants_of(read(path), str(path), seed, sets)
+
+
+def loads(text: str, source: str = "<scenario>", seed: int | None = None) -> Scenario:
+    """Validate a scenario given as YAML text."""
+    return from_dict(parse(text, source), source, seed)
+
+
+def from_dict(doc: Any, source: str = "<scenario>", seed: int | None = None,
+              sets: list[str] | tuple[str, ...] = ()) -> Scenario:
+    """Validate a scenario given as a parsed document; ``seed`` overrides the file's and each
+    of ``sets`` (``"dotted.path=value"``) overrides one value."""
+    return variants_of(doc, source, seed, sets, base_only=True)[0]
+
+
+def variants_of(doc: Any, source: str = "<scenario>", seed: int | None = None,
+                sets: list[str] | tuple[str, ...] = (), base_only: bool = False
+                ) -> list[Scenario]:
+    """The base run, and one run per variant (its ``set`` applied, its ``expect`` added)."""
     if not isinstance(doc, dict):
         raise ScenarioError([Problem("", "a mapping of scenario keys", show(doc))], source)
     doc = copy.deepcopy(doc)
+    problems: list[Problem] = []
+    for item in sets:
+        path, sep, text = item.partition("=")
+        if not sep or not path.strip():
+            problems.append(Problem(f"--set {item}", "dotted.path=value", show(item)))
+            continue
+        try:
+            value = yaml.safe_load(text) if text.strip() else ""
+        except yaml.YAMLError:
+            value = text
+        set_path(doc, path.strip(), value, f"--set {path.strip()}", problems)
     if seed is not None:
         doc["seed"] = seed
+    if problems:
+        raise ScenarioError(problems, source)
+    base = _validated(doc, source, None)
+    variants = doc.get("variants") or {}
+    if base_only or not variants:
+        return [base]
+    out = []
+    for name, var in variants.items():
+        vdoc = copy.deepcopy(doc)
+        vdoc.pop("variants", None)
+        p: list[Problem] = []
+        for path, value in (var.get("set") or {}).items():
+            set_path(vdoc, path, value, f"variants.{name}.set.{path}", p)
+        if p:
+            raise ScenarioError(p, source)
+        vexpect = dict(doc.get("expect") or {})
+        vexpect.update(var.get("expect") or {})
+        vdoc["expect"] = vexpect
+        try:
+            sc = _validated(vdoc, source, name)
+        except ScenarioError as exc:
+            raise ScenarioError([Problem(f"variants.{name} → {p.path}", p.expected, p.got,
+                                         p.hint) for p in exc.problems], source) from None
+        out.append(sc)
+    return out
+
+
+def _validated(doc: dict[str, Any], source: str, variant: str | None) -> Scenario:
     problems: list[Problem] = []
     v = FORMAT.check(doc, "", problems)
     if isinstance(v, dict):
         _cross_checks(v, problems)
     if problems:
         raise ScenarioError(problems, source)
-    return _build(v, doc, source)
+    return _build(v, doc, source, variant)
+
+
+def _steps(path: str) -> list[str | int] | None:
+    """``a.b[2].c`` or ``a.b.2.c`` → ``["a", "b", 2, "c"]``."""
+    steps: list[str | int] = []
+    for part in path.replace("[", ".[").split("."):
+        if not part:
+            return None
+        if part.startswith("["):
+            if not part.endswith("]") or not part[1:-1].isdigit():
+                return None
+            steps.append(int(part[1:-1]))
+        elif part.isdigit():
+            steps.append(int(part))
+        else:
+            steps.append(part)
+    return steps
+
+
+def set_path(doc: dict[str, Any], path: str, value: Any, where: str,
+             problems: list[Problem]) -> None:
+    """Set ``doc``'s value at a dotted path (creating mappings on the way); a step through a
+    list or into a value that is not a mapping is reported at ``where``."""
+    steps = _steps(path)
+    if not steps or not isinstance(steps[0], str):
+        problems.append(Problem(where, "a dotted path like executor.lock_time or "
+                                "nodes[1].threads", show(path)))
+        return
+    cur: Any = doc
+    for i, step in enumerate(steps):
+        last = i == len(steps) - 1
+        if isinstance(step, int):
+            if not isinstance(cur, list) or not 0 <= step < len(cur):
+                size = f"a list of {len(cur)}" if isinstance(cur, list) else "not a list"
+                problems.append(Problem(where, f"an index into a list at step {i + 1}",
+                                        f"[{step}] into {size}"))
+                return
+            if last:
+                cur[step] = value
+            else:
+                cur = cur[step]
+            continue
+        if not isinstance(cur, dict):
+            problems.append(Problem(where, f"a mapping at step {i + 1} ({step!r})",
+                                    show(cur)))
+            return
+        if last:
+            cur[step] = value
+        else:
+            if step not in cur or cur[step] is None:
+                cur[step] = {}
+            cur = cur[step]
 
 
 def _d(x: Any) -> dict[str, Any]:
@@ -302,7 +309,7 @@ def _cross_checks(v: dict[str, Any], problems: list[Problem]) -> None:
     work = _d(v.get("workload"))
     ids: set[int] = set()
     total = 0
-    for group in ("jobs", "streams"):
+    for group in ("jobs", "streams", "recurring"):
         for i, item in enumerate(_l(work.get(group))):
             item = _d(item)
             h = item.get("handler")
@@ -323,8 +330,9 @@ def _cross_checks(v: dict[str, Any], problems: list[Problem]) -> None:
     if total > MAX_JOBS:
         problems.append(Problem("workload", f"at most {MAX_JOBS:,} jobs in all", f"{total:,}"))
     if total == 0 and isinstance(v.get("workload"), dict) and not any(
-            _l(work.get(g)) for g in ("jobs", "streams")):
-        problems.append(Problem("workload", "at least one job (jobs or streams)", "none"))
+            _l(work.get(g)) for g in ("jobs", "streams", "recurring")):
+        problems.append(Problem("workload", "at least one job (jobs, streams or recurring)",
+                                "none"))
     stream_names: set[str] = set()
     for i, item in enumerate(_l(work.get("streams"))):
         name = _d(item).get("name", f"stream-{i}")
@@ -334,6 +342,33 @@ def _cross_checks(v: dict[str, Any], problems: list[Problem]) -> None:
             problems.append(Problem(f"workload.streams[{i}].name",
                                     "a name no other stream has", show(name)))
         stream_names.add(name)
+    job_names: set[str] = set()
+    for i, item in enumerate(_l(work.get("jobs"))):
+        name = _d(item).get("name")
+        if isinstance(name, str):
+            if name in job_names:
+                problems.append(Problem(f"workload.jobs[{i}].name", "a name no other job has",
+                                        show(name)))
+            job_names.add(name)
+    for i, f in enumerate(_l(v.get("faults"))):
+        f = _d(f)
+        for key in ("crash", "pause", "partition"):
+            name = f.get(key)
+            if isinstance(name, str) and name not in seen:
+                problems.append(Problem(f"faults[{i}].{key}", "the name of a node", show(name),
+                                        suggest(name, known)))
+    for path in _d(v.get("expect")):
+        first = path.split(".")[0]
+        if first not in FIGURES:
+            problems.append(Problem(f"expect.{path}", "a figure of the summary: "
+                                    + ", ".join(FIGURES), show(path), suggest(first, FIGURES)))
+        elif first == "named":
+            parts = path.split(".")
+            if len(parts) < 3 or parts[1] not in job_names:
+                problems.append(Problem(f"expect.{path}", "named.<job name>.<figure> for a "
+                                        "job given a name in workload.jobs", show(path),
+                                        suggest(parts[1], sorted(job_names))
+                                        if len(parts) > 1 else ""))
     for name, h in _d(v.get("handlers")).items():
         u = _d(_d(_d(h).get("duration")).get("uniform"))
         if isinstance(u.get("low"), float) and isinstance(u.get("high"), float) \
@@ -384,7 +419,8 @@ def _build_executor(settings: dict[str, Any], base: ExecutorConfig) -> ExecutorC
     return ExecutorConfig(**{**base.__dict__, **fields, "retry": retry})
 
 
-def _build(v: dict[str, Any], raw: dict[str, Any], source: str) -> Scenario:
+def _build(v: dict[str, Any], raw: dict[str, Any], source: str,
+           variant: str | None = None) -> Scenario:
     executor = _build_executor(_merge_executor(v), _DEFAULT_EXECUTOR)
     nodes = tuple(NodeConfig(n["name"], _build_executor(n, executor), n.get("start_at", 0.0))
                   for n in _node_list(v))
@@ -406,7 +442,27 @@ def _build(v: dict[str, Any], raw: dict[str, Any], source: str) -> Scenario:
             retry=_build_retry(h["retry"], executor.retry) if "retry" in h else None, **kw)
     work = v["workload"]
     jobs = tuple(JobSpec(j["handler"], j["kind"], j.get("id"), j["at"], j["due_in"],
-                         j["priority"]) for j in work.get("jobs", []))
+                         j["priority"], j.get("name")) for j in work.get("jobs", []))
+    recurring = tuple(RecurringSpec(r["name"], r["handler"], r["every"], r["count"], r["mode"],
+                                    r["start"], r["kind"], r["priority"])
+                      for r in work.get("recurring", []))
+    faults = []
+    for f in v.get("faults", []):
+        if "crash" in f:
+            faults.append(Fault(f["at"], "crash", f["crash"], f.get("restart_after")))
+        elif "pause" in f:
+            faults.append(Fault(f["at"], "pause", f["pause"], f["for"]))
+        elif "slow_db" in f:
+            faults.append(Fault(f["at"], "slow_db", None, f["for"], factor=f["slow_db"]))
+        else:
+            faults.append(Fault(f["at"], "partition", f["partition"], f["for"],
+                                timeout=f["timeout"]))
+    expect = []
+    for path, conds in v.get("expect", {}).items():
+        texts = (raw.get("expect") or {}).get(path)
+        texts = texts if isinstance(texts, list) else [texts]
+        for (op, value), text in zip(conds if isinstance(conds, list) else [conds], texts):
+            expect.append(Expectation(path, op, value, f"{path} {str(text).strip()}"))
     streams = tuple(StreamSpec(s.get("name", f"stream-{i}"), s["handler"], s["count"],
                                (_rate(s["rate"]) if isinstance(s["rate"], str) else s["rate"])
                                if "rate" in s else None,
@@ -421,8 +477,9 @@ def _build(v: dict[str, Any], raw: dict[str, Any], source: str) -> Scenario:
         nodes=nodes, until=None if until == "drained" else until, horizon=v["horizon"],
         db=DbConfig(db.get("dialect", "atomic"), _build_dist(db.get("latency")),
                     db.get("connections") or None),
-        executor=executor, ticks=ticks, jobs=jobs, streams=streams, source=source,
-        document=raw)
+        executor=executor, ticks=ticks, jobs=jobs, streams=streams, faults=tuple(faults),
+        recurring=recurring, expect=tuple(expect), variant=variant,
+        compare=tuple(v.get("report", {}).get("compare", ())), source=source, document=raw)
 
 
 __all__ = ["load", "loads", "from_dict", "schema", "FORMAT", "Field", "MISSING", "join"]

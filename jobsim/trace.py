@@ -24,7 +24,8 @@ import numpy as np
 #: kind → meaning of (attempt, a, b, c, x, text). Codes are positions in this table.
 KINDS: dict[str, str] = {
     "run_start": "x=horizon (inf when drained)",
-    "job_created": "a=kind (0 async, 1 timer), b=priority, x=due, text=handler",
+    "job_created": "a=kind (0 async, 1 timer), b=priority, c=name (a text code; -1 none), "
+                   "x=due, text=handler",
     "tick": "the fake clock ticks; text=note",
     "acquire": "a=rows asked, b=rows got, c=lost races, x=statement latency, text=strategy",
     "locked": "a=previous owner (-1 none), b=1 if the previous lock was still valid, x=lock_until",
@@ -43,11 +44,14 @@ KINDS: dict[str, str] = {
     "polls_skipped": "a=empty polls counted, not simulated (nothing could change their answer)",
     "pending": "a job still in the table at the end; text=why",
     "run_end": "a=jobs created, b=jobs pending",
-    "node_crashed": "",
+    "node_crashed": "a=running executions lost, b=queued jobs lost",
     "node_restarted": "",
     "node_paused": "x=pause length",
     "node_resumed": "",
     "stale_write": "a write that found its row gone or taken; text=statement",
+    "statement_failed": "the node is cut off from the database; text=statement",
+    "db_slowed": "x=latency multiplier (1 = back to normal)",
+    "partition": "a=1 cut off, 0 healed; x=statement timeout",
 }
 KIND_NAMES: tuple[str, ...] = tuple(KINDS)
 K = {name: i for i, name in enumerate(KIND_NAMES)}

@@ -3,7 +3,10 @@
 - explicit jobs, each created at ``at`` and due ``due_in`` later (a timer is a job whose due
   date lies ahead);
 - streams: Poisson arrivals at ``rate`` per second up to ``count`` jobs, from the stream
-  ``workload/<name>``; or, with no rate, a burst of ``count`` jobs at ``start``.
+  ``workload/<name>``; or, with no rate, a burst of ``count`` jobs at ``start``;
+- recurring schedules: ``count`` jobs, one every ``every`` (``fixed_rate``: the schedule does
+  not wait for the jobs) or ``every`` after the previous one reached a terminal state
+  (``fixed_delay``: a slow or failing job pushes the next one back).
 
 Explicit ids are kept; the others are numbered after the largest explicit id, in order of
 creation.
@@ -14,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
-from .config import JobSpec, StreamSpec
+from .config import JobSpec, RecurringSpec, StreamSpec
 
 if TYPE_CHECKING:
     from .world import World
@@ -25,7 +28,7 @@ def explicit_jobs(world: "World", jobs: tuple[JobSpec, ...]) -> Generator[Any, A
     for spec in sorted(jobs, key=lambda j: j.at):  # stable: file order at equal times
         if spec.at > env.now:
             yield env.timeout(spec.at - env.now)
-        world.create(spec.handler, spec.kind, spec.priority, spec.due_in, spec.id)
+        world.create(spec.handler, spec.kind, spec.priority, spec.due_in, spec.id, spec.name)
     world.source_done()
 
 
@@ -44,4 +47,18 @@ def stream(world: "World", spec: StreamSpec) -> Generator[Any, Any, None]:
         for _ in range(spec.count):
             yield timeout(mean * rng.exponential())
             create(spec.handler, spec.kind, spec.priority, spec.due_in)
+    world.source_done()
+
+
+def recurring(world: "World", spec: RecurringSpec) -> Generator[Any, Any, None]:
+    env = world.env
+    if spec.start > 0:
+        yield env.timeout(spec.start)
+    for i in range(spec.count):
+        if i and spec.mode == "fixed_rate":
+            yield env.timeout(spec.every)
+        jid = world.create(spec.handler, spec.kind, spec.priority, 0.0)
+        if spec.mode == "fixed_delay" and i < spec.count - 1:
+            yield world.wait_for(jid)
+            yield env.timeout(spec.every)
     world.source_done()

@@ -9,7 +9,7 @@ tables as ``pending`` events, so that the trace alone explains every job.
 from __future__ import annotations
 
 import math
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,8 +20,9 @@ from .db import Database
 from .node import Node
 from .rng import Stream, Streams
 from .store import JOB, Row, Store
+from .faults import schedule
 from .trace import K, Trace
-from .workload import explicit_jobs, stream
+from .workload import explicit_jobs, recurring, stream
 
 K_CREATED = K["job_created"]
 
@@ -55,8 +56,10 @@ class World:
         self.trace = Trace()
         ex = scenario.executor
         self.store = Store(ex.order, ex.aging_rate)
+        self.has_faults = bool(scenario.faults)
+        db_faults = any(f.kind in ("slow_db", "partition") for f in scenario.faults)
         self.db = Database(self.env, self.store, self.streams, scenario.db.latency,
-                           scenario.db.connections, scenario.db.dialect)
+                           scenario.db.connections, scenario.db.dialect, faulty=db_faults)
         self.handlers = scenario.handlers
         self.executions: dict[int, int] = {}
         self.lost_races = 0
@@ -67,6 +70,7 @@ class World:
         self._retries = {name: scenario.initial_retries(name) for name in scenario.handlers}
         self._next_id = 1 + max((j.id for j in scenario.jobs if j.id is not None), default=0)
         self._sources = 0
+        self._waiters: dict[int, simpy.Event] = {}
         self.created = 0
         self.live = 0
         self._stop = self.env.event()
@@ -74,6 +78,9 @@ class World:
         self._by_name = {n.name: n for n in self.nodes}
 
     # --- helpers used by nodes and workload -------------------------------------------------
+
+    def node(self, name: str) -> Node:
+        return self._by_name[name]
 
     def handler_stream(self, name: str) -> Stream:
         s = self._hstreams.get(name)
@@ -91,7 +98,7 @@ class World:
         return self._says[handler]
 
     def create(self, handler: str, kind: str, priority: int, due_in: float,
-               jid: int | None = None) -> int:
+               jid: int | None = None, name: str | None = None) -> int:
         """Insert a new job (the client's INSERT; no executor latency)."""
         if jid is None:
             jid = self._next_id
@@ -102,12 +109,23 @@ class World:
         self.created += 1
         self.live += 1
         trace = self.trace
-        trace.emit((now, K_CREATED, -1, jid, 0, int(kind == "timer"), priority, 0, row.due,
-                    self._htext[handler]))
+        trace.emit((now, K_CREATED, -1, jid, 0, int(kind == "timer"), priority,
+                    -1 if name is None else trace.text(name), row.due, self._htext[handler]))
         if len(trace._buf) > 1 << 22:
             trace.compact()
         self.db.touch(insert=True)
         return jid
+
+    def finished(self, jid: int) -> None:
+        """A job reached a terminal state: wake whoever waits for it (fixed-delay
+        schedules)."""
+        ev = self._waiters.pop(jid, None)
+        if ev is not None:
+            ev.succeed()
+
+    def wait_for(self, jid: int) -> simpy.Event:
+        ev = self._waiters[jid] = self.env.event()
+        return ev
 
     def source_done(self) -> None:
         self._sources -= 1
@@ -134,11 +152,14 @@ class World:
             for name in tick.nodes:
                 self._by_name[name].tick()
 
-    def run(self) -> RunResult:
+    def run(self, progress: Callable[[float, float], None] | None = None) -> RunResult:
+        """Run to the end. ``progress(fraction, now)``, if given, is called every few
+        thousand events; it observes only, so the trace is the same with or without it."""
         sc, env = self.scenario, self.env
         self.trace.add(0.0, K["run_start"], x=math.inf if sc.until is None else sc.until)
         sources = [explicit_jobs(self, sc.jobs)] if sc.jobs else []
         sources += [stream(self, s) for s in sc.streams]
+        sources += [recurring(self, r) for r in sc.recurring]
         self._sources = len(sources)
         for src in sources:
             env.process(src)
@@ -147,10 +168,15 @@ class World:
             node.start()
         if sc.ticks:
             env.process(self._clock())
+        schedule(self, sc.faults)
         if not sources:
             self._check_drained()
         horizon = env.timeout(sc.end)
-        env.run(until=env.any_of([self._stop, horizon]))
+        finish = env.any_of([self._stop, horizon])
+        if progress is None:
+            env.run(until=finish)
+        else:
+            self._run_reporting(finish, progress)
         drained = self._stop.triggered
         end = env.now
         for node in self.nodes:
@@ -159,6 +185,23 @@ class World:
         return RunResult(sc, self.seed, self.trace, self.store, end, drained, self.db.statements,
                          {n.name: n.polls for n in self.nodes},
                          {n.name: n.polls_skipped for n in self.nodes}, self.lost_races)
+
+    def _run_reporting(self, finish: simpy.Event,
+                       progress: Callable[[float, float], None]) -> None:
+        env, sc, step = self.env, self.scenario, self.env.step
+        total = (len(sc.jobs) + sum(s.count for s in sc.streams)
+                 + sum(r.count for r in sc.recurring))
+        n = 0
+        while not finish.processed:
+            step()
+            n += 1
+            if n % 4096 == 0:
+                if sc.until is not None:
+                    fraction = env.now / sc.until
+                else:
+                    fraction = (self.created - self.live) / total if total else 0.0
+                progress(fraction, env.now)
+        progress(1.0, env.now)
 
     def _record_pending(self, now: float) -> None:
         trace = self.trace
@@ -175,6 +218,7 @@ class World:
         trace.add(now, K["run_end"], a=self.created, b=pending)
 
 
-def run(scenario: Scenario, seed: int | None = None) -> RunResult:
+def run(scenario: Scenario, seed: int | None = None,
+        progress: Callable[[float, float], None] | None = None) -> RunResult:
     """Run ``scenario`` (with its own seed unless ``seed`` is given)."""
-    return World(scenario, seed).run()
+    return World(scenario, seed).run(progress)

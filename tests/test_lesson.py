@@ -55,8 +55,9 @@ def test_cli_prints_transcript_then_summary_and_writes_the_folder(lesson_path, t
     printed = capsys.readouterr().out
     assert printed.startswith(GOLDEN)
     assert "invariants   all 5 hold" in printed
-    assert sorted(p.name for p in out.iterdir()) == ["jobs.csv", "scenario.yaml",
-                                                     "summary.json", "trace.csv"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "duplicates.png", "jobs.csv", "latency_cdf.png", "report.md", "scenario.yaml",
+        "summary.json", "table_depth.png", "timeline.png", "trace.csv"]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["jobs"] == {"created": 3, "done": 2, "dead_lettered": 1, "pending": 0,
                                "lost": 0}

@@ -11,7 +11,8 @@ Invariants held after every step:
 (a) no job is held by two nodes under a valid lock — every lock granted overwrote nothing or
     an expired lock (``previous_valid`` is False), the table's lock is the last one the model
     granted, and at most one node both believes it holds a row and holds its valid lock;
-(b) no job is lost — every inserted id is in ``store.rows`` or was deleted by a completion;
+(b) no job is lost — every inserted id is in ``store.rows`` or was deleted by a completion
+    (an id may be reused for a new row once its job is complete);
 (c) a row's version never decreases (and every write the model makes bumps it by one);
 (d) ``store.count(table)`` is the number of rows in that table;
 (e) claims and selects return exactly the first ``n`` eligible rows in the order key.
@@ -164,6 +165,16 @@ class StoreMachine(RuleBasedStateMachine):
                                   retries))
             self.inserted.add(rid)
             assert self.store.rows[rid].version == 0
+
+    @precondition(lambda self: self.completed)
+    @rule(k=pick, due_in=halves, priority=st.integers(0, 3))
+    def reuse_id(self, k: int, due_in: float, priority: int) -> None:
+        """A client inserts a new row under the id of a completed one: it starts afresh at
+        version 0 and must not inherit anything from the index entries of its namesake."""
+        rid = sorted(self.completed)[k % len(self.completed)]
+        self.completed.discard(rid)
+        self.store.insert(Row(rid, "async", "h", priority, self.now, self.now + due_in, 2))
+        assert self.store.rows[rid].version == 0
 
     @rule(dt=steps)
     def advance(self, dt: float) -> None:

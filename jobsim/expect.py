@@ -1,0 +1,53 @@
+"""Expectations: what a teaching scenario asserts about its own run.
+
+A scenario's ``expect:`` maps figures of the summary (dotted paths such as ``jobs.lost`` or
+``named.urgent.start_delay``) to comparisons (``== 0``, ``<= 31s``). Each is checked against
+the summary of the run; one that does not hold — or names a figure the summary lacks — fails
+the run (exit 1), so a scenario fails as soon as the lesson it teaches stops being true.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .config import Expectation
+
+NO_FIGURE = object()  # what ``figure`` returns for a path the summary lacks
+
+
+@dataclass(frozen=True)
+class Verdict:
+    expectation: Expectation
+    actual: Any
+    ok: bool
+
+    def format(self) -> str:
+        if self.actual is NO_FIGURE:
+            shown = "no such figure"
+        elif isinstance(self.actual, float):
+            shown = f"{self.actual:.6g}"
+        else:
+            shown = repr(self.actual)
+        mark = "ok  " if self.ok else "FAIL"
+        return f"{mark} {self.expectation.text}  (actual: {shown})"
+
+
+def figure(summary: dict[str, Any], path: str) -> Any:
+    """The value at a dotted path of the summary, or a sentinel when there is none."""
+    cur: Any = summary
+    for part in path.split("."):
+        if isinstance(cur, dict) and part in cur:
+            cur = cur[part]
+        else:
+            return NO_FIGURE
+    return cur
+
+
+def evaluate(expectations: tuple[Expectation, ...], summary: dict[str, Any]) -> list[Verdict]:
+    out = []
+    for e in expectations:
+        actual = figure(summary, e.path)
+        ok = actual is not NO_FIGURE and e.holds(actual)
+        out.append(Verdict(e, actual, ok))
+    return out

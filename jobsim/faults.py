@@ -1,0 +1,56 @@
+"""The fault schedule: what goes wrong, and when.
+
+One SimPy process per fault (a handful per run, never one per job):
+
+- ``crash`` — the node dies at ``at``: its local queue and running executions are lost at
+  that instant, its locks stay in the table; with ``restart_after`` it comes back that much
+  later with an empty queue;
+- ``pause`` — a stop-the-world stall of ``for`` (a GC pause, a frozen VM): the node resumes as
+  if nothing happened, committing work whose lock may have expired meanwhile;
+- ``slow_db`` — every statement latency drawn during the window is multiplied by ``factor``;
+- ``partition`` — the node is cut off from the database for ``for``: its statements fail
+  after ``timeout``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any
+
+from .config import Fault
+from .trace import K
+
+if TYPE_CHECKING:
+    from .world import World
+
+
+def schedule(world: "World", faults: tuple[Fault, ...]) -> None:
+    for fault in faults:
+        world.env.process(_one(world, fault))
+
+
+def _one(world: "World", f: Fault) -> Generator[Any, Any, None]:
+    env, trace = world.env, world.trace
+    if f.at > 0:
+        yield env.timeout(f.at)
+    if f.kind == "crash":
+        node = world.node(f.node)
+        node.crash()
+        if f.length is not None:
+            yield env.timeout(f.length)
+            node.restart()
+    elif f.kind == "pause":
+        world.node(f.node).pause(f.length)
+    elif f.kind == "slow_db":
+        world.db.slow(f.factor)
+        trace.add(env.now, K["db_slowed"], x=f.factor)
+        yield env.timeout(f.length)
+        world.db.slow(1.0)
+        trace.add(env.now, K["db_slowed"], x=1.0)
+    else:
+        code = trace.node(f.node)
+        world.db.cut(f.node, f.timeout)
+        trace.add(env.now, K["partition"], code, a=1, x=f.timeout)
+        yield env.timeout(f.length)
+        world.db.heal(f.node)
+        trace.add(env.now, K["partition"], code, a=0, x=f.timeout)

@@ -1,0 +1,245 @@
+"""The scenario file format: every key, its type, its bounds and its meaning.
+
+``FORMAT`` validates a parsed document (see ``spec``) and describes itself as JSON Schema
+(``schema()``, printed by ``jobsim schema`` for editors). The meaning of the values is built by
+``scenario``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .claims import STRATEGIES
+from .config import COMPLETE_GUARDS, RECURRING_MODES, WAKEUPS
+from .db import DIALECTS
+from .durations import parse_duration
+from .errors import Problem
+from .policies import PRESETS
+from .spec import (MISSING, Const, Cycle, Dur, Either, Enum, Field, Int, ListOf, MapOf, Num,
+                   Obj, Str, is_map_with, show)
+from .store import ORDERS
+
+MAX_JOBS = 10_000_000
+
+#: the top-level figures of a run's summary an expectation may name
+FIGURES = ("jobs", "executions", "failures", "duplicate_executions", "duplicate_side_effects",
+           "double_acquisitions", "completions", "crash_recovery", "acquisition", "statements", "polls", "latency", "named",
+           "throughput_per_s", "invariants", "end_time", "drained", "trace_events")
+
+_dist = Either([
+    (lambda v: isinstance(v, (str, int, float)) and not isinstance(v, bool),
+     Dur(doc="a constant duration")),
+    (is_map_with("constant"), Obj({"constant": Dur()}, ("constant",))),
+    (is_map_with("uniform"), Obj({"uniform": Obj({"low": Dur(), "high": Dur()},
+                                                 ("low", "high"))}, ("uniform",))),
+    (is_map_with("exponential"), Obj({"exponential": Obj({"mean": Dur()}, ("mean",))},
+                                     ("exponential",))),
+    (is_map_with("lognormal"), Obj({"lognormal": Obj({"median": Dur(positive=True),
+                                                      "p99": Dur(positive=True)},
+                                                     ("median", "p99"))}, ("lognormal",))),
+], "a duration (constant) or one of {constant: D}, {uniform: {low, high}}, "
+   "{exponential: {mean}}, {lognormal: {median, p99}}")
+
+_backoff = Either([
+    (lambda v: isinstance(v, list), ListOf(Dur(), min_len=1, max_len=100,
+                                           doc="the k-th failure waits the k-th delay; "
+                                               "the last repeats")),
+    (lambda v: isinstance(v, str) and v.startswith("R"), Cycle()),
+    (is_map_with("fixed"), Obj({"fixed": Dur()}, ("fixed",))),
+    (is_map_with("exponential"), Obj({"exponential": Obj({
+        "base": Dur(positive=True), "factor": Num(2.0, lo=1.0, hi=100.0),
+        "cap": Dur(None, none_ok=True), "jitter": Num(0.0, lo=0.0, hi=1.0)}, ("base",))},
+        ("exponential",))),
+], "a list of durations, an ISO-8601 cycle like R5/PT10M, {fixed: D} or "
+   "{exponential: {base, factor, cap, jitter}}")
+
+_retry = Obj({"attempts": Int(3, "executions in all (Flowable's RETRIES_)", lo=1, hi=1000),
+              "backoff": _backoff})
+
+_EXECUTOR = {
+    "acquisition": Enum(STRATEGIES, doc="how a node claims due jobs"),
+    "wakeup": Enum(WAKEUPS, doc="poll every poll_interval; notify also on insert and when a "
+                                "slot frees; ticks on the fake clock"),
+    "poll_interval": Dur(positive=True),
+    "batch_size": Int(lo=1, hi=100_000),
+    "queue_size": Int(lo=1, hi=1_000_000, doc="the node's bounded local queue"),
+    "threads": Int(lo=1, hi=1024),
+    "lock_time": Dur(positive=True),
+    "heartbeat": Dur(none_ok=True, positive=True, doc="extend running jobs' locks this often"),
+    "queue_full_wait": Dur(positive=True),
+    "complete_guard": Enum(COMPLETE_GUARDS, doc="none: DELETE by id; owner: AND locked_by=me"),
+    "retry": _retry,
+}
+_TABLE_ONLY = {
+    "order": Enum(ORDERS, doc="the ORDER BY of acquisition"),
+    "aging_rate": Num(lo=0.0, hi=1e6, doc="priority gained per second of age (order: aging)"),
+}
+
+_handler = Obj({
+    "duration": _dist,
+    "outcome": Either([
+        (lambda v: isinstance(v, str),
+         Enum(("succeed", "always_fail", "hang"))),
+        (is_map_with("fail_first"), Obj({"fail_first": Int(lo=0, hi=1_000_000)},
+                                        ("fail_first",))),
+        (is_map_with("fail_rate"), Obj({"fail_rate": Num(lo=0.0, hi=1.0)}, ("fail_rate",))),
+        (is_map_with("hang"), Obj({"hang": Dur(positive=True, hi=1e12)}, ("hang",))),
+    ], "succeed, always_fail, hang, {fail_first: N}, {fail_rate: p} or {hang: D}"),
+    "error": Str("handler failed", "the error message; {attempt} is the execution number"),
+    "side_effect": Obj({
+        "at": Either([(lambda v: isinstance(v, str), Enum(("start", "end"))),
+                      (lambda v: True, Num(lo=0.0, hi=1.0))],
+                     "start, end, or a fraction of the run from 0 to 1"),
+        "say": Str(doc="what the handler prints at its side effect")}),
+    "retry": _retry,
+})
+
+_job = Obj({"id": Int(lo=1, hi=2**53), "name": Str(doc="names the job in expectations"),
+            "kind": Enum(("async", "timer"), "async"),
+            "handler": Str(), "at": Dur(0.0), "due_in": Dur(0.0),
+            "priority": Int(0, lo=-1_000_000, hi=1_000_000)}, ("handler",))
+_stream = Obj({"name": Str(), "handler": Str(), "count": Int(lo=1, hi=MAX_JOBS),
+               "rate": Either([(lambda v: isinstance(v, str), Const(
+                   lambda v: _rate(v) is not None, "a rate like 6.4/s, 30/m or 100/h",
+                   {"type": "string", "pattern": r"^\d+(\.\d+)?/(s|m|h)$"})),
+                   (lambda v: True, Num(lo=1e-9, hi=1e9))], "a rate like 6.4/s"),
+               "start": Dur(0.0), "kind": Enum(("async", "timer"), "async"),
+               "due_in": Dur(0.0), "priority": Int(0, lo=-1_000_000, hi=1_000_000)},
+              ("handler", "count"))
+
+_recurring = Obj({
+    "name": Str(), "handler": Str(), "every": Dur(positive=True),
+    "count": Int(lo=1, hi=MAX_JOBS), "mode": Enum(RECURRING_MODES, "fixed_rate",
+                                                  "fixed_rate: every `every`; fixed_delay: "
+                                                  "`every` after the previous one finished"),
+    "start": Dur(0.0), "kind": Enum(("async", "timer"), "timer"),
+    "priority": Int(0, lo=-1_000_000, hi=1_000_000)}, ("name", "handler", "every", "count"))
+
+_fault = Either([
+    (is_map_with("crash"), Obj({"at": Dur(), "crash": Str(doc="the node that dies"),
+                                "restart_after": Dur(positive=True)}, ("at", "crash"))),
+    (is_map_with("pause"), Obj({"at": Dur(), "pause": Str(doc="the node that stalls"),
+                                "for": Dur(positive=True)}, ("at", "pause", "for"))),
+    (is_map_with("slow_db"), Obj({"at": Dur(), "slow_db": Num(lo=0.0, hi=1e6,
+                                                              doc="latency multiplier"),
+                                  "for": Dur(positive=True)}, ("at", "slow_db", "for"))),
+    (is_map_with("partition"), Obj({"at": Dur(), "partition": Str(doc="the node cut off"),
+                                    "for": Dur(positive=True), "timeout": Dur(5.0)},
+                                   ("at", "partition", "for"))),
+], "one of {at, crash: NODE, restart_after}, {at, pause: NODE, for}, {at, slow_db: FACTOR, "
+   "for}, {at, partition: NODE, for, timeout}")
+
+
+class Condition(Field):
+    """``"<op> <value>"``: ``== 0``, ``> 0``, ``<= 31s`` (a duration is compared in
+    seconds), ``== true``, ``== done``."""
+
+    doc = "a comparison: one of ==, !=, <=, >=, <, > and a value (a duration with a unit, " \
+          "a number, true/false or a word)"
+
+    def check(self, value, path, problems):
+        parsed = parse_condition(value)
+        if parsed is None:
+            problems.append(Problem(path, "a comparison like '== 0', '> 0' or '<= 31s'",
+                                    show(value)))
+            return MISSING
+        return parsed
+
+    def schema(self):
+        return self._described({"type": "string",
+                                "pattern": r"^\s*(==|!=|<=|>=|<|>)\s*\S.*$"})
+
+
+def parse_condition(text: object) -> tuple[str, object] | None:
+    """``"<= 31s"`` → ``("<=", 31.0)``; ``None`` if it is not a comparison."""
+    if not isinstance(text, str):
+        return None
+    t = text.strip()
+    for op in ("==", "!=", "<=", ">=", "<", ">"):
+        if t.startswith(op):
+            rest = t[len(op):].strip()
+            break
+    else:
+        return None
+    if not rest:
+        return None
+    if rest in ("true", "false"):
+        return op, rest == "true"
+    try:
+        return op, float(rest)
+    except ValueError:
+        pass
+    try:
+        return op, parse_duration(rest)
+    except ValueError:
+        pass
+    if op in ("==", "!=") and rest.replace("_", "").replace("-", "").isalnum():
+        return op, rest
+    return None
+
+
+_FIGURE = Const(lambda v: isinstance(v, str) and bool(v) and all(
+    part and part.replace("_", "").replace("-", "").isalnum() for part in v.split(".")),
+    "a dotted path into the run's summary, like jobs.lost or named.urgent.start_delay",
+    {"type": "string", "pattern": r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$"})
+_expect = MapOf(Either([(lambda v: isinstance(v, list), ListOf(Condition(), min_len=1,
+                                                                  max_len=10)),
+                        (lambda v: True, Condition())],
+                       "a comparison like '== 0' or a list of them"),
+                doc="figure of the summary → comparison (or a list of them); the run fails "
+                    "(exit 1) when one does not hold", max_len=200)
+_ANY = Const(lambda v: True, "any value", {})
+
+FORMAT = Obj({
+    "name": Str(doc="the scenario's name; its report folder"),
+    "description": Str("", nonempty=False),
+    "seed": Int(0, lo=0, hi=2**63 - 1),
+    "until": Either([(lambda v: v == "drained", Const(lambda v: True, "drained",
+                                                      {"const": "drained"})),
+                     (lambda v: True, Dur(positive=True, hi=3650 * 86400.0))],
+                    "drained or a duration", "drained"),
+    "horizon": Dur(30 * 86400.0, positive=True, hi=3650 * 86400.0,
+                   doc="the latest instant a drained run may reach"),
+    "db": Obj({"dialect": Enum(DIALECTS, "atomic"), "latency": _dist,
+               "connections": Int(0, "0 = unbounded", lo=0, hi=100_000)}),
+    "policy": Enum(tuple(PRESETS), doc="a preset of executor settings"),
+    "executor": Obj({**_EXECUTOR, **_TABLE_ONLY}),
+    "nodes": Either([(lambda v: isinstance(v, int) and not isinstance(v, bool),
+                      Int(lo=1, hi=256)),
+                     (lambda v: True, ListOf(Obj({"name": Str(), "start_at": Dur(0.0),
+                                                  **_EXECUTOR}, ("name",)),
+                                             min_len=1, max_len=256))],
+                    "a node count or a list of nodes"),
+    "clock": Obj({"ticks": ListOf(Obj({"at": Dur(), "nodes": ListOf(Str(), min_len=1),
+                                       "note": Str()}, ("at", "nodes")), max_len=100_000)}),
+    "handlers": MapOf(_handler),
+    "workload": Obj({"jobs": ListOf(_job), "streams": ListOf(_stream, max_len=1000),
+                     "recurring": ListOf(_recurring, max_len=1000)}),
+    "faults": ListOf(_fault, max_len=10_000),
+    "expect": _expect,
+    "report": Obj({"compare": ListOf(_FIGURE, max_len=20,
+                                     doc="figures drawn side by side across the variants")}),
+    "variants": MapOf(Obj({"description": Str(), "set": MapOf(_ANY, max_len=200),
+                           "expect": _expect}), max_len=20,
+                      doc="runs of the same scenario with some values set otherwise, "
+                          "reported side by side"),
+}, required=("name", "nodes", "handlers", "workload"))
+
+def schema() -> dict[str, Any]:
+    """The scenario format as JSON Schema."""
+    s = FORMAT.schema()
+    s["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    s["title"] = "jobsim scenario"
+    return s
+
+
+def _rate(text: str) -> float | None:
+    try:
+        num, unit = text.split("/")
+        per = {"s": 1.0, "m": 60.0, "h": 3600.0}[unit.strip()]
+        value = float(num)
+    except (ValueError, KeyError):
+        return None
+    return value / per if value > 0 else None
+
+

@@ -1,0 +1,286 @@
+"""The figures: each function returns a Figure that saves as a non-empty PNG, draws what the
+data says (lines, bars, markers counted), copes with empty input, and never uses pyplot."""
+
+import ast
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.collections import LineCollection, PolyCollection
+from matplotlib.figure import Figure
+
+from jobsim import plots, scenario
+from jobsim.history import CAUSES
+from jobsim.metrics import jobs_frame, trace_frame
+from jobsim.report import analyse
+from jobsim.trace import K, Trace
+from jobsim.world import run
+
+ROOT = Path(__file__).resolve().parent.parent
+PLOTS_SOURCE = ROOT / "jobsim" / "plots.py"
+
+
+# --- inputs ----------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def lesson():
+    return analyse(run(scenario.load(ROOT / "scenarios" / "lesson.yaml")))
+
+
+@pytest.fixture(scope="module")
+def race():
+    return analyse(run(scenario.load(ROOT / "scenarios" / "race.yaml")))
+
+
+@pytest.fixture(scope="module")
+def race_unsafe():
+    text = (ROOT / "scenarios" / "race.yaml").read_text(encoding="utf-8")
+    assert "acquisition: guarded_update" in text
+    text = text.replace("acquisition: guarded_update", "acquisition: read_then_write")
+    return analyse(run(scenario.loads(text)))
+
+
+def faulty_trace() -> Trace:
+    """Two nodes, four jobs: node-1 crashes (losing job 2's run) and restarts, node-2 pauses
+    for 2 s, fails job 3, hangs on job 4 and runs job 2 again once its lock expired."""
+    tr = Trace()
+    n1, n2 = tr.node("node-1"), tr.node("node-2")
+    tr.add(0.0, K["run_start"], x=math.inf)
+    for j in (1, 2, 3, 4):
+        tr.add(0.0, K["job_created"], job=j, x=0.0, text=tr.text("work"))
+    tr.add(0.5, K["locked"], n1, 1, a=-1, x=30.5)
+    tr.add(0.5, K["exec_start"], n1, 1, 1, a=0)
+    tr.add(0.6, K["locked"], n1, 2, a=-1, x=10.6)
+    tr.add(0.6, K["exec_start"], n1, 2, 1, a=1)
+    tr.add(2.0, K["exec_end"], n1, 1, 1, a=1)
+    tr.add(2.0, K["completed"], n1, 1, 1, a=1)
+    tr.add(3.0, K["node_crashed"], n1, a=1)
+    tr.add(4.0, K["locked"], n2, 3, a=-1, x=34.0)
+    tr.add(4.0, K["exec_start"], n2, 3, 1, a=0)
+    tr.add(5.0, K["node_paused"], n2, x=2.0)
+    tr.add(6.0, K["node_restarted"], n1)
+    tr.add(7.0, K["node_resumed"], n2)
+    tr.add(8.0, K["exec_end"], n2, 3, 1, a=0, text=tr.text("boom"))
+    tr.add(8.0, K["dead_lettered"], n2, 3, 1, text=tr.text("boom"))
+    tr.add(9.0, K["locked"], n2, 4, a=-1, x=39.0)
+    tr.add(9.0, K["exec_start"], n2, 4, 1, a=1)
+    tr.add(10.6, K["locked"], n2, 2, a=n1, x=40.6)
+    tr.add(10.6, K["exec_start"], n2, 2, 2, a=0)
+    tr.add(11.0, K["exec_end"], n2, 2, 2, a=1)
+    tr.add(11.0, K["completed"], n2, 2, 2, a=1)
+    tr.add(12.0, K["pending"], job=4, text=tr.text("job: locked by node-2"))
+    tr.add(12.0, K["run_end"], a=4, b=1)
+    return tr
+
+
+def saved(fig: Figure, tmp_path: Path, name: str) -> Path:
+    assert isinstance(fig, Figure)
+    path = plots.save(fig, tmp_path / f"{name}.png")
+    assert path.exists() and path.stat().st_size > 1000
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    return path
+
+
+def bar_counts(ax) -> dict[str, int]:
+    """Bars drawn by node_timeline: one PolyCollection per style, one path per bar."""
+    return {c.get_label(): len(c.get_paths()) for c in ax.collections
+            if isinstance(c, PolyCollection)}
+
+
+def all_text(fig: Figure) -> str:
+    parts = [t.get_text() for t in fig.findobj(lambda o: hasattr(o, "get_text"))]
+    return "\n".join(p for p in parts if p)
+
+
+# --- latency_cdf -----------------------------------------------------------------------------
+
+def test_latency_cdf_on_runs(lesson, race, tmp_path):
+    fig = plots.latency_cdf(jobs_frame(lesson.histories))
+    saved(fig, tmp_path, "lesson_cdf")
+    (ax,) = fig.axes
+    assert len(ax.lines) == 1
+    assert ax.get_legend().get_texts()[0].get_text() == "priority 0 (3 jobs)"
+    assert ax.get_xscale() == "linear"  # delays 0 s, 0 s, 70 s
+
+    fig = plots.latency_cdf(jobs_frame(race.histories))
+    saved(fig, tmp_path, "race_cdf")
+    (ax,) = fig.axes
+    assert len(ax.lines) == 1 and ax.get_xscale() == "log"  # 2 ms … 1.8 s
+    y = ax.lines[0].get_ydata()
+    assert y[0] == 0 and y[-1] == 1 and np.all(np.diff(y) >= 0)
+
+
+def test_latency_cdf_priorities_and_never_started(tmp_path):
+    jobs = pd.DataFrame({
+        "priority": [5] * 5 + [0] * 5 + [9] * 2,
+        "due": [0.0] * 12,
+        "first_start": [1, 2, 30, 100, 1000, 0, 0.001, 0.01, 0.5, np.nan, np.nan, np.nan],
+    })
+    fig = plots.latency_cdf(jobs)
+    saved(fig, tmp_path, "cdf")
+    (ax,) = fig.axes
+    assert len(ax.lines) == 2  # priority 9 never started: no line
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels == ["priority 0 (4 jobs, 1 never started)", "priority 5 (5 jobs)",
+                      "priority 9 (0 jobs, 2 never started)"]
+    assert "3 never started" in ax.get_title()
+    assert ax.get_xscale() == "symlog"  # zeros and four decades
+
+
+# --- node_timeline ---------------------------------------------------------------------------
+
+def test_node_timeline_lesson(lesson, tmp_path):
+    fig = plots.node_timeline(trace_frame(lesson.result.trace))
+    saved(fig, tmp_path, "lesson_timeline")
+    (ax,) = fig.axes
+    assert bar_counts(ax) == {"succeeded": 2, "failed": 5}
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["node-A", "node-B"]
+    assert not ax.lines  # no crash, no restart
+
+
+def test_node_timeline_subsets_evenly(race, tmp_path):
+    df = trace_frame(race.result.trace)
+    n = int((df["kind"] == "exec_start").sum())
+    full = plots.node_timeline(df, max_bars=10 * n)
+    assert sum(bar_counts(full.axes[0]).values()) == n
+    assert "showing" not in full.axes[0].get_title()
+    fig = plots.node_timeline(df, max_bars=300)
+    saved(fig, tmp_path, "race_timeline")
+    (ax,) = fig.axes
+    assert sum(bar_counts(ax).values()) == 300
+    assert f"showing 300 of {n} executions" in ax.get_title()
+    again = plots.node_timeline(df, max_bars=300)
+    assert [c.get_paths()[0].vertices.tolist() for c in again.axes[0].collections] == \
+        [c.get_paths()[0].vertices.tolist() for c in ax.collections]
+
+
+def test_node_timeline_crash_pause_and_open_executions(tmp_path):
+    fig = plots.node_timeline(trace_frame(faulty_trace()))
+    saved(fig, tmp_path, "faulty_timeline")
+    (ax,) = fig.axes
+    assert bar_counts(ax) == {"succeeded": 2, "failed": 1, "no end (hung or crashed)": 2,
+                              "down (crash → restart)": 1, "paused": 1}
+    spans = {c.get_label(): c.get_paths()[0].vertices for c in ax.collections}
+    assert spans["paused"][:, 0].min() == 5.0 and spans["paused"][:, 0].max() == 7.0
+    assert spans["down (crash → restart)"][:, 0].max() == 6.0
+    open_ends = [p.vertices[:, 0].max() for c in ax.collections
+                 if c.get_label().startswith("no end") for p in c.get_paths()]
+    assert open_ends == [12.0, 12.0]  # to the end of the trace
+    markers = {line.get_label(): len(line.get_xdata()) for line in ax.lines}
+    assert markers == {"crash": 1, "restart": 1}
+    assert "2 without end" in ax.get_title()
+
+
+# --- table_depth -----------------------------------------------------------------------------
+
+def test_table_depth_runs(lesson, race, tmp_path):
+    for name, a in (("lesson", lesson), ("race", race)):
+        fig = plots.table_depth(trace_frame(a.result.trace))
+        saved(fig, tmp_path, f"{name}_depth")
+        (ax,) = fig.axes
+        table, locked, running = ax.lines
+        assert len(ax.lines) == 3
+        assert table.get_ydata()[-1] == 0 and running.get_ydata()[-1] == 0  # drained
+        assert table.get_ydata().max() >= locked.get_ydata().max() >= 0
+    assert table.get_ydata().max() > 10  # the race piles up jobs between polls
+
+
+def test_table_depth_follows_locks_and_crashes(tmp_path):
+    fig = plots.table_depth(trace_frame(faulty_trace()))
+    saved(fig, tmp_path, "faulty_depth")
+    (ax,) = fig.axes
+    table, locked, running = ax.lines
+
+    def at(line, t):
+        x, y = line.get_xdata(), line.get_ydata()
+        return y[np.searchsorted(x, t, side="right") - 1]
+
+    assert [at(table, t) for t in (1, 2.5, 8.5, 11.5)] == [4, 3, 2, 1]
+    # job 2's lock lives on after node-1's crash, until it expires at 10.6 and is retaken
+    assert [at(locked, t) for t in (0.7, 2.5, 5, 8.5, 9.5, 10.8, 11.5)] == [2, 1, 2, 1, 2, 2, 1]
+    # the crash loses job 2's run; job 4 hangs to the end
+    assert [at(running, t) for t in (0.7, 2.5, 3.5, 5, 8.5, 10.8, 11.5)] == [2, 1, 0, 1, 0, 2, 1]
+    assert any(isinstance(c, LineCollection) and c.get_label() == "node crash"
+               for c in ax.collections)
+
+
+# --- duplicates_by_cause ---------------------------------------------------------------------
+
+def test_duplicates_by_cause(race, race_unsafe, tmp_path):
+    fig = plots.duplicates_by_cause(race_unsafe.histories.duplicates, CAUSES)
+    saved(fig, tmp_path, "duplicates")
+    (ax,) = fig.axes
+    assert len(ax.patches) == 2 * len(CAUSES)
+    executions, side_effects = ax.containers
+    by_cause = race_unsafe.summary["duplicate_executions"]["by_cause"]
+    assert [int(b.get_height()) for b in executions] == [by_cause[c] for c in CAUSES]
+    by_cause = race_unsafe.summary["duplicate_side_effects"]["by_cause"]
+    assert [int(b.get_height()) for b in side_effects] == [by_cause[c] for c in CAUSES]
+    assert by_cause["unsafe_acquisition"] > 0
+
+    fig = plots.duplicates_by_cause(race.histories.duplicates, CAUSES)
+    saved(fig, tmp_path, "no_duplicates")
+    (ax,) = fig.axes
+    assert len(ax.patches) == 2 * len(CAUSES)  # zeros included
+    assert all(b.get_height() == 0 for b in ax.patches)
+    assert "no duplicates" in all_text(fig)
+
+
+# --- compare_bars ----------------------------------------------------------------------------
+
+def test_compare_bars(tmp_path):
+    fig = plots.compare_bars(["guarded_update", "read_then_write", "optimistic"],
+                             [0, 57, None], "Duplicate executions by strategy", "executions")
+    saved(fig, tmp_path, "compare")
+    (ax,) = fig.axes
+    assert len(ax.patches) == 3
+    assert [t.get_text() for t in ax.get_xticklabels()] == [
+        "guarded_update", "read_then_write", "optimistic"]
+    text = all_text(fig)
+    assert "n/a" in text and "57" in text
+    with pytest.raises(ValueError):
+        plots.compare_bars(["a"], [1, 2], "t", "y")
+
+
+# --- empty input, determinism, no pyplot -----------------------------------------------------
+
+def test_empty_inputs_give_a_no_data_figure(tmp_path):
+    empty_trace = trace_frame(Trace())
+    figures = {
+        "cdf": plots.latency_cdf(pd.DataFrame(columns=["priority", "due", "first_start"])),
+        "timeline": plots.node_timeline(empty_trace),
+        "depth": plots.table_depth(empty_trace),
+        "duplicates": plots.duplicates_by_cause([], ()),
+        "compare": plots.compare_bars([], [], "nothing", "y"),
+        "all_na": plots.compare_bars(["a", "b"], [None, float("nan")], "unknown", "y"),
+    }
+    for name, fig in figures.items():
+        saved(fig, tmp_path, name)
+    for name in ("cdf", "timeline", "depth", "duplicates", "compare"):
+        text = all_text(figures[name])
+        assert "no " in text or "empty" in text, name
+
+
+def test_same_input_same_png(race, tmp_path):
+    df = trace_frame(race.result.trace)
+    a = saved(plots.node_timeline(df, max_bars=200), tmp_path, "a")
+    b = saved(plots.node_timeline(df, max_bars=200), tmp_path, "b")
+    assert a.read_bytes() == b.read_bytes()
+
+
+def test_plots_never_imports_pyplot():
+    tree = ast.parse(PLOTS_SOURCE.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            names = [module] + [f"{module}.{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.Call) and getattr(node.func, "id", "") in (
+                "__import__", "import_module"):
+            names = [a.value for a in node.args if isinstance(a, ast.Constant)]
+        else:
+            continue
+        assert not any("pyplot" in n for n in names), f"line {node.lineno}: {names}"
