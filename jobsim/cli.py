@@ -48,6 +48,10 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("schema", help="print the JSON Schema of the scenario format")
     ls = sub.add_parser("list", help="the shipped scenarios with their descriptions")
     ls.add_argument("folder", nargs="?", help="a folder of scenarios (default: scenarios/)")
+    rp = sub.add_parser("reports", help="regenerate the report folder of every shipped "
+                                        "scenario (reports/<name>/)")
+    rp.add_argument("folder", nargs="?", help="a folder of scenarios (default: scenarios/)")
+    rp.add_argument("--out", default="reports", help="where the report folders go")
     b = sub.add_parser("bench", help="jobsim beside a bare SimPy M/M/c, as a ratio")
     b.add_argument("--jobs", type=_positive, default=100_000, help="jobs per run")
     b.add_argument("--replications", type=_positive, default=5)
@@ -87,6 +91,8 @@ def main(argv: list[str] | None = None) -> int:
             return _schema()
         if args.command == "list":
             return _list(args)
+        if args.command == "reports":
+            return _reports(args)
         return _bench(args)
     except ScenarioError as exc:
         print(f"jobsim: {len(exc.problems)} problem(s) in {exc.source}:", file=sys.stderr)
@@ -196,18 +202,44 @@ def _schema() -> int:
     return OK
 
 
+def _scenario_folder(given: str | None) -> Path | None:
+    folder = Path(given) if given else Path("scenarios")
+    if not folder.is_dir():
+        shipped = Path(__file__).resolve().parent.parent / "scenarios"
+        if given is None and shipped.is_dir():
+            return shipped
+        print(f"jobsim: {folder}: expected a folder of scenario files (got none)",
+              file=sys.stderr)
+        return None
+    return folder
+
+
+def _reports(args: argparse.Namespace) -> int:
+    from . import scenario as scenario_mod
+    from .report import analyse, write
+    from .world import run
+
+    folder = _scenario_folder(args.folder)
+    if folder is None:
+        return BAD_INPUT
+    status = OK
+    for f in sorted(folder.glob("*.yaml")):
+        runs = scenario_mod.load_variants(f)
+        analyses = [analyse(run(sc)) for sc in runs]
+        out = write(analyses, Path(args.out) / runs[0].name)
+        ok = all(a.ok for a in analyses)
+        print(f"{'ok    ' if ok else 'FAILED'} {f.name} → {out}/report.md")
+        if not ok:
+            status = FAILED
+    return status
+
+
 def _list(args: argparse.Namespace) -> int:
     from . import scenario as scenario_mod
 
-    folder = Path(args.folder) if args.folder else Path("scenarios")
-    if not folder.is_dir():
-        shipped = Path(__file__).resolve().parent.parent / "scenarios"
-        if args.folder is None and shipped.is_dir():
-            folder = shipped
-        else:
-            print(f"jobsim: {folder}: expected a folder of scenario files (got none)",
-                  file=sys.stderr)
-            return BAD_INPUT
+    folder = _scenario_folder(args.folder)
+    if folder is None:
+        return BAD_INPUT
     files = sorted(folder.glob("*.yaml"))
     width = max((len(f.stem) for f in files), default=0)
     for f in files:

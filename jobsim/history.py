@@ -9,7 +9,8 @@ second's), from the job's last lock conflict:
 - ``unsafe_acquisition`` — the node locked the job while another node's lock was still valid
   (a strategy that lets a statement overwrite a live lock);
 - ``lock_expired`` — the other node's lock had expired while its execution was still running
-  (a run longer than the lock, with no heartbeat);
+  (a run longer than the lock, with no heartbeat), or while the job still waited in that
+  node's local queue (prefetched, behind long runs), which runs it later all the same;
 - ``pause`` — the same, while the holder was paused (a stop-the-world stall: a zombie);
 - ``crash`` — an earlier execution was lost with its node; the job ran again once the lock
   expired;
@@ -111,6 +112,7 @@ def histories(trace: Trace) -> Histories:
     lost_commit: dict[int, int] = {}  # job -> seq of its completion that failed
     paused: set[int] = set()
     stranded_at: dict[int, float] = {}
+    waiting: dict[int, int] = {}  # job -> node that locked it and has not started it yet
     recoveries: list[float] = []
     stranded = rejected = 0
     dups: list[Duplicate] = []
@@ -143,12 +145,18 @@ def histories(trace: Trace) -> Histories:
                     # the holder (maybe this very node) still runs the job it lost the lock of
                     why = "pause" if prev[0] in paused else "lock_expired"
                     cause = (why, [prev[2], seq])
+                elif prev[1] < t and prev[0] != node and j in waiting:
+                    # the lock expired while the job sat in the holder's local queue: the
+                    # holder will run it when a thread frees, whoever runs it meanwhile
+                    why = "pause" if prev[0] in paused else "lock_expired"
+                    conflict[j] = (why, [prev[2], seq])
             if cause is not None:
                 acq_cause[(j, node)] = cause
                 conflict[j] = cause
             else:
                 acq_cause.pop((j, node), None)
             holder[j] = (node, x_[i], seq)
+            waiting[j] = node
             if j in stranded_at:
                 recoveries.append(t - stranded_at.pop(j))
         elif k == KX:
@@ -165,6 +173,8 @@ def histories(trace: Trace) -> Histories:
             name = nodes[node]
             if name not in s.nodes:
                 s.nodes.append(name)
+            if waiting.get(j) == node:
+                del waiting[j]
             runs = running.setdefault(j, {})
             if sum(runs.values()) > 0 or j in succeeded or j in crashed:
                 # The acquisition that led here, or else the job's last lock conflict (the
@@ -217,6 +227,8 @@ def histories(trace: Trace) -> Histories:
             s.outcome, s.end = "dead_lettered", t
             holder.pop(j, None)
         elif k == KCR:
+            for job in [jb for jb, n in waiting.items() if n == node]:
+                del waiting[job]  # the crashed node's local queue is gone
             for job, runs in running.items():
                 if runs.get(node, 0) > 0:
                     runs[node] = 0

@@ -5,7 +5,8 @@
 - a failure: ``  [node-A] job 2 failed (bureau 502 (attempt 1)); retry in 10s (2 left)``;
 - a dead letter: ``  [node-B] job 3 DEAD-LETTERED: bad config``;
 - an async job done: ``  [node-B] job 2 (async) done`` (a timer's firing is told by its
-  handler's own line);
+  handler's own line); a completion rejected by its owner guard, or finding its row gone;
+- a crash, a pause and its end;
 - a double acquisition, and a completion that found its row gone (a duplicate run);
 - at the end: ``dead letters: [(3, 'async')]``.
 
@@ -20,7 +21,8 @@ from .durations import format_duration
 from .trace import K, Trace
 
 _TOLD = [K[k] for k in ("tick", "job_created", "side_effect", "exec_end", "retry_scheduled",
-                        "dead_lettered", "completed", "locked", "pending")]
+                        "dead_lettered", "completed", "locked", "pending", "node_crashed",
+                        "node_restarted", "node_paused", "node_resumed")]
 
 
 def _clock(t: float) -> str:
@@ -53,7 +55,10 @@ def narrate(trace: Trace, limit: int | None = 60) -> list[str]:
         elif k == K["dead_lettered"]:
             lines.append(f"  {who} job {j} DEAD-LETTERED: {text}")
         elif k == K["completed"]:
-            if a_[i] == 0:
+            if a_[i] == 0 and b_[i] == 1:
+                lines.append(f"  {who} job {j} completion REJECTED: another node holds its "
+                             "row now")
+            elif a_[i] == 0:
                 lines.append(f"  {who} job {j} done again: its row was already gone "
                              "(a duplicate run)")
             elif kind_of.get(j) != "timer":
@@ -61,6 +66,15 @@ def narrate(trace: Trace, limit: int | None = 60) -> list[str]:
         elif k == K["locked"] and b_[i] == 1:
             lines.append(f"  {who} job {j} ACQUIRED TWICE: {names[a_[i]]}'s lock was still "
                          "valid")
+        elif k == K["node_crashed"]:
+            lines.append(f"  {who} CRASHED at t={times[i]:g}s: {a_[i]} running and {b_[i]} "
+                         "queued jobs lost from memory; their locks stay")
+        elif k == K["node_restarted"]:
+            lines.append(f"  {who} restarted at t={times[i]:g}s with an empty queue")
+        elif k == K["node_paused"]:
+            lines.append(f"  {who} PAUSED at t={times[i]:g}s for {format_duration(x_[i])}")
+        elif k == K["node_resumed"]:
+            lines.append(f"  {who} resumed at t={times[i]:g}s as if nothing happened")
         elif k == K["pending"] and text == "deadletter_job":
             dead.append((j, kind_of.get(j, "async")))
     if limit is not None and len(lines) > limit:

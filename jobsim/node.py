@@ -92,6 +92,7 @@ class Node:
         if not self.alive:
             return
         lost_runs = sum(self.running.values())
+        self.world.in_flight -= lost_runs
         lost_queued = len(self.queue)
         for proc in self._procs:
             if proc.is_alive:
@@ -104,6 +105,7 @@ class Node:
         self._tick = self._slot = self._paused = None
         self._asleep = None
         self.trace.add(self.env.now, K["node_crashed"], self.code, a=lost_runs, b=lost_queued)
+        self.world.job_done(0)
 
     def restart(self) -> None:
         """Start again with an empty queue (a new incarnation under the same name)."""
@@ -329,6 +331,7 @@ class Node:
             attempt = executions.get(jid, 0) + 1
             executions[jid] = attempt
             emit((env.now, k_start, code, jid, attempt, thread, 0, 0, nan, -1))
+            world.in_flight += 1
             if track:
                 running[jid] = running.get(jid, 0) + 1
             stream = hstreams.get(hname) or world.handler_stream(hname)
@@ -361,6 +364,7 @@ class Node:
                     if self._paused is not None:
                         yield self._paused
                 emit((env.now, k_end, code, jid, attempt, 0, 0, 0, nan, trace.text(error)))
+            world.in_flight -= 1
             if track:
                 left = running[jid] - 1
                 if left:
@@ -384,8 +388,8 @@ class Node:
                 world.live -= 1
                 if world._waiters:
                     world.finished(jid)
-                if world.live == 0:
-                    world.job_done(0)
+            if world.live == 0:
+                world.job_done(0)
 
     def _fail(self, jid: int, hname: str, attempt: int,
               error: str) -> Generator[Any, Any, None]:
@@ -420,6 +424,7 @@ class Node:
             world.job_done()
         else:
             trace.add(now, K["stale_write"], self.code, jid, attempt, text=trace.text("fail"))
+            world.job_done(0)
 
     # --- heartbeat ------------------------------------------------------------------------
 

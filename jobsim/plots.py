@@ -176,8 +176,8 @@ def latency_cdf(jobs: pd.DataFrame) -> Figure:
 
 def _executions(df: pd.DataFrame, t_end: float) -> pd.DataFrame:
     """Executions as rows (node, job, attempt, thread, start, end, status) in start order;
-    status is ``ok``, ``failed`` or ``open`` (no exec_end: hung, or lost to a crash — it
-    runs to ``t_end``)."""
+    status is ``ok``, ``failed`` or ``open`` (no exec_end: lost to a crash — it ends at the
+    crash — or hung — it runs to ``t_end``)."""
     cols = ["node", "job", "attempt"]
     starts = df.loc[_kind_is(df, "exec_start"), cols + ["time", "a"]]
     starts = starts.rename(columns={"time": "start", "a": "thread"})
@@ -187,7 +187,20 @@ def _executions(df: pd.DataFrame, t_end: float) -> pd.DataFrame:
     opened = ex["end"].isna().to_numpy()
     ok = ex["ok"].to_numpy(dtype=float) == 1
     ex["status"] = np.where(opened, "open", np.where(ok, "ok", "failed"))
-    ex["end"] = ex["end"].fillna(t_end)
+    # An execution without an end stops at its node's next crash (it died there), or runs
+    # to the end of the trace (hung).
+    crashes = df.loc[_kind_is(df, "node_crashed"), ["node", "time"]]
+    ends_at = np.full(len(ex), t_end)
+    if len(crashes) and opened.any():
+        by_node: dict[str, np.ndarray] = {
+            n: np.sort(g["time"].to_numpy(dtype=float)) for n, g in crashes.groupby("node")}
+        for i in np.flatnonzero(opened):
+            times = by_node.get(ex.at[i, "node"])
+            if times is not None:
+                k = np.searchsorted(times, ex.at[i, "start"], side="left")
+                if k < len(times):
+                    ends_at[i] = times[k]
+    ex["end"] = ex["end"].fillna(pd.Series(ends_at, index=ex.index))
     return ex.reset_index(drop=True)
 
 

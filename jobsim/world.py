@@ -73,6 +73,8 @@ class World:
         self._waiters: dict[int, simpy.Event] = {}
         self.created = 0
         self.live = 0
+        #: executions running anywhere: a drained run also waits for duplicates in flight
+        self.in_flight = 0
         self._stop = self.env.event()
         self.nodes = [Node(self, n.name, n.executor, n.start_at) for n in scenario.nodes]
         self._by_name = {n.name: n for n in self.nodes}
@@ -138,7 +140,7 @@ class World:
 
     def _check_drained(self) -> None:
         if (self.scenario.until is None and self._sources == 0 and self.live == 0
-                and not self._stop.triggered):
+                and self.in_flight == 0 and not self._stop.triggered):
             self._stop.succeed()
 
     # --- the run ----------------------------------------------------------------------------

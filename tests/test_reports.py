@@ -1,7 +1,7 @@
-"""The committed reports of the shipped scenarios are what a fresh run produces.
+"""The shipped scenarios: each validates, runs, keeps its own expectations and invariants, and
+its committed report is what a fresh run produces.
 
-Regenerate them with ``jobsim run scenarios/<name>.yaml --quiet`` for each shipped scenario
-(``for f in scenarios/*.yaml; do jobsim run "$f" --quiet; done``).
+Regenerate the committed reports with ``jobsim reports``.
 """
 
 import json
@@ -10,23 +10,46 @@ import pytest
 
 from conftest import ROOT, SCENARIOS
 from jobsim import scenario
-from jobsim.report import analyse
+from jobsim.report import analyse, combined_summary
 from jobsim.world import run
 
 SHIPPED = sorted(SCENARIOS.glob("*.yaml"))
 
 
-@pytest.mark.parametrize("path", SHIPPED, ids=[p.stem for p in SHIPPED])
-def test_committed_summary_matches_a_fresh_run(path):
-    sc = scenario.load(path)
-    committed = ROOT / "reports" / sc.name / "summary.json"
-    assert committed.exists(), f"no committed report for {path.name}; run jobsim run {path}"
-    fresh = analyse(run(sc)).summary
-    assert json.loads(committed.read_text()) == json.loads(json.dumps(fresh))
+@pytest.fixture(scope="module")
+def fresh():
+    """Every shipped scenario run once (all variants), shared by the tests below."""
+    return {p.stem: [analyse(run(sc)) for sc in scenario.load_variants(p)] for p in SHIPPED}
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.stem for p in SHIPPED])
-def test_each_shipped_scenario_opens_with_a_comment_and_holds_its_invariants(path):
-    assert path.read_text(encoding="utf-8").startswith("# ")
-    a = analyse(run(scenario.load(path)))
-    assert a.violations == []
+def test_expectations_and_invariants_hold(path, fresh):
+    assert path.read_text(encoding="utf-8").startswith("# "), "open with a comment"
+    for a in fresh[path.stem]:
+        assert a.violations == [], (a.name, a.violations[:3])
+        failed = [v.format() for v in a.verdicts if not v.ok]
+        assert failed == [], (a.name, failed)
+        assert a.verdicts, f"{path.name} ({a.name}) asserts no expectation of its own"
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=[p.stem for p in SHIPPED])
+def test_committed_summary_matches_a_fresh_run(path, fresh):
+    name = scenario.load(path).name
+    folder = ROOT / "reports" / name
+    committed = folder / "summary.json"
+    assert committed.exists(), f"no committed report for {path.name}: run jobsim reports"
+    assert json.loads(committed.read_text()) == json.loads(
+        json.dumps(combined_summary(fresh[path.stem])))
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=[p.stem for p in SHIPPED])
+def test_committed_report_has_its_plots(path):
+    folder = ROOT / "reports" / scenario.load(path).name
+    text = (folder / "report.md").read_text(encoding="utf-8")
+    images = [line.split("](", 1)[1].rstrip(")") for line in text.splitlines()
+              if line.startswith("![")]
+    assert len(images) >= 4
+    for image in images:
+        png = folder / image
+        assert png.exists() and png.stat().st_size > 1000, png
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
