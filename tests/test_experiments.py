@@ -1,0 +1,50 @@
+"""The experiments' answers, stated as numbers: the challenge and polling vs notify."""
+
+from conftest import ROOT, SCENARIOS
+from jobsim import scenario
+from jobsim.cli import _Progress, main
+from jobsim.report import analyse
+from jobsim.world import run
+
+
+def _runs(name):
+    return {sc.variant: analyse(run(sc)) for sc in scenario.load_variants(SCENARIOS / name)}
+
+
+def test_the_challenge_urgent_timer_under_each_ordering():
+    """One job duration (≈1 s) plus one poll interval (1 s): FIFO and the prefetch trap make
+    the timer late by about the burst's length; priority and priority + aging keep it."""
+    runs = _runs("challenge.yaml")
+    delay = {v: a.summary["named"]["urgent"]["start_delay"] for v, a in runs.items()}
+    assert delay["fifo"] > 10 and delay["prefetch"] > 10
+    assert delay["priority"] <= 2 and delay["aging"] <= 2
+    report = (ROOT / "reports" / "challenge" / "report.md").read_text()
+    assert "| urgent: start delay |" in report  # side by side, one column per variant
+
+
+def test_polling_adds_half_the_interval_notify_nothing():
+    runs = _runs("polling_vs_notify.yaml")
+    polling = runs["polling"].summary["latency"]["start_delay"]["mean"]
+    notify = runs["notify"].summary["latency"]["start_delay"]["mean"]
+    assert abs(polling - 1.0) <= 0.2 * 1.0
+    assert notify < 0.05 * 2.0
+
+
+def test_strict_priority_starves_and_aging_bounds_the_wait():
+    runs = _runs("priority_starvation.yaml")
+    low = {v: a.summary["latency"]["by_priority"]["0"]["start_delay"]["max"]
+           for v, a in runs.items()}
+    assert low["strict"] > 2 * low["aging"]
+
+
+def test_no_progress_bar_off_a_terminal(tmp_path, capsys):
+    assert main(["run", str(SCENARIOS / "lesson.yaml"), "--out", str(tmp_path / "o")]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_the_progress_bar_draws_and_clears(capsys):
+    bar = _Progress("race")
+    bar.update(0.5, 100.0)
+    bar.done()
+    err = capsys.readouterr().err
+    assert "race: [" in err and "50.0%" in err and err.endswith("\r")
