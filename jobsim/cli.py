@@ -183,13 +183,17 @@ def _validate(args: argparse.Namespace) -> int:
     status = OK
     for f in args.files:
         try:
-            sc = scenario_mod.load(f)
+            runs = scenario_mod.load_variants(f)
         except ScenarioError as exc:
             print(f"{f}: {len(exc.problems)} problem(s)")
             print(exc.format())
             status = BAD_INPUT
         else:
-            print(f"{f}: ok ({sc.name}: {len(sc.nodes)} nodes, {len(sc.handlers)} handlers)")
+            sc = runs[0]
+            variants = f", variants: {', '.join(r.variant for r in runs)}" \
+                if sc.variant is not None else ""
+            print(f"{f}: ok ({sc.name}: {len(sc.nodes)} nodes, {len(sc.handlers)} handlers"
+                  f"{variants})")
     return status
 
 

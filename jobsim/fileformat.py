@@ -21,6 +21,51 @@ from .store import ORDERS
 
 MAX_JOBS = 10_000_000
 
+_DIST = {"n": None, "mean": None, "max": None, "p50": None, "p90": None, "p99": None}
+_CAUSES = {c: None for c in ("unsafe_acquisition", "lock_expired", "pause", "crash",
+                             "partition", "unexplained")}
+_INVARIANTS = {k: None for k in ("no_job_lost", "done_means_ran", "exclusive_locks",
+                                 "duplicates_explained", "retries_follow_policy")}
+ANY = "<any>"
+#: the shape of a run's summary, for checking an expectation's path before the run
+#: (``ANY`` stands for a priority, a node or a job name)
+SUMMARY_SHAPE: dict[str, Any] = {
+    "jobs": {k: None for k in ("created", "done", "dead_lettered", "pending", "lost")},
+    "executions": None, "failures": None, "double_acquisitions": None, "statements": None,
+    "duplicate_executions": {"total": None, "by_cause": _CAUSES},
+    "duplicate_side_effects": {"total": None, "by_cause": _CAUSES},
+    "completions": {"done": None, "rejected": None},
+    "crash_recovery": {"stranded_jobs": None, "delay": _DIST},
+    "acquisition": {k: None for k in ("attempts", "empty", "rows", "lost_races")},
+    "polls": {"total": None, "skipped": None, "by_node": {ANY: None}},
+    "latency": {"start_delay": _DIST, "end_to_end": _DIST,
+                "by_priority": {ANY: {"jobs": None, "start_delay": _DIST}}},
+    "named": {ANY: {k: None for k in ("id", "outcome", "executions", "start_delay",
+                                      "end_to_end", "duplicate_executions")}},
+    "throughput_per_s": None, "invariants": _INVARIANTS, "end_time": None, "drained": None,
+    "trace_events": None,
+}
+
+
+def figure_problem(path: str) -> tuple[str, str] | None:
+    """Why ``path`` names no figure of a summary: (the expected keys, the nearest) or None."""
+    shape: Any = SUMMARY_SHAPE
+    for part in path.split("."):
+        if not isinstance(shape, dict):
+            return "no further key (this figure is a number)", ""
+        if part in shape:
+            shape = shape[part]
+        elif ANY in shape:
+            shape = shape[ANY]
+        else:
+            keys = tuple(shape)
+            return "one of " + ", ".join(keys), part
+    if isinstance(shape, dict):
+        return "a number, not a group: add one of " + ", ".join(
+            k for k in shape if k != ANY) or "a name", ""
+    return None
+
+
 #: the top-level figures of a run's summary an expectation may name
 FIGURES = ("jobs", "executions", "failures", "duplicate_executions", "duplicate_side_effects",
            "double_acquisitions", "completions", "crash_recovery", "acquisition", "statements", "polls", "latency", "named",
@@ -240,6 +285,7 @@ def _rate(text: str) -> float | None:
         value = float(num)
     except (ValueError, KeyError):
         return None
-    return value / per if value > 0 else None
+    rate = value / per
+    return rate if 0 < rate <= 1e9 else None
 
 

@@ -19,7 +19,7 @@ from . import dists
 from .config import (DbConfig, ExecutorConfig, Expectation, Fault, JobSpec, NodeConfig,
                      RecurringSpec, Scenario, StreamSpec, Tick)
 from .errors import Problem, ScenarioError
-from .fileformat import FIGURES, FORMAT, MAX_JOBS, _rate, schema
+from .fileformat import FORMAT, MAX_JOBS, _rate, figure_problem, schema
 from .handlers import Handler
 from .policies import PRESETS
 from .retry import CycleBackoff, ExponentialBackoff, FixedBackoff, ListBackoff, RetryPolicy
@@ -60,6 +60,9 @@ def _key_problems(node: yaml.Node, path: str, problems: list[Problem],
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
             _key_problems(item, join(path, i), problems, budget)
+    elif node.tag == "tag:yaml.org,2002:int" and len(node.value) > 30:
+        problems.append(Problem(path or "(top level)", "an integer of at most 30 digits",
+                                show(node.value)))
 
 
 def read(path: str | Path) -> Any:
@@ -99,6 +102,13 @@ def parse(text: str, source: str = "<scenario>") -> Any:
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc)
         raise ScenarioError([Problem(where, "valid YAML", str(problem))], source) from None
+    except RecursionError:
+        raise ScenarioError([Problem("", "a document nested a few levels deep",
+                                     "nesting too deep to read (brackets or indentation "
+                                     "hundreds of levels deep)")], source) from None
+    except (ValueError, OverflowError) as exc:  # e.g. an integer of thousands of digits
+        raise ScenarioError([Problem("", "values of a sensible size", str(exc)[:120])],
+                            source) from None
 
 
 def load(path: str | Path, seed: int | None = None,
@@ -153,6 +163,7 @@ def variants_of(doc: Any, source: str = "<scenario>", seed: int | None = None,
         return [base]
     out = []
     for name, var in variants.items():
+        var = var if isinstance(var, dict) else {}
         vdoc = copy.deepcopy(doc)
         vdoc.pop("variants", None)
         p: list[Problem] = []
@@ -358,17 +369,32 @@ def _cross_checks(v: dict[str, Any], problems: list[Problem]) -> None:
                 problems.append(Problem(f"faults[{i}].{key}", "the name of a node", show(name),
                                         suggest(name, known)))
     for path in _d(v.get("expect")):
-        first = path.split(".")[0]
-        if first not in FIGURES:
-            problems.append(Problem(f"expect.{path}", "a figure of the summary: "
-                                    + ", ".join(FIGURES), show(path), suggest(first, FIGURES)))
-        elif first == "named":
-            parts = path.split(".")
+        parts = path.split(".")
+        if parts[0] == "named":
             if len(parts) < 3 or parts[1] not in job_names:
                 problems.append(Problem(f"expect.{path}", "named.<job name>.<figure> for a "
                                         "job given a name in workload.jobs", show(path),
                                         suggest(parts[1], sorted(job_names))
                                         if len(parts) > 1 else ""))
+                continue
+        why = figure_problem(path)
+        if why is not None:
+            expected, near = why
+            hint = ""
+            if near:
+                shape_keys = [k for k in expected.removeprefix("one of ").split(", ")]
+                hint = suggest(near, shape_keys)
+            problems.append(Problem(f"expect.{path}", f"a figure of the summary: {expected}",
+                                    show(path), hint))
+    dists_at = [(f"handlers.{n}.duration", _d(h).get("duration"))
+                for n, h in _d(v.get("handlers")).items()]
+    dists_at.append(("db.latency", _d(v.get("db")).get("latency")))
+    for where, d in dists_at:
+        ln = _d(_d(d).get("lognormal"))
+        if isinstance(ln.get("median"), float) and isinstance(ln.get("p99"), float) \
+                and ln["p99"] < ln["median"]:
+            problems.append(Problem(f"{where}.lognormal.p99", "a p99 no smaller than the median "
+                                    f"({ln['median']:g}s)", f"{ln['p99']:g}s"))
     for name, h in _d(v.get("handlers")).items():
         u = _d(_d(_d(h).get("duration")).get("uniform"))
         if isinstance(u.get("low"), float) and isinstance(u.get("high"), float) \
