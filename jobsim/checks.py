@@ -15,6 +15,7 @@ The checker can fail: an unsafe strategy with latency breaks ``exclusive_locks``
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -107,7 +108,8 @@ def _retries(trace: Trace, scenario: Scenario) -> list[Violation]:
         t, due, left = float(cols["time"][seq]), float(cols["x"][seq]), int(cols["a"][seq])
         lo, hi = policy.backoff.bounds(f)
         delay = due - t
-        if not (lo - 1e-9 <= delay <= hi + 1e-9):
+        tol = 1e-9 + 4 * math.ulp(due)  # (t + d) - t is exact only to half an ulp of t + d
+        if not (lo - tol <= delay <= hi + tol):
             out.append(Violation("retries_follow_policy", j, f"job {j}'s failure {f} waits "
                                  f"{delay:g}s; the policy says {lo:g}s..{hi:g}s", (seq,)))
         if left != total - f:

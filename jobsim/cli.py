@@ -54,7 +54,8 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--out", default="reports", help="where the report folders go")
     b = sub.add_parser("bench", help="jobsim beside a bare SimPy M/M/c, as a ratio")
     b.add_argument("--jobs", type=_positive, default=100_000, help="jobs per run")
-    b.add_argument("--replications", type=_positive, default=5)
+    b.add_argument("--replications", type=_at_least_two, default=5,
+                   help="at least 2, for a confidence interval")
     b.add_argument("--seed", type=_seed, default=1)
     return p
 
@@ -66,6 +67,13 @@ def _seed(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a non-negative integer (got {text!r})")
     if value < 0:
         raise argparse.ArgumentTypeError(f"expected a non-negative integer (got {text!r})")
+    return value
+
+
+def _at_least_two(text: str) -> int:
+    value = _seed(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"expected an integer of at least 2 (got {text!r})")
     return value
 
 
@@ -104,7 +112,7 @@ def _run(args: argparse.Namespace) -> int:
     from . import scenario as scenario_mod
     from .metrics import trace_frame
     from .narrative import narrate
-    from .report import analyse, format_summary, format_violation, write
+    from .report import ReportError, analyse, format_summary, format_violation, write
     from .world import run
 
     runs = scenario_mod.load_variants(args.scenario, seed=args.seed, sets=args.sets)
@@ -119,6 +127,9 @@ def _run(args: argparse.Namespace) -> int:
         analyses.append(analyse(result))
     try:
         write(analyses, out, with_plots=not args.no_plots)
+    except ReportError as exc:
+        print(f"jobsim: {exc}", file=sys.stderr)
+        return BAD_INPUT
     except OSError as exc:
         print(f"jobsim: cannot write the report folder {out}: {exc.strerror or exc}",
               file=sys.stderr)
@@ -220,7 +231,7 @@ def _scenario_folder(given: str | None) -> Path | None:
 
 def _reports(args: argparse.Namespace) -> int:
     from . import scenario as scenario_mod
-    from .report import analyse, write
+    from .report import ReportError, analyse, write
     from .world import run
 
     folder = _scenario_folder(args.folder)
@@ -230,7 +241,11 @@ def _reports(args: argparse.Namespace) -> int:
     for f in sorted(folder.glob("*.yaml")):
         runs = scenario_mod.load_variants(f)
         analyses = [analyse(run(sc)) for sc in runs]
-        out = write(analyses, Path(args.out) / runs[0].name)
+        try:
+            out = write(analyses, Path(args.out) / runs[0].name)
+        except (OSError, ReportError) as exc:
+            print(f"jobsim: cannot write the report of {f.name}: {exc}", file=sys.stderr)
+            return BAD_INPUT
         ok = all(a.ok for a in analyses)
         print(f"{'ok    ' if ok else 'FAILED'} {f.name} → {out}/report.md")
         if not ok:

@@ -178,14 +178,10 @@ class Scenario:
         return self.until if self.until is not None else self.horizon
 
     def retry_for(self, node: str, handler: str) -> RetryPolicy:
-        """The retry policy a failure of ``handler`` on ``node`` follows."""
+        """The retry policy a failure of ``handler`` follows (on any node: retries are the
+        job's, set when it was created — the handler's policy, else the executor's)."""
         h = self.handlers[handler]
-        if h.retry is not None:
-            return h.retry
-        for n in self.nodes:
-            if n.name == node:
-                return n.executor.retry
-        return self.executor.retry
+        return h.retry if h.retry is not None else self.executor.retry
 
     def initial_retries(self, handler: str) -> int:
         h = self.handlers[handler]

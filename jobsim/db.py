@@ -102,7 +102,10 @@ class Database:
             result = apply(env.now)
         finally:
             if req is not None:
-                self.pool.release(req)
+                if req.triggered:
+                    self.pool.release(req)
+                else:  # interrupted while still waiting for a connection
+                    req.cancel()
         if wakes:
             self.touch()
         return result, lat

@@ -49,7 +49,7 @@ class Uniform:
 
     @property
     def is_zero(self) -> bool:
-        return self.high == 0.0
+        return self.low == 0.0 and self.high == 0.0
 
 
 @dataclass(frozen=True)

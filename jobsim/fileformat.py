@@ -15,8 +15,8 @@ from .db import DIALECTS
 from .durations import parse_duration
 from .errors import Problem
 from .policies import PRESETS
-from .spec import (MISSING, Const, Cycle, Dur, Either, Enum, Field, Int, ListOf, MapOf, Num,
-                   Obj, Str, is_map_with, show)
+from .spec import (MISSING, Const, Cycle, Dur, Either, Enum, Field, Int, ListOf, MapOf, Name,
+                   Num, Obj, Str, is_map_with, show)
 from .store import ORDERS
 
 MAX_JOBS = 10_000_000
@@ -98,7 +98,8 @@ _backoff = Either([
 ], "a list of durations, an ISO-8601 cycle like R5/PT10M, {fixed: D} or "
    "{exponential: {base, factor, cap, jitter}}")
 
-_retry = Obj({"attempts": Int(3, "executions in all (Flowable's RETRIES_)", lo=1, hi=1000),
+_retry = Obj({"attempts": Int(doc="executions in all (Flowable's RETRIES_); set on a job when it "
+                                  "is created", lo=1, hi=1000),
               "backoff": _backoff})
 
 _EXECUTOR = {
@@ -113,9 +114,15 @@ _EXECUTOR = {
     "heartbeat": Dur(none_ok=True, positive=True, doc="extend running jobs' locks this often"),
     "queue_full_wait": Dur(positive=True),
     "complete_guard": Enum(COMPLETE_GUARDS, doc="none: DELETE by id; owner: AND locked_by=me"),
-    "retry": _retry,
 }
+_NOT_PER_NODE = Const(lambda v: False, "no retry policy per node: retries are set on a job when "
+                      "it is created; set retry in executor or in the handler",
+                      {"not": {}})
+
+# Settings of the cluster as a whole, not of a node: the table's ORDER BY (its index), and the
+# retry policy (retries are set on a job when it is created, and every node follows them).
 _TABLE_ONLY = {
+    "retry": _retry,
     "order": Enum(ORDERS, doc="the ORDER BY of acquisition"),
     "aging_rate": Num(lo=0.0, hi=1e6, doc="priority gained per second of age (order: aging)"),
 }
@@ -236,7 +243,7 @@ _expect = MapOf(Either([(lambda v: isinstance(v, list), ListOf(Condition(), min_
 _ANY = Const(lambda v: True, "any value", {})
 
 FORMAT = Obj({
-    "name": Str(doc="the scenario's name; its report folder"),
+    "name": Name(doc="the scenario's name; its report folder"),
     "description": Str("", nonempty=False),
     "seed": Int(0, lo=0, hi=2**63 - 1),
     "until": Either([(lambda v: v == "drained", Const(lambda v: True, "drained",
@@ -252,7 +259,8 @@ FORMAT = Obj({
     "nodes": Either([(lambda v: isinstance(v, int) and not isinstance(v, bool),
                       Int(lo=1, hi=256)),
                      (lambda v: True, ListOf(Obj({"name": Str(), "start_at": Dur(0.0),
-                                                  **_EXECUTOR}, ("name",)),
+                                                  **_EXECUTOR, "retry": _NOT_PER_NODE},
+                                                 ("name",)),
                                              min_len=1, max_len=256))],
                     "a node count or a list of nodes"),
     "clock": Obj({"ticks": ListOf(Obj({"at": Dur(), "nodes": ListOf(Str(), min_len=1),

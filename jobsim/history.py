@@ -83,7 +83,8 @@ class Histories:
 _INTERESTING = [K[k] for k in ("job_created", "locked", "lock_extended", "unlocked",
                                "exec_start", "side_effect", "exec_end", "completed",
                                "retry_scheduled", "dead_lettered", "pending", "node_crashed",
-                               "node_paused", "node_resumed", "statement_failed")]
+                               "node_paused", "node_resumed", "statement_failed",
+                               "stale_write")]
 
 
 def histories(trace: Trace) -> Histories:
@@ -99,6 +100,7 @@ def histories(trace: Trace) -> Histories:
     KR, KD, KP = K["retry_scheduled"], K["dead_lettered"], K["pending"]
     KCR, KPA, KRE, KSF = K["node_crashed"], K["node_paused"], K["node_resumed"], \
         K["statement_failed"]
+    KSW = K["stale_write"]
     complete_text = trace.texts.index("complete") if "complete" in trace.texts else -2
 
     jobs: dict[int, JobStory] = {}
@@ -113,6 +115,7 @@ def histories(trace: Trace) -> Histories:
     paused: set[int] = set()
     stranded_at: dict[int, float] = {}
     waiting: dict[int, int] = {}  # job -> node that locked it and has not started it yet
+    uncommitted: dict[int, int] = {}  # job -> node whose run ended, its statement not back
     recoveries: list[float] = []
     stranded = rejected = 0
     dups: list[Duplicate] = []
@@ -141,11 +144,13 @@ def histories(trace: Trace) -> Histories:
                     cause = ("unsafe_acquisition", [prev[2], seq])
                     doubles.append((j, prev[2], seq))
                     story(j).double_acquisitions += 1
-                elif prev[1] < t and running.get(j, {}).get(prev[0], 0) > 0:
-                    # the holder (maybe this very node) still runs the job it lost the lock of
+                elif prev[1] < t and (running.get(j, {}).get(prev[0], 0) > 0
+                                      or uncommitted.get(j) == prev[0]):
+                    # the holder (maybe this very node) still runs the job it lost the lock
+                    # of, or has run it and not yet committed the outcome
                     why = "pause" if prev[0] in paused else "lock_expired"
                     cause = (why, [prev[2], seq])
-                elif prev[1] < t and prev[0] != node and j in waiting:
+                elif prev[1] < t and waiting.get(j) == prev[0]:
                     # the lock expired while the job sat in the holder's local queue: the
                     # holder will run it when a thread frees, whoever runs it meanwhile
                     why = "pause" if prev[0] in paused else "lock_expired"
@@ -205,7 +210,9 @@ def histories(trace: Trace) -> Histories:
                 if runs and runs.get(node, 0) > 0:
                     runs[node] -= 1
                 succeeded.add(j)
+                uncommitted[j] = node
         elif k == KEND:
+            uncommitted[j] = node
             runs = running.get(j)
             if runs and runs.get(node, 0) > 0:
                 runs[node] -= 1
@@ -214,15 +221,22 @@ def histories(trace: Trace) -> Histories:
             else:
                 story(j).failures += 1
         elif k == KC2:
+            if uncommitted.get(j) == node:
+                del uncommitted[j]
             if a_[i] == 0:
                 rejected += 1
             if a_[i] == 1:
                 s = story(j)
                 s.outcome, s.end = "done", t
                 holder.pop(j, None)
-        elif k == KR:
-            holder.pop(j, None)
+        elif k == KR or k == KSW:
+            if uncommitted.get(j) == node:
+                del uncommitted[j]
+            if k == KR:
+                holder.pop(j, None)
         elif k == KD:
+            if uncommitted.get(j) == node:
+                del uncommitted[j]
             s = story(j)
             s.outcome, s.end = "dead_lettered", t
             holder.pop(j, None)
@@ -233,6 +247,9 @@ def histories(trace: Trace) -> Histories:
                 if runs.get(node, 0) > 0:
                     runs[node] = 0
                     crashed[job] = seq
+            for job in [jb for jb, n in uncommitted.items() if n == node]:
+                del uncommitted[job]  # ran, but died before its outcome was committed
+                crashed[job] = seq
             for job, (owner, until, _) in holder.items():
                 if owner == node and until >= t:
                     stranded_at[job] = t
@@ -243,6 +260,8 @@ def histories(trace: Trace) -> Histories:
         elif k == KRE:
             paused.discard(node)
         elif k == KSF:
+            if j >= 0 and uncommitted.get(j) == node:
+                del uncommitted[j]
             if s_[i] == complete_text and j >= 0:
                 lost_commit[j] = seq
         elif k == KP:

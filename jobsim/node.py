@@ -68,6 +68,7 @@ class Node:
         self.polls = 0
         self.polls_skipped = 0
         self._asleep: tuple[float, float] | None = None
+        self._replan: simpy.Event | None = None
 
     # --- life -----------------------------------------------------------------------------
 
@@ -91,6 +92,7 @@ class Node:
         stay in the table."""
         if not self.alive:
             return
+        self.finish(self.env.now)  # the polls an idle node slept through until now
         lost_runs = sum(self.running.values())
         self.world.in_flight -= lost_runs
         lost_queued = len(self.queue)
@@ -102,8 +104,7 @@ class Node:
         self.queue.clear()
         self.idle.clear()
         self.running.clear()
-        self._tick = self._slot = self._paused = None
-        self._asleep = None
+        self._tick = self._slot = self._paused = self._replan = None
         self.trace.add(self.env.now, K["node_crashed"], self.code, a=lost_runs, b=lost_queued)
         self.world.job_done(0)
 
@@ -121,6 +122,8 @@ class Node:
             return
         self._paused = self.env.event()
         self.trace.add(self.env.now, K["node_paused"], self.code, x=length)
+        if self._replan is not None and not self._replan.triggered:
+            self._replan.succeed()  # an idle sleeper re-plans its polls around the pause
         self.env.process(self._resume_after(length, self._paused))
 
     def _resume_after(self, length: float, ev: simpy.Event) -> Generator[Any, Any, None]:
@@ -196,6 +199,7 @@ class Node:
         notify = cfg.wakeup == "notify"
         period = cfg.poll_interval
         store, db, end = self.db.store, self.db, self.world.scenario.end
+        step = period + (0.0 if db.instant else db.latency.mean)
         instant, acquire, me, queue = self._instant, self._acquire, self.name, self.queue
         batch, size, lock_time, hand_out = cfg.batch_size, cfg.queue_size, cfg.lock_time, \
             self._hand_out
@@ -236,27 +240,41 @@ class Node:
             # Sleep until the last poll instant at or before ``soonest`` (a poll there may
             # see it if its statement takes long enough) or until the table changes; a
             # notify node then polls at once after an insert, any other node resumes its
-            # poll schedule. The polls slept through are counted, not simulated.
+            # poll schedule. The polls slept through are counted, not simulated. The poll
+            # instants of a naive loop are ``step = poll_interval + statement latency`` apart
+            # (a poll, then a sleep); with a random latency its mean stands in for it.
             changed = db.changed()
-            self._asleep = (next_poll, period)
+            self._asleep = (next_poll, step)
             target = math.inf
             if soonest is not None:
-                target = next_poll + math.floor((soonest - next_poll) / period) * period
+                target = next_poll + math.floor((soonest - next_poll) / step) * step
             if target >= end:
                 target = math.inf
-                yield changed
-            else:
-                yield self._first(changed, target - now)
-            self._asleep = None
+            self._replan = replan = env.event()
+            yield self._first((changed, replan), None if target == math.inf else target - now)
+            self._asleep = self._replan = None
             now = env.now
-            if now >= target:
-                skipped = round((target - next_poll) / period)
+            if replan.triggered:
+                # Paused while asleep: the polls before the pause found nothing; a poll that
+                # fell due during the pause happens when it ends, and the grid restarts there.
+                paused_at = now
+                if self._paused is not None:
+                    yield self._paused
+                skipped = max(0, math.ceil((paused_at - next_poll) / step))
+                tick = next_poll + skipped * step
+                if tick > env.now:
+                    yield env.timeout(tick - env.now)
+            elif now >= target:
+                skipped = round((target - next_poll) / step)
             else:
-                skipped = max(0, math.ceil((now - next_poll) / period))
+                skipped = max(0, math.ceil((now - next_poll) / step))
                 if not (notify and changed.triggered and changed.value):
-                    resume = next_poll + skipped * period
+                    resume = next_poll + skipped * step
                     if resume > now:
-                        yield env.timeout(resume - now)
+                        if notify:  # an insert meanwhile still wakes a notify node at once
+                            yield env.any_of([env.timeout(resume - now), db.inserted()])
+                        else:
+                            yield env.timeout(resume - now)
             if skipped > 0:
                 self.polls += skipped
                 self.polls_skipped += skipped
@@ -275,9 +293,9 @@ class Node:
             self.trace.add(end, K["polls_skipped"], self.code, a=skipped)
         self._asleep = None
 
-    def _first(self, event: Any, delay: float) -> Any:
-        """An event that fires when ``event`` does or ``delay`` has passed, whichever is
-        first (a lighter ``any_of`` for the idle loop)."""
+    def _first(self, events: tuple[Any, ...], delay: float | None) -> Any:
+        """An event that fires when the first of ``events`` does, or when ``delay`` (if not
+        None) has passed (a lighter ``any_of`` for the idle loop)."""
         env = self.env
         wake = env.event()
 
@@ -285,8 +303,10 @@ class Node:
             if not wake.triggered:
                 wake.succeed()
 
-        event.callbacks.append(fire)
-        env.timeout(delay).callbacks.append(fire)
+        for event in events:
+            event.callbacks.append(fire)
+        if delay is not None:
+            env.timeout(delay).callbacks.append(fire)
         return wake
 
     def _slot_freed(self) -> Any:
@@ -328,6 +348,8 @@ class Node:
                 ev = env.event()
                 idle.append(ev)
                 jid, hname, kind = yield ev
+            if self._paused is not None:  # a stalled node starts nothing until it resumes
+                yield self._paused
             attempt = executions.get(jid, 0) + 1
             executions[jid] = attempt
             emit((env.now, k_start, code, jid, attempt, thread, 0, 0, nan, -1))
@@ -364,6 +386,31 @@ class Node:
                     if self._paused is not None:
                         yield self._paused
                 emit((env.now, k_end, code, jid, attempt, 0, 0, 0, nan, trace.text(error)))
+            # The execution counts as running (for a crash, a heartbeat and the drain) until
+            # its completion or failure statement has returned.
+            if not ok:
+                yield from self._fail(jid, hname, attempt, error or "")
+            elif db.instant:
+                db.statements += 1
+                deleted, other = complete(env.now, jid)
+                emit((env.now, k_done, code, jid, attempt, int(deleted), int(other), 0, nan,
+                      -1))
+                if deleted:
+                    world.live -= 1
+                    if world._waiters:
+                        world.finished(jid)
+            else:
+                try:
+                    (deleted, other), _ = yield from db.run(me, lambda now: complete(now, jid))
+                except StatementFailed:
+                    self._failed("complete", jid, attempt)
+                else:
+                    emit((env.now, k_done, code, jid, attempt, int(deleted), int(other), 0,
+                          nan, -1))
+                    if deleted:
+                        world.live -= 1
+                        if world._waiters:
+                            world.finished(jid)
             world.in_flight -= 1
             if track:
                 left = running[jid] - 1
@@ -371,23 +418,6 @@ class Node:
                     running[jid] = left
                 else:
                     del running[jid]
-            if not ok:
-                yield from self._fail(jid, hname, attempt, error or "")
-                continue
-            if db.instant:
-                db.statements += 1
-                deleted, other = complete(env.now, jid)
-            else:
-                try:
-                    (deleted, other), _ = yield from db.run(me, lambda now: complete(now, jid))
-                except StatementFailed:
-                    self._failed("complete", jid, attempt)
-                    continue
-            emit((env.now, k_done, code, jid, attempt, int(deleted), int(other), 0, nan, -1))
-            if deleted:
-                world.live -= 1
-                if world._waiters:
-                    world.finished(jid)
             if world.live == 0:
                 world.job_done(0)
 
@@ -424,7 +454,6 @@ class Node:
             world.job_done()
         else:
             trace.add(now, K["stale_write"], self.code, jid, attempt, text=trace.text("fail"))
-            world.job_done(0)
 
     # --- heartbeat ------------------------------------------------------------------------
 

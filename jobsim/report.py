@@ -38,6 +38,27 @@ from .metrics import jobs_frame, summary, trace_frame
 from .world import RunResult
 
 
+class ReportError(Exception):
+    """The report folder cannot be written where asked (without destroying something)."""
+
+
+def _check_target(out: Path) -> None:
+    """Refuse to replace a folder that is not a run folder, or that holds the working
+    directory: ``--out .`` must never wipe a project."""
+    resolved = out.resolve()
+    cwd = Path.cwd().resolve()
+    if resolved == cwd or resolved in cwd.parents:
+        raise ReportError(f"refusing to write the report into {out}: it is the working "
+                          "folder or one of its parents; choose a new folder for --out")
+    if out.exists():
+        if not out.is_dir():
+            raise ReportError(f"cannot write the report folder {out}: a file is in the way")
+        if any(out.iterdir()) and not ((out / "summary.json").exists() or
+                                      (out / "report.md").exists()):
+            raise ReportError(f"refusing to replace {out}: it is not empty and not a jobsim "
+                              "report folder; choose a new folder for --out")
+
+
 @dataclass
 class Analysis:
     """A run with its stories, violations, summary and expectation verdicts worked out."""
@@ -265,6 +286,7 @@ def write(analyses: list[Analysis] | Analysis, out: str | Path, with_plots: bool
     if isinstance(analyses, Analysis):
         analyses = [analyses]
     out = Path(out)
+    _check_target(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:

@@ -263,7 +263,13 @@ def _merge_executor(v: dict[str, Any]) -> dict[str, Any]:
         checked = FORMAT.fields["executor"].check(preset, "policy", p)
         assert not p, p  # presets are ours and must validate
         merged.update(checked)
-    merged.update({k: x for k, x in _d(v.get("executor")).items() if x is not MISSING})
+    for k, x in _d(v.get("executor")).items():
+        if x is MISSING:
+            continue
+        if k == "retry" and isinstance(merged.get("retry"), dict) and isinstance(x, dict):
+            merged["retry"] = {**merged["retry"], **x}  # key by key: attempts, backoff
+        else:
+            merged[k] = x
     return merged
 
 
@@ -313,6 +319,10 @@ def _cross_checks(v: dict[str, Any], problems: list[Problem]) -> None:
             elif name not in ticked:
                 problems.append(Problem(path, "a node whose wakeup is ticks",
                                         f"{name!r}, which wakes by {wakeup[name]}"))
+    from .spec import Name
+
+    for name in _d(v.get("variants")):
+        Name().check(name, f"variants.{name}", problems)
     if ticked and not ticks and "clock" not in v:
         problems.append(Problem("clock.ticks", "ticks for the nodes that wake by ticks "
                                 f"({', '.join(sorted(ticked))})", "none"))
@@ -395,11 +405,11 @@ def _cross_checks(v: dict[str, Any], problems: list[Problem]) -> None:
                 and ln["p99"] < ln["median"]:
             problems.append(Problem(f"{where}.lognormal.p99", "a p99 no smaller than the median "
                                     f"({ln['median']:g}s)", f"{ln['p99']:g}s"))
-    for name, h in _d(v.get("handlers")).items():
-        u = _d(_d(_d(h).get("duration")).get("uniform"))
+    for where, d in dists_at:
+        u = _d(_d(d).get("uniform"))
         if isinstance(u.get("low"), float) and isinstance(u.get("high"), float) \
                 and u["low"] > u["high"]:
-            problems.append(Problem(f"handlers.{name}.duration.uniform", "low <= high",
+            problems.append(Problem(f"{where}.uniform", "low <= high",
                                     f"low {u['low']:g}s, high {u['high']:g}s"))
 
 

@@ -74,6 +74,26 @@ class Str(Field):
         return self._described({"type": "string", "maxLength": self.max_len})
 
 
+class Name(Str):
+    """A name that is also a folder name: letters, digits, ``.``, ``_`` and ``-``, starting
+    with a letter or digit (so never ``.``, ``..``, a path or an empty string)."""
+
+    PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
+
+    def check(self, value, path, problems):
+        import re
+
+        if not isinstance(value, str) or not re.match(self.PATTERN, value):
+            problems.append(Problem(path, "a name of letters, digits, '.', '_' and '-' "
+                                    "starting with a letter or digit (it names a folder)",
+                                    show(value)))
+            return MISSING
+        return value
+
+    def schema(self):
+        return self._described({"type": "string", "pattern": self.PATTERN})
+
+
 class Int(Field):
     def __init__(self, default: Any = MISSING, doc: str = "", lo: int = 0,
                  hi: int = 10_000_000):

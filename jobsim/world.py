@@ -140,7 +140,8 @@ class World:
 
     def _check_drained(self) -> None:
         if (self.scenario.until is None and self._sources == 0 and self.live == 0
-                and self.in_flight == 0 and not self._stop.triggered):
+                and self.in_flight == 0 and not self._stop.triggered
+                and not any(n.queue for n in self.nodes)):
             self._stop.succeed()
 
     # --- the run ----------------------------------------------------------------------------
