@@ -69,6 +69,9 @@ class Node:
         self.polls_skipped = 0
         self._asleep: tuple[float, float] | None = None
         self._replan: simpy.Event | None = None
+        #: only a node that may be paused needs its idle sleep to be interruptible
+        self._pausable = any(f.kind == "pause" and f.node == name
+                             for f in world.scenario.faults)
 
     # --- life -----------------------------------------------------------------------------
 
@@ -250,11 +253,18 @@ class Node:
                 target = next_poll + math.floor((soonest - next_poll) / step) * step
             if target >= end:
                 target = math.inf
-            self._replan = replan = env.event()
-            yield self._first((changed, replan), None if target == math.inf else target - now)
+            replan = None
+            if self._pausable:
+                self._replan = replan = env.event()
+                yield self._first((changed, replan),
+                                  None if target == math.inf else target - now)
+            elif target == math.inf:
+                yield changed  # the common idle wait: one event, no helper
+            else:
+                yield self._first((changed,), target - now)
             self._asleep = self._replan = None
             now = env.now
-            if replan.triggered:
+            if replan is not None and replan.triggered:
                 # Paused while asleep: the polls before the pause found nothing; a poll that
                 # fell due during the pause happens when it ends, and the grid restarts there.
                 paused_at = now
