@@ -39,6 +39,10 @@ SQL = {
         "ORDER BY :order LIMIT :n; "
         "UPDATE job SET locked_by = :me, lock_until = :now + :lock_time, version = version + 1 "
         "WHERE id IN (:ids)"),
+    "skip_locked": (
+        "SELECT id FROM job WHERE due <= :now AND (locked_by IS NULL OR lock_until < :now) "
+        "ORDER BY :order LIMIT :n FOR UPDATE SKIP LOCKED; UPDATE job SET locked_by = :me, "
+        "lock_until = :now + :lock_time, version = version + 1 WHERE id = ANY(:ids); COMMIT"),
     "optimistic": (
         "SELECT id, version FROM job WHERE due <= :now AND (locked_by IS NULL OR "
         "lock_until < :now) ORDER BY :order LIMIT :n; then per row: "
@@ -47,22 +51,24 @@ SQL = {
 }
 STRATEGIES = tuple(SQL)
 SAFE = {"guarded_update": True, "unguarded_update": True, "read_then_write": False,
-        "optimistic": True}
+        "optimistic": True, "skip_locked": True}
 
 
 class Attempt:
     """One acquisition attempt: rows asked, rows locked (with what they overwrote), races
     lost, statements issued and their summed latency."""
 
-    __slots__ = ("asked", "locked", "lost", "statements", "latency")
+    __slots__ = ("asked", "locked", "lost", "statements", "latency", "errors")
 
     def __init__(self, asked: int, locked: list[Locked] | None = None, lost: int = 0,
-                 statements: int = 0, latency: float = 0.0):
+                 statements: int = 0, latency: float = 0.0, errors: int = 0):
         self.asked = asked
         self.locked = [] if locked is None else locked
         self.lost = lost
         self.statements = statements
         self.latency = latency
+        #: serialization failures (PostgreSQL 40001) or SQLITE_BUSY: the node tries again
+        self.errors = errors
 
 
 Gen = Generator[Any, Any, Attempt]

@@ -23,6 +23,8 @@ class DbConfig:
     dialect: str = "atomic"
     latency: Distribution = ZERO
     connections: int | None = None
+    isolation: str = "read_committed"
+    sqlite_begin: str = "autocommit"
 
 
 @dataclass(frozen=True)

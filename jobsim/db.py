@@ -38,13 +38,14 @@ T = TypeVar("T")
 class StatementFailed(Exception):
     """A statement that never reached the database (its node was cut off)."""
 
-DIALECTS = ("atomic",)
+DIALECTS = ("atomic", "postgres", "sqlite")
 
 
 class Database:
     def __init__(self, env: simpy.Environment, store: Store, streams: Streams,
                  latency: Distribution = ZERO, connections: int | None = None,
-                 dialect: str = "atomic", faulty: bool = False):
+                 dialect: str = "atomic", faulty: bool = False,
+                 isolation: str = "read_committed", sqlite_begin: str = "autocommit"):
         if dialect not in DIALECTS:
             raise ValueError(f"dialect must be one of {DIALECTS} (got {dialect!r})")
         self.env = env
@@ -55,7 +56,14 @@ class Database:
         self.pool = simpy.Resource(env, capacity=connections) if connections else None
         #: statements apply at the instant they are issued (zero latency, unbounded pool, no
         #: database faults); hot callers may then apply them directly instead of ``run``.
-        self.instant = self._zero and self.pool is None and not faulty
+        self.instant = self._zero and self.pool is None and not faulty and dialect == "atomic"
+        self.isolation = isolation
+        self.sqlite_begin = sqlite_begin
+        #: PostgreSQL: row id -> the open transaction holding its row lock
+        self.row_locks: dict[int, Any] = {}
+        #: SQLite: the database-wide write lock
+        self.write_lock = simpy.Resource(env, capacity=1) if dialect == "sqlite" else None
+        self.commits = 0
         self.factor = 1.0
         self._cut: dict[str, float] = {}
         self._streams = streams
@@ -84,11 +92,14 @@ class Database:
         if cut is not None:
             yield env.timeout(cut)
             raise StatementFailed(node)
-        req = None
+        req = wreq = None
         try:
             if self.pool is not None:
                 req = self.pool.request()
                 yield req
+            if self.write_lock is not None:  # SQLite: every write takes the write lock
+                wreq = self.write_lock.request()
+                yield wreq
             lat = 0.0
             if not self._zero:
                 stream = self._lat.get(node)
@@ -101,6 +112,12 @@ class Database:
                 raise StatementFailed(node)  # cut off while the statement was in flight
             result = apply(env.now)
         finally:
+            if wreq is not None:
+                if wreq.triggered:
+                    self.write_lock.release(wreq)
+                    self.commits += 1
+                else:
+                    wreq.cancel()
             if req is not None:
                 if req.triggered:
                     self.pool.release(req)
@@ -109,6 +126,15 @@ class Database:
         if wakes:
             self.touch()
         return result, lat
+
+    def sample_latency(self, node: str) -> float:
+        """One statement latency for ``node`` (its own stream; the slow-DB factor applied)."""
+        if self._zero:
+            return 0.0
+        stream = self._lat.get(node)
+        if stream is None:
+            stream = self._lat[node] = self._streams.stream(f"db/latency/{node}")
+        return self.latency.sample(stream) * self.factor
 
     # --- faults ----------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ from typing import Any
 from .claims import STRATEGIES
 from .config import COMPLETE_GUARDS, RECURRING_MODES, WAKEUPS
 from .db import DIALECTS
+from .dialects import ISOLATIONS, SQLITE_BEGIN
 from .durations import parse_duration
 from .errors import Problem
 from .policies import PRESETS
@@ -36,7 +37,8 @@ SUMMARY_SHAPE: dict[str, Any] = {
     "duplicate_side_effects": {"total": None, "by_cause": _CAUSES},
     "completions": {"done": None, "rejected": None},
     "crash_recovery": {"stranded_jobs": None, "delay": _DIST},
-    "acquisition": {k: None for k in ("attempts", "empty", "rows", "lost_races")},
+    "acquisition": {k: None for k in ("attempts", "empty", "rows", "lost_races", "errors",
+                                      "full")},
     "polls": {"total": None, "skipped": None, "by_node": {ANY: None}},
     "latency": {"start_delay": _DIST, "end_to_end": _DIST,
                 "by_priority": {ANY: {"jobs": None, "start_delay": _DIST}}},
@@ -252,8 +254,16 @@ FORMAT = Obj({
                     "drained or a duration", "drained"),
     "horizon": Dur(30 * 86400.0, positive=True, hi=3650 * 86400.0,
                    doc="the latest instant a drained run may reach"),
-    "db": Obj({"dialect": Enum(DIALECTS, "atomic"), "latency": _dist,
-               "connections": Int(0, "0 = unbounded", lo=0, hi=100_000)}),
+    "db": Obj({"dialect": Enum(DIALECTS, "atomic",
+                               "atomic: each statement at one instant; postgres: READ "
+                               "COMMITTED snapshots, row locks, EvalPlanQual; sqlite: one "
+                               "write lock"),
+               "latency": _dist,
+               "connections": Int(0, "0 = unbounded", lo=0, hi=100_000),
+               "isolation": Enum(ISOLATIONS, "read_committed", "postgres only"),
+               "sqlite_begin": Enum(SQLITE_BEGIN, "autocommit",
+                                    "sqlite only: how read_then_write opens its "
+                                    "transaction")}),
     "policy": Enum(tuple(PRESETS), doc="a preset of executor settings"),
     "executor": Obj({**_EXECUTOR, **_TABLE_ONLY}),
     "nodes": Either([(lambda v: isinstance(v, int) and not isinstance(v, bool),

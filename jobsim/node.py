@@ -35,6 +35,7 @@ import simpy
 from .claims import ACQUIRE, INSTANT, Attempt
 from .config import ExecutorConfig
 from .db import StatementFailed
+from .dialects import STRATEGIES
 from .store import DEADLETTER
 from .trace import K
 
@@ -52,7 +53,9 @@ class Node:
         self.code = world.trace.node(name)
         self.cfg = cfg
         self.start_at = start_at
-        self._acquire = ACQUIRE[cfg.acquisition]
+        dialect = world.db.dialect
+        self._acquire = ACQUIRE[cfg.acquisition] if dialect == "atomic" else \
+            STRATEGIES[dialect][cfg.acquisition]
         self._instant = INSTANT.get(cfg.acquisition) if world.db.instant else None
         self._strategy_text = world.trace.text(cfg.acquisition)
         self.queue: deque[tuple[int, str, str]] = deque()
@@ -170,8 +173,8 @@ class Node:
         """Trace an attempt and hand what it locked to idle threads, or queue it."""
         world, trace, env = self.world, self.trace, self.env
         now, emit, code, k_locked, node = env.now, trace.emit, self.code, K["locked"], trace.node
-        emit((now, K["acquire"], code, -1, 0, att.asked, len(att.locked), att.lost, att.latency,
-              self._strategy_text))
+        emit((now, K["acquire"], code, -1, att.errors, att.asked, len(att.locked), att.lost,
+              att.latency, self._strategy_text))
         world.lost_races += att.lost
         idle, queue = self.idle, self.queue
         for lk in att.locked:
@@ -228,8 +231,8 @@ class Node:
                     yield env.timeout(period)
                     continue
             hand_out(att)
-            if len(att.locked) == asked:
-                continue
+            if len(att.locked) == asked or att.errors:
+                continue  # a full batch, or a 40001 / SQLITE_BUSY to retry at once
             now = env.now
             next_poll = now + period
             soonest = store.next_eligible(now)

@@ -323,6 +323,16 @@ def _cross_checks(v: dict[str, Any], problems: list[Problem]) -> None:
 
     for name in _d(v.get("variants")):
         Name().check(name, f"variants.{name}", problems)
+    dialect = _d(v.get("db")).get("dialect", "atomic")
+    default_strategy = ex.get("acquisition", _DEFAULT_EXECUTOR.acquisition)
+    for i, n in enumerate(nodes):
+        strategy = n.get("acquisition", default_strategy)
+        if strategy == "skip_locked" and dialect != "postgres":
+            where = f"nodes[{i}].acquisition" if "acquisition" in n else "executor.acquisition"
+            problems.append(Problem(where, "a strategy the database has: FOR UPDATE SKIP "
+                                    "LOCKED needs db.dialect: postgres",
+                                    f"'skip_locked' with db.dialect {dialect}"))
+            break
     if ticked and not ticks and "clock" not in v:
         problems.append(Problem("clock.ticks", "ticks for the nodes that wake by ticks "
                                 f"({', '.join(sorted(ticked))})", "none"))
@@ -512,7 +522,8 @@ def _build(v: dict[str, Any], raw: dict[str, Any], source: str,
         name=v["name"], description=v["description"], seed=v["seed"], handlers=handlers,
         nodes=nodes, until=None if until == "drained" else until, horizon=v["horizon"],
         db=DbConfig(db.get("dialect", "atomic"), _build_dist(db.get("latency")),
-                    db.get("connections") or None),
+                    db.get("connections") or None, db.get("isolation", "read_committed"),
+                    db.get("sqlite_begin", "autocommit")),
         executor=executor, ticks=ticks, jobs=jobs, streams=streams, faults=tuple(faults),
         recurring=recurring, expect=tuple(expect), variant=variant,
         compare=tuple(v.get("report", {}).get("compare", ())), source=source, document=raw)

@@ -27,7 +27,8 @@ KINDS: dict[str, str] = {
     "job_created": "a=kind (0 async, 1 timer), b=priority, c=name (a text code; -1 none), "
                    "x=due, text=handler",
     "tick": "the fake clock ticks; text=note",
-    "acquire": "a=rows asked, b=rows got, c=lost races, x=statement latency, text=strategy",
+    "acquire": "attempt=serialization failures / SQLITE_BUSY, a=rows asked, b=rows got, "
+               "c=lost races, x=statement latency, text=strategy",
     "locked": "a=previous owner (-1 none), b=1 if the previous lock was still valid, x=lock_until",
     "exec_start": "attempt=execution number of the job, a=thread",
     "side_effect": "a side effect before the end of the run; attempt, text=what the handler "

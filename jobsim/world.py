@@ -59,7 +59,9 @@ class World:
         self.has_faults = bool(scenario.faults)
         db_faults = any(f.kind in ("slow_db", "partition") for f in scenario.faults)
         self.db = Database(self.env, self.store, self.streams, scenario.db.latency,
-                           scenario.db.connections, scenario.db.dialect, faulty=db_faults)
+                           scenario.db.connections, scenario.db.dialect, faulty=db_faults,
+                           isolation=scenario.db.isolation,
+                           sqlite_begin=scenario.db.sqlite_begin)
         self.handlers = scenario.handlers
         self.executions: dict[int, int] = {}
         self.lost_races = 0

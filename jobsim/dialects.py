@@ -1,0 +1,344 @@
+"""How concurrent claims interact on a real database: PostgreSQL and SQLite.
+
+The ``atomic`` dialect (``claims``) applies each statement at one instant. Real databases
+overlap statements; what they do then is in shared/reference/db-semantics.md, and this
+module follows its rules (§5):
+
+**PostgreSQL, READ COMMITTED.** A statement reads the snapshot taken at its start — the
+committed rows at that instant — and takes row locks as it writes them, held until commit.
+A writer that meets a row locked by an open transaction waits for it to end; if it
+committed, only the *outer* WHERE is re-checked on the row's newest version (EvalPlanQual):
+the subquery's candidate list is fixed, never recomputed and never refilled. So
+``guarded_update`` is safe but all-or-nothing (a loser gets 0 rows), ``unguarded_update``
+and ``read_then_write`` overwrite the winner's lock (double acquisitions), ``optimistic``
+loses races (the version moved), and ``skip_locked`` skips rows locked by open
+transactions and keeps pulling to its LIMIT: full, disjoint batches. Under REPEATABLE READ
+or SERIALIZABLE a committed concurrent update of a target row is a serialization failure
+(SQLSTATE 40001) instead of a re-check; the attempt gets nothing and the node tries again.
+``now()`` is the transaction's start, so a claim's ``lock_until`` is its start plus the lock.
+
+**SQLite (WAL).** One database-wide write lock. An autocommit write takes it (waiting in the
+busy handler), then reads the newest state, so ``guarded_update`` and ``unguarded_update``
+are the same and both safe. A plain SELECT takes no lock: ``read_then_write`` as two
+autocommit statements double-acquires. Inside ``BEGIN DEFERRED`` the UPDATE cannot wait to
+upgrade: SQLITE_BUSY at once if another connection holds the write lock, SQLITE_BUSY_SNAPSHOT
+if anything committed since its SELECT. ``BEGIN IMMEDIATE`` takes the lock first: serial.
+
+Every statement takes its latency from the database's model; a transaction holds one
+connection from the pool from BEGIN to COMMIT. ``hold``, when given, keeps the transaction
+open after its statements until the event fires with ``"commit"`` or ``"rollback"`` — the
+two-session interleavings of db-semantics.md §3 are written with it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any
+
+import simpy
+
+from .claims import Attempt
+from .store import JOB
+
+if TYPE_CHECKING:
+    from .db import Database
+
+ISOLATIONS = ("read_committed", "repeatable_read", "serializable")
+SQLITE_BEGIN = ("autocommit", "deferred", "immediate")
+
+
+class SerializationFailure(Exception):
+    """SQLSTATE 40001: could not serialize access due to concurrent update."""
+
+
+class Busy(Exception):
+    """SQLITE_BUSY or SQLITE_BUSY_SNAPSHOT: the deferred transaction cannot upgrade."""
+
+
+class Txn:
+    """An open transaction: its row locks (PostgreSQL) and the event of its end."""
+
+    __slots__ = ("start", "end", "committed", "rows", "holds_write")
+
+    def __init__(self, env: simpy.Environment):
+        self.start = env.now
+        self.end = env.event()
+        self.committed = False
+        self.rows: list[int] = []
+        self.holds_write = False
+
+
+Gen = Generator[Any, Any, Attempt]
+
+
+def _begin(db: "Database") -> Txn:
+    return Txn(db.env)
+
+
+def _finish(db: "Database", txn: Txn, commit: bool) -> None:
+    for rid in txn.rows:
+        if db.row_locks.get(rid) is txn:
+            del db.row_locks[rid]
+    txn.committed = commit
+    if commit:
+        db.commits += 1
+    if not txn.end.triggered:
+        txn.end.succeed(commit)
+
+
+def _statement(db: "Database", me: str) -> Generator[Any, Any, float]:
+    """One statement's latency (counted)."""
+    db.statements += 1
+    lat = db.sample_latency(me)
+    if lat > 0:
+        yield db.env.timeout(lat)
+    return lat
+
+
+def _wait_row(db: "Database", rid: int, txn: Txn) -> Generator[Any, Any, Txn | None]:
+    """Wait while another open transaction holds ``rid``; the one waited for, or None."""
+    waited = None
+    while True:
+        other = db.row_locks.get(rid)
+        if other is None or other is txn:
+            return waited
+        waited = other
+        yield other.end
+
+
+def _lock_row(db: "Database", rid: int, txn: Txn) -> None:
+    db.row_locks[rid] = txn
+    txn.rows.append(rid)
+
+
+def _hold(hold: simpy.Event | None) -> Generator[Any, Any, bool]:
+    if hold is None:
+        return True
+    decision = yield hold
+    return decision != "rollback"
+
+
+# --- PostgreSQL ---------------------------------------------------------------------------
+
+def pg_update(db: "Database", me: str, n: int, lock_time: float, *, guard: bool,
+              ids: list[int] | None = None, versions: dict[int, int] | None = None,
+              hold: simpy.Event | None = None, txn: Txn | None = None) -> Gen:
+    """``UPDATE … WHERE id IN (<candidates>) [AND guard] [AND version = v]`` as one
+    statement; the candidates are the subquery on the statement's snapshot unless ``ids``
+    are given (read-then-write, optimistic)."""
+    env, store = db.env, db.store
+    own = txn is None
+    txn = txn or _begin(db)
+    att = Attempt(n)
+    try:
+        now = txn.start
+        cands = ids if ids is not None else [rid for rid, _ in store.select(env.now, n)]
+        got: list[int] = []
+        for rid in cands:
+            waited = yield from _wait_row(db, rid, txn)
+            if waited is not None and waited.committed and db.isolation != "read_committed":
+                raise SerializationFailure
+            row = store.get(rid)
+            if row is None or row.table != JOB:
+                att.lost += 1 if ids is not None else 0
+                continue
+            if guard and not row.eligible(now):
+                continue  # EvalPlanQual: the outer WHERE fails on the newest version
+            if versions is not None and row.version != versions[rid]:
+                att.lost += 1
+                continue
+            _lock_row(db, rid, txn)
+            got.append(rid)
+        att.latency += yield from _statement(db, me)
+        att.statements += 1
+        if own:
+            commit = yield from _hold(hold)
+            if not commit:
+                _finish(db, txn, False)
+                return att
+        att.locked = store.lock(got, me, env.now, now + lock_time, guard=False)
+        if own:
+            _finish(db, txn, True)
+        return att
+    except SerializationFailure:
+        att.errors += 1
+        _finish(db, txn, False)
+        return att
+    except BaseException:
+        _finish(db, txn, False)
+        raise
+
+
+def pg_select(db: "Database", me: str, n: int) -> Generator[Any, Any, tuple[list, float]]:
+    """A plain SELECT: the snapshot at its start; no locks, never blocks."""
+    seen = db.store.select(db.env.now, n)
+    lat = yield from _statement(db, me)
+    return seen, lat
+
+
+def pg_guarded(db, me, n, lock_time, hold=None):
+    return (yield from pg_update(db, me, n, lock_time, guard=True, hold=hold))
+
+
+def pg_unguarded(db, me, n, lock_time, hold=None):
+    return (yield from pg_update(db, me, n, lock_time, guard=False, hold=hold))
+
+
+def pg_read_then_write(db, me, n, lock_time, hold=None):
+    seen, lat = yield from pg_select(db, me, n)
+    if not seen:
+        return Attempt(n, [], 0, 1, lat)
+    att = yield from pg_update(db, me, n, lock_time, guard=False,
+                               ids=[rid for rid, _ in seen], hold=hold)
+    att.statements += 1
+    att.latency += lat
+    return att
+
+
+def pg_optimistic(db, me, n, lock_time, hold=None):
+    seen, lat = yield from pg_select(db, me, n)
+    total = Attempt(n, [], 0, 1, lat)
+    for i, (rid, version) in enumerate(seen):
+        one = yield from pg_update(db, me, 1, lock_time, guard=False, ids=[rid],
+                                   versions={rid: version},
+                                   hold=hold if i == 0 else None)
+        total.locked += one.locked
+        total.lost += one.lost
+        total.errors += one.errors
+        total.statements += one.statements
+        total.latency += one.latency
+    return total
+
+
+def pg_skip_locked(db, me, n, lock_time, hold=None):
+    """``SELECT … FOR UPDATE SKIP LOCKED LIMIT n`` then ``UPDATE … WHERE id = ANY(ids)`` in
+    one transaction: rows locked by open transactions are skipped, the LIMIT keeps pulling."""
+    env, store = db.env, db.store
+    txn = _begin(db)
+    att = Attempt(n)
+    try:
+        skip = sum(1 for t in db.row_locks.values() if t is not txn)
+        got = []
+        for rid, _ in store.select(env.now, n + skip):
+            if rid in db.row_locks:
+                continue
+            _lock_row(db, rid, txn)
+            got.append(rid)
+            if len(got) == n:
+                break
+        att.latency += yield from _statement(db, me)  # the SELECT … FOR UPDATE
+        att.latency += yield from _statement(db, me)  # the UPDATE and COMMIT
+        att.statements += 2
+        commit = yield from _hold(hold)
+        if commit:
+            att.locked = store.lock(got, me, env.now, txn.start + lock_time, guard=False)
+        _finish(db, txn, commit)
+        return att
+    except BaseException:
+        _finish(db, txn, False)
+        raise
+
+
+# --- SQLite -------------------------------------------------------------------------------
+
+def _write_lock(db: "Database") -> Generator[Any, Any, Any]:
+    req = db.write_lock.request()
+    try:
+        yield req  # the busy handler waits
+    except BaseException:
+        if req.triggered:
+            db.write_lock.release(req)
+        else:
+            req.cancel()
+        raise
+    return req
+
+
+def sq_write(db, me, n, lock_time, *, guard, ids=None, versions=None, hold=None):
+    """An autocommit write: take the write lock, read the newest state, write, commit."""
+    env, store = db.env, db.store
+    req = yield from _write_lock(db)
+    att = Attempt(n)
+    try:
+        att.latency += yield from _statement(db, me)
+        att.statements += 1
+        commit = yield from _hold(hold)
+        if commit:
+            now = env.now
+            if ids is None:
+                ids = [rid for rid, _ in store.select(now, n)]
+            before = len(ids)
+            att.locked = store.lock(ids, me, now, now + lock_time, guard=guard,
+                                    versions=versions)
+            if versions is not None:
+                att.lost += before - len(att.locked)
+            db.commits += 1
+        return att
+    finally:
+        db.write_lock.release(req)
+
+
+def sq_guarded(db, me, n, lock_time, hold=None):
+    return (yield from sq_write(db, me, n, lock_time, guard=True, hold=hold))
+
+
+def sq_unguarded(db, me, n, lock_time, hold=None):
+    return (yield from sq_write(db, me, n, lock_time, guard=False, hold=hold))
+
+
+def sq_read_then_write(db, me, n, lock_time, hold=None):
+    env, store = db.env, db.store
+    begin = db.sqlite_begin
+    req = None
+    if begin == "immediate":
+        req = yield from _write_lock(db)
+    try:
+        snapshot = db.commits
+        seen = store.select(env.now, n)
+        lat = yield from _statement(db, me)
+        if not seen:
+            return Attempt(n, [], 0, 1, lat)
+        ids = [rid for rid, _ in seen]
+        if begin == "autocommit":
+            att = yield from sq_write(db, me, n, lock_time, guard=False, ids=ids, hold=hold)
+            att.statements += 1
+            att.latency += lat
+            return att
+        if begin == "deferred":
+            if db.write_lock.count or db.commits != snapshot:
+                return Attempt(n, [], 0, 1, lat, errors=1)  # SQLITE_BUSY[_SNAPSHOT], at once
+            req = yield from _write_lock(db)
+        lat += yield from _statement(db, me)
+        commit = yield from _hold(hold)
+        att = Attempt(n, [], 0, 2, lat)
+        if commit:
+            now = env.now
+            att.locked = store.lock(ids, me, now, now + lock_time, guard=False)
+            db.commits += 1
+        return att
+    finally:
+        if req is not None:
+            db.write_lock.release(req)
+
+
+def sq_optimistic(db, me, n, lock_time, hold=None):
+    seen = db.store.select(db.env.now, n)
+    lat = yield from _statement(db, me)
+    total = Attempt(n, [], 0, 1, lat)
+    for i, (rid, version) in enumerate(seen):
+        one = yield from sq_write(db, me, 1, lock_time, guard=False, ids=[rid],
+                                  versions={rid: version}, hold=hold if i == 0 else None)
+        total.locked += one.locked
+        total.lost += one.lost
+        total.statements += one.statements
+        total.latency += one.latency
+    return total
+
+
+STRATEGIES = {
+    "postgres": {"guarded_update": pg_guarded, "unguarded_update": pg_unguarded,
+                 "read_then_write": pg_read_then_write, "optimistic": pg_optimistic,
+                 "skip_locked": pg_skip_locked},
+    "sqlite": {"guarded_update": sq_guarded, "unguarded_update": sq_unguarded,
+               "read_then_write": sq_read_then_write, "optimistic": sq_optimistic},
+}
