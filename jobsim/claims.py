@@ -58,7 +58,7 @@ class Attempt:
     """One acquisition attempt: rows asked, rows locked (with what they overwrote), races
     lost, statements issued and their summed latency."""
 
-    __slots__ = ("asked", "locked", "lost", "statements", "latency", "errors")
+    __slots__ = ("asked", "locked", "lost", "statements", "latency", "errors", "error")
 
     def __init__(self, asked: int, locked: list[Locked] | None = None, lost: int = 0,
                  statements: int = 0, latency: float = 0.0, errors: int = 0):
@@ -69,6 +69,8 @@ class Attempt:
         self.latency = latency
         #: serialization failures (PostgreSQL 40001) or SQLITE_BUSY: the node tries again
         self.errors = errors
+        #: the last error's name: "40001", "SQLITE_BUSY" or "SQLITE_BUSY_SNAPSHOT"
+        self.error: str | None = None
 
 
 Gen = Generator[Any, Any, Attempt]

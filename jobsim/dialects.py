@@ -162,6 +162,7 @@ def pg_update(db: "Database", me: str, n: int, lock_time: float, *, guard: bool,
         return att
     except SerializationFailure:
         att.errors += 1
+        att.error = "40001"
         _finish(db, txn, False)
         return att
     except BaseException:
@@ -205,6 +206,7 @@ def pg_optimistic(db, me, n, lock_time, hold=None):
         total.locked += one.locked
         total.lost += one.lost
         total.errors += one.errors
+        total.error = one.error or total.error
         total.statements += one.statements
         total.latency += one.latency
     return total
@@ -305,8 +307,10 @@ def sq_read_then_write(db, me, n, lock_time, hold=None):
             att.latency += lat
             return att
         if begin == "deferred":
-            if db.write_lock.count or db.commits != snapshot:
-                return Attempt(n, [], 0, 1, lat, errors=1)  # SQLITE_BUSY[_SNAPSHOT], at once
+            if db.write_lock.count or db.commits != snapshot:  # no waiting to upgrade
+                att = Attempt(n, [], 0, 1, lat, errors=1)
+                att.error = "SQLITE_BUSY" if db.write_lock.count else "SQLITE_BUSY_SNAPSHOT"
+                return att
             req = yield from _write_lock(db)
         lat += yield from _statement(db, me)
         commit = yield from _hold(hold)

@@ -1,0 +1,154 @@
+"""The deterministic two-session interleavings of shared/reference/db-semantics.md §3.
+
+The table has 40 due rows with distinct priorities, so the top 10 (ORDER BY priority DESC) are
+ids 1..10. Session S1 claims a batch and keeps its transaction open; S2 runs the same strategy;
+an observer looks whether S2 is waiting; then S1 commits or rolls back. Each row of the
+reference table is one case here: who blocks, what each session gets, how many rows overlap,
+which error.
+"""
+
+import pytest
+import simpy
+
+from jobsim.db import Database
+from jobsim.dialects import STRATEGIES
+from jobsim.rng import Streams
+from jobsim.store import Row, Store
+
+TOP = list(range(1, 11))
+NEXT = list(range(11, 21))
+
+
+def _db(dialect, isolation="read_committed", begin="autocommit"):
+    env = simpy.Environment()
+    store = Store(order="priority")
+    for i in range(1, 41):
+        store.insert(Row(i, "async", "w", 100 - i, 0.0, 0.0, 3))
+    env.run(until=1e-9)  # the rows exist before the sessions start
+    return Database(env, store, Streams(0), dialect=dialect, isolation=isolation,
+                    sqlite_begin=begin)
+
+
+def two_sessions(dialect, strategy, s1_end, isolation="read_committed", begin="autocommit"):
+    db = _db(dialect, isolation, begin)
+    env, fn = db.env, STRATEGIES[dialect][strategy]
+    hold = env.event()
+    out = {}
+
+    def s1():
+        out["s1"] = yield from fn(db, "S1", 10, 30.0, hold=hold)
+
+    def s2():
+        yield env.timeout(1)
+        out["s2"] = yield from fn(db, "S2", 10, 30.0)
+
+    def observer():
+        yield env.timeout(2)
+        out["blocked"] = "s2" not in out
+        yield env.timeout(1)
+        hold.succeed(s1_end)
+
+    env.process(s1())
+    env.process(s2())
+    env.process(observer())
+    env.run(until=10)
+    s1_ids = [lk.id for lk in out["s1"].locked]
+    s2_ids = [lk.id for lk in out["s2"].locked]
+    overlap = len(set(s1_ids) & set(s2_ids))
+    return s1_ids, out["blocked"], s2_ids, out["s2"].error, overlap
+
+
+# (dialect, strategy, isolation, S1 ends, S1 claimed, S2 blocked, S2 gets, S2 error, overlap)
+CASES = [
+    ("postgres", "guarded_update", "read_committed", "commit", TOP, True, [], None, 0),
+    ("postgres", "guarded_update", "read_committed", "rollback", [], True, TOP, None, 0),
+    ("postgres", "unguarded_update", "read_committed", "commit", TOP, True, TOP, None, 10),
+    ("postgres", "read_then_write", "read_committed", "commit", TOP, True, TOP, None, 10),
+    ("postgres", "skip_locked", "read_committed", "commit", TOP, False, NEXT, None, 0),
+    ("postgres", "guarded_update", "repeatable_read", "commit", TOP, True, [], "40001", 0),
+    ("postgres", "guarded_update", "repeatable_read", "rollback", [], True, TOP, None, 0),
+    ("postgres", "guarded_update", "serializable", "commit", TOP, True, [], "40001", 0),
+    ("sqlite", "guarded_update", "read_committed", "commit", TOP, True, NEXT, None, 0),
+    ("sqlite", "unguarded_update", "read_committed", "commit", TOP, True, NEXT, None, 0),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{c[0]}-{c[1]}-{c[2]}-{c[3]}" for c in CASES])
+def test_two_sessions(case):
+    dialect, strategy, isolation, end, s1, blocked, s2, error, overlap = case
+    got = two_sessions(dialect, strategy, end, isolation)
+    assert got == (s1, blocked, s2, error, overlap)
+
+
+def test_postgres_optimistic_version_check():
+    """D: S1 updates row 1 by id and version and holds; S2's update of row 1 waits, then finds
+    the version moved (0 rows); had S1 rolled back, S2 gets row 1."""
+    for end, s2_first in (("commit", []), ("rollback", [1])):
+        db = _db("postgres")
+        env, fn = db.env, STRATEGIES["postgres"]["optimistic"]
+        hold, out = env.event(), {}
+
+        def s1():
+            out["s1"] = yield from fn(db, "S1", 1, 30.0, hold=hold)
+
+        def s2():
+            yield env.timeout(1)
+            out["s2"] = yield from fn(db, "S2", 1, 30.0)
+
+        def observer():
+            yield env.timeout(2)
+            out["blocked"] = "s2" not in out
+            hold.succeed(end)
+
+        for p in (s1, s2, observer):
+            env.process(p())
+        env.run(until=10)
+        assert out["blocked"] is True
+        assert [lk.id for lk in out["s2"].locked] == s2_first
+        assert out["s2"].lost == (1 if end == "commit" else 0)
+
+
+def test_sqlite_deferred_read_then_write_fails_at_once():
+    """C in BEGIN DEFERRED: while S1 holds the write lock, S2's upgrade fails at once with
+    SQLITE_BUSY (the busy timeout is not used); after S1 committed, SQLITE_BUSY_SNAPSHOT."""
+    got = two_sessions("sqlite", "read_then_write", "commit", begin="deferred")
+    assert got == (TOP, False, [], "SQLITE_BUSY", 0)
+    db = _db("sqlite", begin="deferred")
+    env, fn = db.env, STRATEGIES["sqlite"]["read_then_write"]
+    out = {}
+
+    def s2_reads_first():
+        out["s2"] = yield from fn(db, "S2", 10, 30.0, hold=None)
+
+    # S2 reads, S1 writes and commits, then S2 tries to write: its snapshot is stale
+    def s1():
+        yield env.timeout(0.5)
+        out["s1"] = yield from STRATEGIES["sqlite"]["guarded_update"](db, "S1", 10, 30.0)
+
+    # S2's SELECT takes 1 s; S1's write (0.2 s) commits in between
+    db.sample_latency = lambda node: 0.2 if node == "S1" else 1.0
+    env.process(s2_reads_first())
+    env.process(s1())
+    env.run(until=10)
+    assert out["s2"].error == "SQLITE_BUSY_SNAPSHOT" and out["s2"].locked == []
+
+
+def test_sqlite_autocommit_read_then_write_doubles():
+    """C as two autocommit statements: both SELECTs see rows 1..10; the first UPDATE commits,
+    the second overwrites it (10 rows claimed twice, nobody blocked)."""
+    db = _db("sqlite")
+    env, fn = db.env, STRATEGIES["sqlite"]["read_then_write"]
+    db.sample_latency = lambda node: 1.0
+    out = {}
+
+    def session(name, delay):
+        yield env.timeout(delay)
+        out[name] = yield from fn(db, name, 10, 30.0)
+
+    env.process(session("S1", 0.0))
+    env.process(session("S2", 0.5))
+    env.run(until=10)
+    s1 = [lk.id for lk in out["S1"].locked]
+    s2 = [lk.id for lk in out["S2"].locked]
+    assert s1 == TOP and s2 == TOP
+    assert all(lk.previous_valid for lk in out["S2"].locked)
