@@ -7,7 +7,9 @@
   (a double acquisition). Recomputed here from the lock events, not taken from the store;
 - ``duplicates_explained`` — every duplicate execution and side effect has a cause;
 - ``retries_follow_policy`` — each retry waits what the policy's backoff says for that
-  failure, leaves the retries it says, and a job is dead-lettered exactly when they run out.
+  failure, leaves the retries it says, and a job is dead-lettered exactly when they run out;
+- ``terminal_once`` — a job is done or dead-lettered once, and nothing locks, deletes or
+  dead-letters it afterwards.
 
 A violation names the invariant, the job and the sequence numbers of the events that show it.
 The checker can fail: an unsafe strategy with latency breaks ``exclusive_locks``.
@@ -25,7 +27,7 @@ from .history import Histories, histories
 from .trace import K, Trace
 
 INVARIANTS = ("no_job_lost", "done_means_ran", "exclusive_locks", "duplicates_explained",
-              "retries_follow_policy")
+              "retries_follow_policy", "terminal_once")
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,9 @@ def check(trace: Trace, scenario: Scenario, hist: Histories | None = None) -> li
                       f"{d.node} has no known cause", tuple(d.evidence))
             for d in hist.duplicates if d.cause == "unexplained"]
     out += _retries(trace, scenario)
+    out += [Violation("terminal_once", j, f"job {j} was written to (locked, deleted or "
+                      "dead-lettered) after it was done or dead-lettered", (first, later))
+            for j, first, later in hist.after_terminal]
     return out
 
 

@@ -15,6 +15,7 @@ from .handlers import Handler
 from .retry import ListBackoff, RetryPolicy
 
 WAKEUPS = ("poll", "notify", "ticks")
+HEARTBEAT_SCOPES = ("running", "held")
 COMPLETE_GUARDS = ("none", "owner")
 
 
@@ -40,6 +41,7 @@ class ExecutorConfig:
     threads: int = 4
     lock_time: float = 300.0
     heartbeat: float | None = None
+    heartbeat_scope: str = "running"
     queue_full_wait: float = 5.0
     complete_guard: str = "none"
     order: str = "id"

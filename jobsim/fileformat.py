@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from .claims import STRATEGIES
-from .config import COMPLETE_GUARDS, RECURRING_MODES, WAKEUPS
+from .config import COMPLETE_GUARDS, HEARTBEAT_SCOPES, RECURRING_MODES, WAKEUPS
 from .db import DIALECTS
 from .dialects import ISOLATIONS, SQLITE_BEGIN
 from .durations import parse_duration
@@ -26,7 +26,8 @@ _DIST = {"n": None, "mean": None, "max": None, "p50": None, "p90": None, "p99": 
 _CAUSES = {c: None for c in ("unsafe_acquisition", "lock_expired", "pause", "crash",
                              "partition", "unexplained")}
 _INVARIANTS = {k: None for k in ("no_job_lost", "done_means_ran", "exclusive_locks",
-                                 "duplicates_explained", "retries_follow_policy")}
+                                 "duplicates_explained", "retries_follow_policy",
+                                 "terminal_once")}
 ANY = "<any>"
 #: the shape of a run's summary, for checking an expectation's path before the run
 #: (``ANY`` stands for a priority, a node or a job name)
@@ -35,7 +36,7 @@ SUMMARY_SHAPE: dict[str, Any] = {
     "executions": None, "failures": None, "double_acquisitions": None, "statements": None,
     "duplicate_executions": {"total": None, "by_cause": _CAUSES},
     "duplicate_side_effects": {"total": None, "by_cause": _CAUSES},
-    "completions": {"done": None, "rejected": None},
+    "completions": {"done": None, "rejected_by_guard": None, "row_gone": None},
     "crash_recovery": {"stranded_jobs": None, "delay": _DIST},
     "acquisition": {k: None for k in ("attempts", "empty", "rows", "lost_races", "errors",
                                       "full")},
@@ -44,6 +45,7 @@ SUMMARY_SHAPE: dict[str, Any] = {
                 "by_priority": {ANY: {"jobs": None, "start_delay": _DIST}}},
     "named": {ANY: {k: None for k in ("id", "outcome", "executions", "start_delay",
                                       "end_to_end", "duplicate_executions")}},
+    "nodes": {ANY: {"executions": None, "executions_after_restart": None}},
     "throughput_per_s": None, "invariants": _INVARIANTS, "end_time": None, "drained": None,
     "trace_events": None,
 }
@@ -70,7 +72,7 @@ def figure_problem(path: str) -> tuple[str, str] | None:
 
 #: the top-level figures of a run's summary an expectation may name
 FIGURES = ("jobs", "executions", "failures", "duplicate_executions", "duplicate_side_effects",
-           "double_acquisitions", "completions", "crash_recovery", "acquisition", "statements", "polls", "latency", "named",
+           "double_acquisitions", "completions", "crash_recovery", "acquisition", "nodes", "statements", "polls", "latency", "named",
            "throughput_per_s", "invariants", "end_time", "drained", "trace_events")
 
 _dist = Either([
@@ -114,6 +116,8 @@ _EXECUTOR = {
     "threads": Int(lo=1, hi=1024),
     "lock_time": Dur(positive=True),
     "heartbeat": Dur(none_ok=True, positive=True, doc="extend running jobs' locks this often"),
+    "heartbeat_scope": Enum(HEARTBEAT_SCOPES, doc="running: the jobs being run; held: also "
+                                                  "those waiting in the local queue"),
     "queue_full_wait": Dur(positive=True),
     "complete_guard": Enum(COMPLETE_GUARDS, doc="none: DELETE by id; owner: AND locked_by=me"),
 }

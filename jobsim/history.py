@@ -14,6 +14,9 @@ second's), from the job's last lock conflict:
 - ``pause`` — the same, while the holder was paused (a stop-the-world stall: a zombie);
 - ``crash`` — an earlier execution was lost with its node; the job ran again once the lock
   expired;
+
+A run that starts after the job was dead-lettered is a duplicate too (its cause is the lock
+conflict that let two nodes hold the job).
 - ``partition`` — an earlier execution succeeded but its completion never reached the
   database (the node was cut off), so the job ran again;
 - ``unexplained`` — none of the above: a bug in the model, flagged by the checks.
@@ -77,7 +80,10 @@ class Histories:
     #: until some node acquired it again
     stranded: int = 0
     recoveries: list[float] = field(default_factory=list)
-    completions_rejected: int = 0
+    completions_rejected: int = 0  # refused by the owner guard
+    completions_row_gone: int = 0  # found no row to delete
+    #: writes to a job after it was done or dead-lettered: (job, terminal seq, seq)
+    after_terminal: list[tuple[int, int, int]] = field(default_factory=list)
 
 
 _INTERESTING = [K[k] for k in ("job_created", "locked", "lock_extended", "unlocked",
@@ -117,7 +123,10 @@ def histories(trace: Trace) -> Histories:
     waiting: dict[int, int] = {}  # job -> node that locked it and has not started it yet
     uncommitted: dict[int, int] = {}  # job -> node whose run ended, its statement not back
     recoveries: list[float] = []
-    stranded = rejected = 0
+    stranded = rejected = row_gone = 0
+    dead: set[int] = set()  # dead-lettered: any later run of it is a duplicate
+    terminal: dict[int, int] = {}  # job -> seq of its terminal event (done or dead letter)
+    after_terminal: list[tuple[int, int, int]] = []  # (job, terminal seq, offending seq)
     dups: list[Duplicate] = []
     doubles: list[tuple[int, int, int]] = []
 
@@ -162,6 +171,8 @@ def histories(trace: Trace) -> Histories:
                 acq_cause.pop((j, node), None)
             holder[j] = (node, x_[i], seq)
             waiting[j] = node
+            if j in terminal:
+                after_terminal.append((j, terminal[j], seq))
             if j in stranded_at:
                 recoveries.append(t - stranded_at.pop(j))
         elif k == KX:
@@ -181,7 +192,7 @@ def histories(trace: Trace) -> Histories:
             if waiting.get(j) == node:
                 del waiting[j]
             runs = running.setdefault(j, {})
-            if sum(runs.values()) > 0 or j in succeeded or j in crashed:
+            if sum(runs.values()) > 0 or j in succeeded or j in crashed or j in dead:
                 # The acquisition that led here, or else the job's last lock conflict (the
                 # first holder's execution may start after the overwriting node's), or a
                 # crash or a lost completion before it.
@@ -224,8 +235,15 @@ def histories(trace: Trace) -> Histories:
             if uncommitted.get(j) == node:
                 del uncommitted[j]
             if a_[i] == 0:
-                rejected += 1
+                if b_[i] == 0:
+                    row_gone += 1
+                else:
+                    rejected += 1
             if a_[i] == 1:
+                if j in terminal:
+                    after_terminal.append((j, terminal[j], seq))
+                else:
+                    terminal[j] = seq
                 s = story(j)
                 s.outcome, s.end = "done", t
                 holder.pop(j, None)
@@ -237,6 +255,11 @@ def histories(trace: Trace) -> Histories:
         elif k == KD:
             if uncommitted.get(j) == node:
                 del uncommitted[j]
+            dead.add(j)
+            if j in terminal:
+                after_terminal.append((j, terminal[j], seq))
+            else:
+                terminal[j] = seq
             s = story(j)
             s.outcome, s.end = "dead_lettered", t
             holder.pop(j, None)
@@ -251,7 +274,7 @@ def histories(trace: Trace) -> Histories:
                 del uncommitted[job]  # ran, but died before its outcome was committed
                 crashed[job] = seq
             for job, (owner, until, _) in holder.items():
-                if owner == node and until >= t:
+                if owner == node and until >= t and job not in stranded_at:
                     stranded_at[job] = t
                     stranded += 1
             paused.discard(node)
@@ -270,4 +293,5 @@ def histories(trace: Trace) -> Histories:
             s.pending_reason = reason
             if s.outcome == "lost":
                 s.outcome = "pending"
-    return Histories(jobs, dups, doubles, stranded, recoveries, rejected)
+    return Histories(jobs, dups, doubles, stranded, recoveries, rejected, row_gone,
+                     after_terminal)

@@ -88,12 +88,23 @@ def summary(trace: Trace, hist: Histories, violations: list[Violation], *,
             "start_delay": _dist((group["first_start"] - group["due"]).to_numpy(dtype=float)),
         }
     outcomes = Counter(jobs["outcome"])
+    starts = kind == K["exec_start"]
+    restarts = kind == K["node_restarted"]
+    per_node = {}
+    for code, name in enumerate(trace.nodes):
+        mine = starts & (cols["node"] == code)
+        back = cols["time"][restarts & (cols["node"] == code)]
+        per_node[name] = {
+            "executions": int(mine.sum()),
+            "executions_after_restart": int((cols["time"][mine] > back.max()).sum())
+            if len(back) else None}
     named = {}
     for s in hist.jobs.values():
         if s.name:
             named[s.name] = {"id": s.id, "outcome": s.outcome, "executions": s.executions,
                              "start_delay": _r(s.first_start - s.due),
-                             "end_to_end": _r(s.end - s.created),
+                             "end_to_end": _r(s.end - s.created) if s.outcome == "done"
+                             else None,
                              "duplicate_executions": s.duplicate_executions}
     return {
         "scenario": scenario_name,
@@ -110,7 +121,8 @@ def summary(trace: Trace, hist: Histories, violations: list[Violation], *,
         "duplicate_side_effects": {"total": int(sum(dup_side.values())),
                                    "by_cause": {c: dup_side.get(c, 0) for c in CAUSES}},
         "double_acquisitions": len(hist.double_acquisitions),
-        "completions": {"done": int(done.sum()), "rejected": hist.completions_rejected},
+        "completions": {"done": int(done.sum()), "rejected_by_guard": hist.completions_rejected,
+                        "row_gone": hist.completions_row_gone},
         "crash_recovery": {"stranded_jobs": hist.stranded,
                            "delay": _dist(np.asarray(hist.recoveries, dtype=float))},
         "acquisition": {"attempts": int(acq.sum()), "empty": int((got == 0).sum()),
@@ -123,6 +135,7 @@ def summary(trace: Trace, hist: Histories, violations: list[Violation], *,
         "latency": {"start_delay": _dist(start_delay), "end_to_end": _dist(e2e[done.to_numpy()]),
                     "by_priority": by_priority},
         "named": dict(sorted(named.items())),
+        "nodes": dict(sorted(per_node.items())),
         "throughput_per_s": _r(done.sum() / end_time) if end_time > 0 else None,
         "invariants": verdicts(violations),
         "trace_events": len(trace),

@@ -58,6 +58,9 @@ def narrate(trace: Trace, limit: int | None = 60) -> list[str]:
             if a_[i] == 0 and b_[i] == 1:
                 lines.append(f"  {who} job {j} completion REJECTED: another node holds its "
                              "row now")
+            elif a_[i] == 0 and b_[i] == 2:
+                lines.append(f"  {who} job {j} completion REJECTED: its row is no longer "
+                             "locked by this node (rescheduled or moved)")
             elif a_[i] == 0:
                 lines.append(f"  {who} job {j} done again: its row was already gone "
                              "(a duplicate run)")

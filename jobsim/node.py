@@ -10,7 +10,9 @@ A node runs, as SimPy processes (never one per job):
   between are counted, not simulated (an idle month costs a handful of events);
 - **worker threads** that take jobs from the bounded local queue, in order, and execute them:
   the handler's run, its side effect, then the completion or failure statement;
-- an optional **heartbeat** that extends the locks of the jobs it is running.
+- an optional **heartbeat** that extends the locks of the jobs it is running
+  (``heartbeat_scope: running``, failsafe-executor v2, db-scheduler) or of every job it holds,
+  those waiting in its local queue too (``held``, failsafe-executor v3).
 
 Faults: ``crash()`` kills every process at that instant — the local queue and running
 executions are lost, the locks stay in the table until they expire — and ``restart()``
@@ -346,10 +348,17 @@ class Node:
         hstreams, says = world._hstreams, world._says
         track = self.track_running
 
-        def complete(now: float, jid: int) -> tuple[bool, bool]:
+        def complete(now: float, jid: int) -> tuple[bool, int]:
+            """DELETE; and why nothing was deleted, or whose lock it overrode (see the
+            ``completed`` event: 0 none / row gone, 1 another node's lock, 2 not ours)."""
             row = store.get(jid)
-            other = row is not None and row.locked_by is not None and row.locked_by != me
-            return store.delete(jid, owner), other
+            if row is None:
+                return False, 0
+            why = 1 if row.locked_by is not None and row.locked_by != me else 0
+            deleted = store.delete(jid, owner)
+            if not deleted and why == 0:
+                why = 2  # still there, but unlocked (rescheduled) or moved: not ours
+            return deleted, why
 
         while True:
             if queue:
@@ -476,9 +485,12 @@ class Node:
             yield env.timeout(cfg.heartbeat)
             if self._paused is not None:
                 yield self._paused
-            if not self.running:
+            held = set(self.running)
+            if cfg.heartbeat_scope == "held":  # also the jobs waiting in the local queue
+                held.update(item[0] for item in self.queue)
+            if not held:
                 continue
-            ids = sorted(self.running)
+            ids = sorted(held)
             try:
                 done, _ = yield from self.db.run(
                     me, lambda now: (store.extend(ids, me, now + cfg.lock_time),

@@ -36,7 +36,9 @@ KINDS: dict[str, str] = {
     "exec_end": "attempt, a=1 ok / 0 error, b=1 if the side effect happened at this instant "
                 "(at the end of the run), text=error, or what the handler says at its side "
                 "effect",
-    "completed": "a=rows deleted (0: the row was gone), b=1 if another node held the lock",
+    "completed": "a=rows deleted; b=1 another node held the lock (overridden if a=1, the "
+                 "owner guard refused if a=0), b=2 the row is there but not locked by this node "
+                 "(a=0), b=0 otherwise (a=0: the row was gone)",
     "retry_scheduled": "attempt, a=retries left, x=new due time, text=error",
     "dead_lettered": "attempt, text=error",
     "unlocked": "text=reason",

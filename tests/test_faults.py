@@ -84,7 +84,7 @@ def test_an_owner_guard_rejects_the_zombies_completion():
     sc = make(extra=", complete_guard: owner, heartbeat: 5s", duration="40s",
               faults="[{at: 5s, pause: node-A, for: 40s}]")
     a = analyse(run(sc))
-    assert a.summary["completions"] == {"done": 1, "rejected": 1}
+    assert a.summary["completions"] == {"done": 1, "rejected_by_guard": 1, "row_gone": 0}
     assert a.summary["duplicate_side_effects"]["by_cause"]["pause"] == 1
 
 

@@ -186,3 +186,74 @@ def test_a_scenario_name_is_one_safe_folder_name():
 def test_bench_needs_two_replications(capsys):
     assert main(["bench", "--replications", "1"]) == 2
     assert "at least 2" in capsys.readouterr().err
+
+
+def test_a_run_after_a_dead_letter_is_a_duplicate():
+    """node-A prefetches job 2; its lock expires in A's queue, node-B runs it and dead-letters
+    it; A then runs its stale copy: a duplicate execution, explained by the lock's expiry."""
+    _, r = _run("""
+name: dl
+until: drained
+executor: {poll_interval: 1s, batch_size: 2, queue_size: 2, threads: 1, lock_time: 5s,
+           retry: {attempts: 1, backoff: {fixed: 1s}}}
+nodes: [{name: node-A}, {name: node-B, start_at: 2s}]
+handlers:
+  slow: {duration: 20s}
+  bad: {duration: 1s, outcome: always_fail, error: boom}
+workload: {jobs: [{id: 1, handler: slow}, {id: 2, handler: bad}]}
+""")
+    a = analyse(r)
+    assert (2, "lock_expired") in {(d.job, d.cause) for d in a.histories.duplicates
+                                   if d.what == "execution"}
+    assert a.violations == []
+
+
+def test_a_job_finished_twice_breaks_terminal_once(lesson_path):
+    from jobsim.checks import check
+    from jobsim.trace import K, Trace
+
+    t = Trace()
+    t.node("node-A")
+    t.add(0.0, K["job_created"], -1, 2, x=0.0, text=t.text("bureau-call"))
+    t.add(0.0, K["exec_start"], 0, 2, 1)
+    t.add(1.0, K["exec_end"], 0, 2, 1, a=1)
+    t.add(1.0, K["completed"], 0, 2, 1, a=1)
+    t.add(2.0, K["completed"], 0, 2, 1, a=1)
+    vs = check(t, scenario.load(lesson_path))
+    assert [v.invariant for v in vs] == ["terminal_once"]
+
+
+def test_crash_recovery_counts_a_job_once_across_two_crashes():
+    text = """
+name: cc
+until: drained
+executor: {poll_interval: 1s, lock_time: 60s, threads: 1, queue_size: 1, batch_size: 1}
+nodes: [{name: a}, {name: b, start_at: 30s}]
+handlers: {w: {duration: 100s}}
+workload: {jobs: [{handler: w}]}
+faults: [{at: 10s, crash: a, restart_after: 5s}, {at: 20s, crash: a, restart_after: 5s}]
+"""
+    _, r = _run(text)
+    h = histories(r.trace)
+    assert h.stranded == 1
+    assert h.recoveries == [pytest.approx(51.0, abs=1.5)]  # from the first crash at 10 s
+
+
+def test_a_guarded_completion_of_a_rescheduled_row_is_told_as_such():
+    from jobsim.narrative import narrate
+
+    _, r = _run("""
+name: zr
+until: drained
+db: {latency: 2ms}
+executor: {poll_interval: 1s, lock_time: 30s, complete_guard: owner, threads: 1,
+           queue_size: 1, batch_size: 1, retry: {attempts: 3, backoff: [100s]}}
+nodes: [{name: node-A}, {name: node-B, start_at: 500ms}]
+handlers:
+  pay: {duration: 60s, outcome: {fail_first: 2}}
+workload: {jobs: [{name: pay, handler: pay}]}
+faults: [{at: 5s, pause: node-A, for: 120s}]
+""")
+    lines = narrate(r.trace, limit=None)
+    assert any("no longer locked by this node" in line for line in lines)
+    assert analyse(r).summary["completions"]["rejected_by_guard"] >= 1
