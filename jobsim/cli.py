@@ -144,10 +144,11 @@ def _run(args: argparse.Namespace) -> int:
             print()
         for line in format_summary(a, None):
             print(line)
-        if a.violations:
+        if a.unexpected_violations:
             tdf = trace_frame(a.result.trace)
-            shown = a.violations[:10]
-            print(f"\n{len(a.violations)} invariant violation(s); the first {len(shown)}:")
+            shown = a.unexpected_violations[:10]
+            print(f"\n{len(a.unexpected_violations)} invariant violation(s); the first "
+                  f"{len(shown)}:")
             for v in shown:
                 print(format_violation(v, tdf))
             where = out / a.name if a.result.scenario.variant is not None else out

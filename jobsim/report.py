@@ -74,8 +74,20 @@ class Analysis:
         return self.result.scenario.variant or self.result.scenario.name
 
     @property
+    def expected_invariants(self) -> set[str]:
+        """Invariants the scenario's own expectations speak about (``invariants.<name>``):
+        a teaching scenario may show an unsafe strategy breaking one, and judge it so."""
+        return {e.path.split(".")[1] for e in self.result.scenario.expect
+                if e.path.startswith("invariants.") and e.path.count(".") == 1}
+
+    @property
+    def unexpected_violations(self) -> list[Violation]:
+        expected = self.expected_invariants
+        return [v for v in self.violations if v.invariant not in expected]
+
+    @property
     def ok(self) -> bool:
-        return not self.violations and all(v.ok for v in self.verdicts)
+        return not self.unexpected_violations and all(v.ok for v in self.verdicts)
 
 
 def analyse(result: RunResult) -> Analysis:
@@ -148,7 +160,10 @@ def format_summary(a: Analysis, out: Path | None = None) -> list[str]:
         causes = ", ".join(f"{k} {v}" for k, v in d["by_cause"].items() if v)
         lines.append(f"duplicates   by cause: {causes}")
     if bad:
-        lines.append("invariants   FAILED: " + ", ".join(f"{k} ({v})" for k, v in bad.items()))
+        expected = a.expected_invariants
+        lines.append("invariants   FAILED: " + ", ".join(
+            f"{k} ({v}{', as this scenario expects' if k in expected else ''})"
+            for k, v in bad.items()))
     else:
         lines.append(f"invariants   all {len(s['invariants'])} hold")
     for v in a.verdicts:
