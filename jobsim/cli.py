@@ -204,8 +204,9 @@ def _validate(args: argparse.Namespace) -> int:
             sc = runs[0]
             variants = f", variants: {', '.join(r.variant for r in runs)}" \
                 if sc.variant is not None else ""
-            print(f"{f}: ok ({sc.name}: {len(sc.nodes)} nodes, {len(sc.handlers)} handlers"
-                  f"{variants})")
+            nodes = f"{len(sc.nodes)} node{'s' if len(sc.nodes) != 1 else ''}"
+            handlers = f"{len(sc.handlers)} handler{'s' if len(sc.handlers) != 1 else ''}"
+            print(f"{f}: ok ({sc.name}: {nodes}, {handlers}{variants})")
     return status
 
 
