@@ -72,12 +72,14 @@ class Database:
         self._inserted: simpy.Event | None = None
         self._changed: simpy.Event | None = None
 
-    def run(self, node: str, apply: Callable[[float], T],
-            wakes: bool = False) -> Generator[simpy.Event, Any, tuple[T, float]]:
+    def run(self, node: str, apply: Callable[[float], T], wakes: bool = False,
+            rows: tuple[int, ...] | list[int] = ()) -> Generator[simpy.Event, Any, tuple[T, float]]:
         """Issue one statement for ``node``; ``apply(now)`` runs at its commit instant.
 
         Returns ``(apply's result, latency)``. ``wakes`` marks a write that may make a row
-        eligible sooner, which wakes idle nodes. A node cut off from the database waits the
+        eligible sooner, which wakes idle nodes. On PostgreSQL the statement first waits for
+        any open transaction holding a row lock on ``rows`` (the rows it writes), then applies
+        to their newest versions. A node cut off from the database waits the
         partition's timeout and gets ``StatementFailed``; a node that dies while its statement
         is in flight (an interrupt) gives its connection back and nothing is applied.
         """
@@ -93,6 +95,7 @@ class Database:
             yield env.timeout(cut)
             raise StatementFailed(node)
         req = wreq = None
+        applied = False
         try:
             if self.pool is not None:
                 req = self.pool.request()
@@ -110,12 +113,18 @@ class Database:
                     yield env.timeout(lat)
             if node in self._cut:
                 raise StatementFailed(node)  # cut off while the statement was in flight
+            if self.row_locks:
+                for rid in rows:
+                    while (holder := self.row_locks.get(rid)) is not None:
+                        yield holder.end  # Lock:transactionid, then the newest version
             result = apply(env.now)
+            applied = True
         finally:
             if wreq is not None:
                 if wreq.triggered:
                     self.write_lock.release(wreq)
-                    self.commits += 1
+                    if applied:
+                        self.commits += 1
                 else:
                     wreq.cancel()
             if req is not None:

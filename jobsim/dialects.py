@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 import simpy
 
 from .claims import Attempt
+from .db import StatementFailed
 from .store import JOB
 
 if TYPE_CHECKING:
@@ -58,40 +59,62 @@ class Busy(Exception):
 class Txn:
     """An open transaction: its row locks (PostgreSQL) and the event of its end."""
 
-    __slots__ = ("start", "end", "committed", "rows", "holds_write")
+    __slots__ = ("start", "end", "committed", "rows", "conn")
 
     def __init__(self, env: simpy.Environment):
         self.start = env.now
         self.end = env.event()
         self.committed = False
         self.rows: list[int] = []
-        self.holds_write = False
+        self.conn: Any = None
 
 
 Gen = Generator[Any, Any, Attempt]
 
 
-def _begin(db: "Database") -> Txn:
-    return Txn(db.env)
+def _open(db: "Database") -> Generator[Any, Any, Txn]:
+    """BEGIN: take a connection from the pool (if bounded) for the whole transaction."""
+    txn = Txn(db.env)
+    if db.pool is not None:
+        req = db.pool.request()
+        try:
+            yield req
+        except BaseException:
+            req.cancel()
+            raise
+        txn.conn = req
+        txn.start = db.env.now
+    return txn
 
 
 def _finish(db: "Database", txn: Txn, commit: bool) -> None:
+    """COMMIT or ROLLBACK: release the row locks and the connection, wake the waiters."""
     for rid in txn.rows:
         if db.row_locks.get(rid) is txn:
             del db.row_locks[rid]
     txn.committed = commit
-    if commit:
+    if commit and txn.rows:
         db.commits += 1
+    if txn.conn is not None:
+        db.pool.release(txn.conn)
+        txn.conn = None
     if not txn.end.triggered:
         txn.end.succeed(commit)
 
 
 def _statement(db: "Database", me: str) -> Generator[Any, Any, float]:
-    """One statement's latency (counted)."""
+    """One statement's latency (counted); a node cut off from the database waits its
+    partition's timeout and gets ``StatementFailed`` (the transaction then rolls back)."""
     db.statements += 1
+    cut = db._cut.get(me)
+    if cut is not None:
+        yield db.env.timeout(cut)
+        raise StatementFailed(me)
     lat = db.sample_latency(me)
     if lat > 0:
         yield db.env.timeout(lat)
+    if me in db._cut:
+        raise StatementFailed(me)
     return lat
 
 
@@ -122,23 +145,33 @@ def _hold(hold: simpy.Event | None) -> Generator[Any, Any, bool]:
 
 def pg_update(db: "Database", me: str, n: int, lock_time: float, *, guard: bool,
               ids: list[int] | None = None, versions: dict[int, int] | None = None,
-              hold: simpy.Event | None = None, txn: Txn | None = None) -> Gen:
+              snap: dict[int, int] | None = None,
+              hold: simpy.Event | None = None) -> Gen:
     """``UPDATE … WHERE id IN (<candidates>) [AND guard] [AND version = v]`` as one
     statement; the candidates are the subquery on the statement's snapshot unless ``ids``
-    are given (read-then-write, optimistic)."""
+    are given (read-then-write, optimistic; ``snap`` then holds the versions they were read
+    at). Under REPEATABLE READ and SERIALIZABLE a target row changed since the snapshot is a
+    serialization failure."""
     env, store = db.env, db.store
-    own = txn is None
-    txn = txn or _begin(db)
+    txn = yield from _open(db)
     att = Attempt(n)
     try:
         now = txn.start
-        cands = ids if ids is not None else [rid for rid, _ in store.select(env.now, n)]
+        if ids is None:
+            seen = store.select(env.now, n)
+            cands = [rid for rid, _ in seen]
+            snap = dict(seen)
+        else:
+            cands = ids
+        strict = db.isolation != "read_committed"
         got: list[int] = []
         for rid in cands:
             waited = yield from _wait_row(db, rid, txn)
-            if waited is not None and waited.committed and db.isolation != "read_committed":
-                raise SerializationFailure
             row = store.get(rid)
+            if strict and snap is not None and (
+                    row is None or row.version != snap.get(rid, row.version)) or \
+                    strict and waited is not None and waited.committed:
+                raise SerializationFailure
             if row is None or row.table != JOB:
                 att.lost += 1 if ids is not None else 0
                 continue
@@ -151,17 +184,17 @@ def pg_update(db: "Database", me: str, n: int, lock_time: float, *, guard: bool,
             got.append(rid)
         att.latency += yield from _statement(db, me)
         att.statements += 1
-        if own:
-            commit = yield from _hold(hold)
-            if not commit:
-                _finish(db, txn, False)
-                return att
+        commit = yield from _hold(hold)
+        if not commit:
+            _finish(db, txn, False)
+            return att
         att.locked = store.lock(got, me, env.now, now + lock_time, guard=False)
-        if own:
-            _finish(db, txn, True)
+        _finish(db, txn, True)
         return att
     except SerializationFailure:
         att.errors += 1
+        att.statements += 1
+        db.statements += 1
         att.error = "40001"
         _finish(db, txn, False)
         return att
@@ -172,8 +205,12 @@ def pg_update(db: "Database", me: str, n: int, lock_time: float, *, guard: bool,
 
 def pg_select(db: "Database", me: str, n: int) -> Generator[Any, Any, tuple[list, float]]:
     """A plain SELECT: the snapshot at its start; no locks, never blocks."""
-    seen = db.store.select(db.env.now, n)
-    lat = yield from _statement(db, me)
+    txn = yield from _open(db)
+    try:
+        seen = db.store.select(db.env.now, n)
+        lat = yield from _statement(db, me)
+    finally:
+        _finish(db, txn, False)
     return seen, lat
 
 
@@ -190,7 +227,7 @@ def pg_read_then_write(db, me, n, lock_time, hold=None):
     if not seen:
         return Attempt(n, [], 0, 1, lat)
     att = yield from pg_update(db, me, n, lock_time, guard=False,
-                               ids=[rid for rid, _ in seen], hold=hold)
+                               ids=[rid for rid, _ in seen], snap=dict(seen), hold=hold)
     att.statements += 1
     att.latency += lat
     return att
@@ -201,7 +238,7 @@ def pg_optimistic(db, me, n, lock_time, hold=None):
     total = Attempt(n, [], 0, 1, lat)
     for i, (rid, version) in enumerate(seen):
         one = yield from pg_update(db, me, 1, lock_time, guard=False, ids=[rid],
-                                   versions={rid: version},
+                                   versions={rid: version}, snap={rid: version},
                                    hold=hold if i == 0 else None)
         total.locked += one.locked
         total.lost += one.lost
@@ -216,7 +253,7 @@ def pg_skip_locked(db, me, n, lock_time, hold=None):
     """``SELECT … FOR UPDATE SKIP LOCKED LIMIT n`` then ``UPDATE … WHERE id = ANY(ids)`` in
     one transaction: rows locked by open transactions are skipped, the LIMIT keeps pulling."""
     env, store = db.env, db.store
-    txn = _begin(db)
+    txn = yield from _open(db)
     att = Attempt(n)
     try:
         skip = sum(1 for t in db.row_locks.values() if t is not txn)
@@ -229,8 +266,10 @@ def pg_skip_locked(db, me, n, lock_time, hold=None):
             if len(got) == n:
                 break
         att.latency += yield from _statement(db, me)  # the SELECT … FOR UPDATE
-        att.latency += yield from _statement(db, me)  # the UPDATE and COMMIT
-        att.statements += 2
+        att.statements += 1
+        if got:
+            att.latency += yield from _statement(db, me)  # the UPDATE and COMMIT
+            att.statements += 1
         commit = yield from _hold(hold)
         if commit:
             att.locked = store.lock(got, me, env.now, txn.start + lock_time, guard=False)
@@ -259,7 +298,12 @@ def _write_lock(db: "Database") -> Generator[Any, Any, Any]:
 def sq_write(db, me, n, lock_time, *, guard, ids=None, versions=None, hold=None):
     """An autocommit write: take the write lock, read the newest state, write, commit."""
     env, store = db.env, db.store
-    req = yield from _write_lock(db)
+    txn = yield from _open(db)
+    try:
+        req = yield from _write_lock(db)
+    except BaseException:
+        _finish(db, txn, False)
+        raise
     att = Attempt(n)
     try:
         att.latency += yield from _statement(db, me)
@@ -278,6 +322,7 @@ def sq_write(db, me, n, lock_time, *, guard, ids=None, versions=None, hold=None)
         return att
     finally:
         db.write_lock.release(req)
+        _finish(db, txn, False)
 
 
 def sq_guarded(db, me, n, lock_time, hold=None):
@@ -292,9 +337,10 @@ def sq_read_then_write(db, me, n, lock_time, hold=None):
     env, store = db.env, db.store
     begin = db.sqlite_begin
     req = None
-    if begin == "immediate":
-        req = yield from _write_lock(db)
+    txn = yield from _open(db)
     try:
+        if begin == "immediate":
+            req = yield from _write_lock(db)
         snapshot = db.commits
         seen = store.select(env.now, n)
         lat = yield from _statement(db, me)
@@ -302,6 +348,7 @@ def sq_read_then_write(db, me, n, lock_time, hold=None):
             return Attempt(n, [], 0, 1, lat)
         ids = [rid for rid, _ in seen]
         if begin == "autocommit":
+            _finish(db, txn, False)  # the SELECT's own connection; the UPDATE takes one
             att = yield from sq_write(db, me, n, lock_time, guard=False, ids=ids, hold=hold)
             att.statements += 1
             att.latency += lat
@@ -323,11 +370,11 @@ def sq_read_then_write(db, me, n, lock_time, hold=None):
     finally:
         if req is not None:
             db.write_lock.release(req)
+        _finish(db, txn, False)
 
 
 def sq_optimistic(db, me, n, lock_time, hold=None):
-    seen = db.store.select(db.env.now, n)
-    lat = yield from _statement(db, me)
+    seen, lat = yield from pg_select(db, me, n)  # a plain SELECT: no lock either way
     total = Attempt(n, [], 0, 1, lat)
     for i, (rid, version) in enumerate(seen):
         one = yield from sq_write(db, me, 1, lock_time, guard=False, ids=[rid],

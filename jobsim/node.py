@@ -233,8 +233,11 @@ class Node:
                     yield env.timeout(period)
                     continue
             hand_out(att)
-            if len(att.locked) == asked or att.errors:
-                continue  # a full batch, or a 40001 / SQLITE_BUSY to retry at once
+            if att.errors:
+                yield env.timeout(0)  # a 40001 / SQLITE_BUSY: retry at once, after the others
+                continue
+            if len(att.locked) == asked:
+                continue
             now = env.now
             next_poll = now + period
             soonest = store.next_eligible(now)
@@ -423,7 +426,8 @@ class Node:
                         world.finished(jid)
             else:
                 try:
-                    (deleted, other), _ = yield from db.run(me, lambda now: complete(now, jid))
+                    (deleted, other), _ = yield from db.run(
+                        me, lambda now: complete(now, jid), rows=(jid,))
                 except StatementFailed:
                     self._failed("complete", jid, attempt)
                 else:
@@ -462,7 +466,7 @@ class Node:
             return "retry", d.left, now + d.delay
 
         try:
-            (what, left, due), _ = yield from self.db.run(me, apply, wakes=True)
+            (what, left, due), _ = yield from self.db.run(me, apply, wakes=True, rows=(jid,))
         except StatementFailed:
             self._failed("fail", jid, attempt)
             return
@@ -494,7 +498,7 @@ class Node:
             try:
                 done, _ = yield from self.db.run(
                     me, lambda now: (store.extend(ids, me, now + cfg.lock_time),
-                                     now + cfg.lock_time))
+                                     now + cfg.lock_time), rows=ids)
             except StatementFailed:
                 self._failed("heartbeat")
                 continue

@@ -110,6 +110,7 @@ class World:
         now = self.env.now
         row = Row(jid, kind, handler, priority, now, now + due_in, self._retries[handler])
         self.store.insert(row, JOB)
+        self.db.commits += 1  # a client's INSERT commits too (SQLite's snapshots see it)
         self.created += 1
         self.live += 1
         trace = self.trace

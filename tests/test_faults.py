@@ -1,6 +1,7 @@
 """Faults on a schedule, recurring schedules, and what they do to a run."""
 
 import numpy as np
+import pytest
 
 from jobsim import scenario
 from jobsim.checks import check
@@ -144,3 +145,22 @@ def test_progress_reports_without_changing_the_trace(race_text):
     with_progress = run(sc, progress=lambda f, t: seen.append(f))
     assert run(sc).trace_sha256 == with_progress.trace_sha256
     assert seen and seen[-1] == 1.0 and all(0 <= f <= 1 for f in seen)
+
+
+@pytest.mark.parametrize("dialect", ["postgres", "sqlite"])
+def test_a_partition_cuts_claims_off_on_every_dialect(dialect):
+    text = f"""
+name: p
+until: 1m
+db: {{dialect: {dialect}, latency: 1ms}}
+executor: {{poll_interval: 1s, lock_time: 30s}}
+nodes: [{{name: a}}]
+handlers: {{w: {{duration: 100ms}}}}
+workload: {{streams: [{{name: s, handler: w, count: 200, rate: 2/s}}]}}
+faults: [{{at: 10s, partition: a, for: 20s, timeout: 1s}}]
+"""
+    result = run(scenario.loads(text))
+    locked = events(result, "locked")
+    inside = (locked["time"] > 11.0) & (locked["time"] < 30.0)
+    assert inside.sum() == 0
+    assert len(events(result, "statement_failed")["time"]) > 0

@@ -152,3 +152,71 @@ def test_sqlite_autocommit_read_then_write_doubles():
     s2 = [lk.id for lk in out["S2"].locked]
     assert s1 == TOP and s2 == TOP
     assert all(lk.previous_valid for lk in out["S2"].locked)
+
+
+def test_repeatable_read_fails_on_any_target_row_changed_since_the_snapshot():
+    """S1 holds row 1 (n=1) and later rolls back; S2 (REPEATABLE READ) snapshots rows 1..10
+    and waits on row 1; meanwhile S3 (SKIP LOCKED) commits rows 2..11. S2 must fail with
+    40001 rather than overwrite S3's rows — under READ COMMITTED it would re-check instead."""
+    for isolation, expect_error in (("repeatable_read", "40001"), ("read_committed", None)):
+        db = _db("postgres", isolation=isolation)
+        env, out, hold = db.env, {}, None
+        hold = env.event()
+        pg = STRATEGIES["postgres"]
+
+        def s1():
+            out["s1"] = yield from pg["guarded_update"](db, "S1", 1, 30.0, hold=hold)
+
+        def s2():
+            yield env.timeout(1)
+            out["s2"] = yield from pg["guarded_update"](db, "S2", 10, 30.0)
+
+        def s3():
+            yield env.timeout(2)
+            out["s3"] = yield from pg["skip_locked"](db, "S3", 10, 30.0)
+            yield env.timeout(1)
+            hold.succeed("rollback")
+
+        for p in (s1, s2, s3):
+            env.process(p())
+        env.run(until=10)
+        assert [lk.id for lk in out["s3"].locked] == list(range(2, 12))
+        assert out["s2"].error == expect_error
+        if expect_error is None:  # READ COMMITTED: re-check; only row 1 is still free
+            assert [lk.id for lk in out["s2"].locked] == [1]
+
+
+def test_a_transaction_holds_its_pool_connection():
+    """With one connection, three SKIP LOCKED sessions run one after another."""
+    db = _db("postgres")
+    db.pool = simpy.Resource(db.env, capacity=1)
+    db.sample_latency = lambda node: 1.0
+    done = {}
+
+    def session(name):
+        yield from STRATEGIES["postgres"]["skip_locked"](db, name, 10, 30.0)
+        done[name] = db.env.now
+
+    for name in "ABC":
+        db.env.process(session(name))
+    db.env.run(until=20)
+    assert sorted(done.values()) == pytest.approx([2.0 + 1e-9, 4.0 + 1e-9, 6.0 + 1e-9])
+
+
+def test_zero_latency_sqlite_deferred_retries_terminate():
+    """SQLITE_BUSY at once with no statement latency: the node retries after the others had
+    their turn, instead of spinning in one instant."""
+    from jobsim import scenario
+    from jobsim.world import run
+
+    sc = scenario.loads("""
+name: busy
+until: drained
+horizon: 1h
+db: {dialect: sqlite, sqlite_begin: deferred}
+executor: {acquisition: read_then_write, poll_interval: 1s}
+nodes: 2
+handlers: {w: {duration: 1s}}
+workload: {streams: [{name: s, handler: w, count: 50}]}
+""")
+    assert run(sc).drained
