@@ -79,7 +79,7 @@ Gen = Generator[Any, Any, Attempt]
 def guarded_update(db: Database, me: str, n: int, lock_time: float, table: str = JOB) -> Gen:
     store = db.store
     locked, lat = yield from db.run(
-        me, lambda now: store.claim(me, now, n, now + lock_time, table))
+        me, lambda now: db.locked(me, store.claim(me, now, n, now + lock_time, table)))
     return Attempt(n, locked, 0, 1, lat)
 
 
@@ -88,7 +88,8 @@ def guarded_update_now(db: Database, me: str, n: int, lock_time: float,
     """``guarded_update`` on an instant database, without the generator machinery."""
     db.statements += 1
     now = db.env.now
-    return Attempt(n, db.store.claim(me, now, n, now + lock_time, table), 0, 1, 0.0)
+    return Attempt(n, db.locked(me, db.store.claim(me, now, n, now + lock_time, table)),
+                   0, 1, 0.0)
 
 
 def unguarded_update(db: Database, me: str, n: int, lock_time: float, table: str = JOB) -> Gen:
@@ -96,7 +97,8 @@ def unguarded_update(db: Database, me: str, n: int, lock_time: float, table: str
 
     def apply(now: float) -> list[Locked]:
         ids = [rid for rid, _ in store.select(now, n, table)]
-        return store.lock(ids, me, now, now + lock_time, guard=False, table=table)
+        return db.locked(me, store.lock(ids, me, now, now + lock_time, guard=False,
+                                        table=table))
 
     locked, lat = yield from db.run(me, apply)
     return Attempt(n, locked, 0, 1, lat)
@@ -109,7 +111,8 @@ def read_then_write(db: Database, me: str, n: int, lock_time: float, table: str 
         return Attempt(n, [], 0, 1, lat1)
     ids = [rid for rid, _ in seen]
     locked, lat2 = yield from db.run(
-        me, lambda now: store.lock(ids, me, now, now + lock_time, guard=False, table=table))
+        me, lambda now: db.locked(me, store.lock(ids, me, now, now + lock_time, guard=False,
+                                                 table=table)))
     return Attempt(n, locked, len(ids) - len(locked), 2, lat1 + lat2)
 
 
@@ -119,9 +122,9 @@ def optimistic(db: Database, me: str, n: int, lock_time: float, table: str = JOB
     attempt = Attempt(n, [], 0, 1, lat)
     for rid, version in seen:
         got, l2 = yield from db.run(
-            me, lambda now, rid=rid, version=version: store.lock(
+            me, lambda now, rid=rid, version=version: db.locked(me, store.lock(
                 [rid], me, now, now + lock_time, guard=False, versions={rid: version},
-                table=table))
+                table=table)))
         attempt.statements += 1
         attempt.latency += l2
         if got:

@@ -64,6 +64,8 @@ class Database:
         #: SQLite: the database-wide write lock
         self.write_lock = simpy.Resource(env, capacity=1) if dialect == "sqlite" else None
         self.commits = 0
+        #: node name -> what it does with rows its claims lock (trace, hand to threads)
+        self.lock_listeners: dict[str, Callable[[list], None]] = {}
         self.factor = 1.0
         self._cut: dict[str, float] = {}
         self._streams = streams
@@ -135,6 +137,14 @@ class Database:
         if wakes:
             self.touch()
         return result, lat
+
+    def locked(self, node: str, items: list) -> list:
+        """Tell ``node`` what one of its claim statements just locked, at its commit instant
+        (a claim of several statements reports each one as it commits), and pass it on."""
+        listener = self.lock_listeners.get(node)
+        if listener is not None and items:
+            listener(items)
+        return items
 
     def sample_latency(self, node: str) -> float:
         """One statement latency for ``node`` (its own stream; the slow-DB factor applied)."""

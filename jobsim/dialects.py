@@ -188,7 +188,7 @@ def pg_update(db: "Database", me: str, n: int, lock_time: float, *, guard: bool,
         if not commit:
             _finish(db, txn, False)
             return att
-        att.locked = store.lock(got, me, env.now, now + lock_time, guard=False)
+        att.locked = db.locked(me, store.lock(got, me, env.now, now + lock_time, guard=False))
         _finish(db, txn, True)
         return att
     except SerializationFailure:
@@ -272,7 +272,8 @@ def pg_skip_locked(db, me, n, lock_time, hold=None):
             att.statements += 1
         commit = yield from _hold(hold)
         if commit:
-            att.locked = store.lock(got, me, env.now, txn.start + lock_time, guard=False)
+            att.locked = db.locked(me, store.lock(got, me, env.now, txn.start + lock_time,
+                                                  guard=False))
         _finish(db, txn, commit)
         return att
     except BaseException:
@@ -314,8 +315,8 @@ def sq_write(db, me, n, lock_time, *, guard, ids=None, versions=None, hold=None)
             if ids is None:
                 ids = [rid for rid, _ in store.select(now, n)]
             before = len(ids)
-            att.locked = store.lock(ids, me, now, now + lock_time, guard=guard,
-                                    versions=versions)
+            att.locked = db.locked(me, store.lock(ids, me, now, now + lock_time, guard=guard,
+                                                  versions=versions))
             if versions is not None:
                 att.lost += before - len(att.locked)
             db.commits += 1
@@ -364,7 +365,7 @@ def sq_read_then_write(db, me, n, lock_time, hold=None):
         att = Attempt(n, [], 0, 2, lat)
         if commit:
             now = env.now
-            att.locked = store.lock(ids, me, now, now + lock_time, guard=False)
+            att.locked = db.locked(me, store.lock(ids, me, now, now + lock_time, guard=False))
             db.commits += 1
         return att
     finally:

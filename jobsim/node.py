@@ -83,6 +83,7 @@ class Node:
     def start(self) -> None:
         env = self.env
         self.alive = True
+        self.db.lock_listeners[self.name] = self._on_locked
         self._procs = [env.process(self._life(self._acquisition_loop()))]
         self._procs += [env.process(self._life(self._worker(i))) for i in range(self.cfg.threads)]
         if self.cfg.heartbeat:
@@ -171,15 +172,15 @@ class Node:
         self.trace.add(self.env.now, K["statement_failed"], self.code, job, attempt,
                        text=self.trace.text(statement))
 
-    def _hand_out(self, att: Attempt) -> None:
-        """Trace an attempt and hand what it locked to idle threads, or queue it."""
-        world, trace, env = self.world, self.trace, self.env
-        now, emit, code, k_locked, node = env.now, trace.emit, self.code, K["locked"], trace.node
-        emit((now, K["acquire"], code, -1, att.errors, att.asked, len(att.locked), att.lost,
-              att.latency, self._strategy_text))
-        world.lost_races += att.lost
+    def _on_locked(self, locked: list) -> None:
+        """Rows one of this node's claim statements locked, at its commit instant: trace
+        them and hand them to idle threads, or queue them."""
+        if not self.alive:
+            return
+        now, emit, code, k_locked, node = (self.env.now, self.trace.emit, self.code,
+                                           K["locked"], self.trace.node)
         idle, queue = self.idle, self.queue
-        for lk in att.locked:
+        for lk in locked:
             prev = -1 if lk.previous_owner is None else node(lk.previous_owner)
             emit((now, k_locked, code, lk.id, 0, prev, int(lk.previous_valid), 0, lk.lock_until,
                   -1))
@@ -188,6 +189,12 @@ class Node:
                 idle.popleft().succeed(item)
             else:
                 queue.append(item)
+
+    def _hand_out(self, att: Attempt) -> None:
+        """Trace the attempt as a whole (its rows were traced as they were locked)."""
+        self.world.lost_races += att.lost
+        self.trace.emit((self.env.now, K["acquire"], self.code, -1, att.errors, att.asked,
+                         len(att.locked), att.lost, att.latency, self._strategy_text))
 
     def _acquisition_loop(self) -> Generator[Any, Any, None]:
         env, cfg = self.env, self.cfg

@@ -1,0 +1,75 @@
+"""Random scenarios — every dialect, every safe strategy, crashes, pauses, a slow database,
+partitions — must run without an exception and hold every invariant. A small fixed sample
+runs by default; ``-m slow`` runs many more."""
+
+import random
+
+import pytest
+
+from jobsim import scenario
+from jobsim.report import analyse
+from jobsim.world import run
+
+
+def random_scenario(r: random.Random) -> str:
+    dialect = r.choice(["atomic", "postgres", "sqlite"])
+    strategies = ["guarded_update", "optimistic"] + (
+        ["skip_locked"] if dialect == "postgres" else ["unguarded_update"])
+    strat = r.choice(strategies)
+    nodes = r.randint(1, 4)
+    faults = []
+    for _ in range(r.randint(0, 3)):
+        kind = r.choice(["crash", "pause", "slow_db", "partition"])
+        n = f"node-{r.randint(1, nodes)}"
+        at = r.randint(1, 120)
+        if kind == "crash":
+            restart = f", restart_after: {r.randint(1, 60)}s" if r.random() < 0.7 else ""
+            faults.append(f"{{at: {at}s, crash: {n}{restart}}}")
+        elif kind == "pause":
+            faults.append(f"{{at: {at}s, pause: {n}, for: {r.randint(1, 90)}s}}")
+        elif kind == "slow_db":
+            faults.append(f"{{at: {at}s, slow_db: {r.choice([2, 10, 50])}, "
+                          f"for: {r.randint(1, 60)}s}}")
+        else:
+            faults.append(f"{{at: {at}s, partition: {n}, for: {r.randint(1, 60)}s, "
+                          f"timeout: {r.randint(1, 5)}s}}")
+    latency = r.choice(["0s", "1ms", "{uniform: {low: 1ms, high: 20ms}}"])
+    return f"""
+name: fuzz
+seed: {r.randint(0, 1000)}
+until: {r.choice(["drained", "10m"])}
+horizon: 2h
+db: {{dialect: {dialect}, latency: {latency}, connections: {r.choice([0, 0, 2, 5])}}}
+executor: {{acquisition: {strat}, wakeup: {r.choice(["poll", "notify"])},
+           poll_interval: {r.choice(["500ms", "1s", "5s"])}, batch_size: {r.randint(1, 10)},
+           queue_size: {r.randint(1, 10)}, threads: {r.randint(1, 4)},
+           lock_time: {r.choice(["5s", "30s", "5m"])}, heartbeat: {r.choice(["none", "2s", "10s"])},
+           heartbeat_scope: {r.choice(["running", "held"])},
+           complete_guard: {r.choice(["none", "owner"])}, order: {r.choice(["id", "due", "priority"])},
+           retry: {{attempts: {r.randint(1, 4)}, backoff: [{r.choice(["1s", "10s"])}]}}}}
+nodes: {nodes}
+handlers:
+  w: {{duration: {{exponential: {{mean: {r.choice(["100ms", "2s", "20s"])}}}}},
+      outcome: {r.choice(["succeed", "{fail_rate: 0.2}", "{fail_first: 1}"])},
+      side_effect: {{at: {r.choice(["start", "end", "0.5"])}}}}}
+workload:
+  streams: [{{name: s, handler: w, count: {r.randint(1, 200)}, rate: {r.choice(["1/s", "5/s", "20/m"])}}}]
+faults: [{", ".join(faults)}]
+"""
+
+
+def _check(seed: int) -> None:
+    text = random_scenario(random.Random(seed))
+    a = analyse(run(scenario.loads(text)))
+    assert a.violations == [], (text, a.violations[:3])
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_random_scenarios_hold_every_invariant(seed):
+    _check(seed)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(1000, 1500))
+def test_many_random_scenarios_hold_every_invariant(seed):
+    _check(seed)
