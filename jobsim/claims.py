@@ -84,12 +84,12 @@ def guarded_update(db: Database, me: str, n: int, lock_time: float, table: str =
 
 
 def guarded_update_now(db: Database, me: str, n: int, lock_time: float,
-                       table: str = JOB) -> Attempt:
-    """``guarded_update`` on an instant database, without the generator machinery."""
+                       table: str = JOB) -> list[Locked]:
+    """``guarded_update`` on an instant database, without the generator machinery: the
+    rows it locked (already reported through ``db.locked``)."""
     db.statements += 1
     now = db.env.now
-    return Attempt(n, db.locked(me, db.store.claim(me, now, n, now + lock_time, table)),
-                   0, 1, 0.0)
+    return db.locked(me, db.store.claim(me, now, n, now + lock_time, table))
 
 
 def unguarded_update(db: Database, me: str, n: int, lock_time: float, table: str = JOB) -> Gen:

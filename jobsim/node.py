@@ -158,7 +158,8 @@ class Node:
         n = min(self.cfg.batch_size, self._free())
         self.polls += 1
         if self._instant is not None:
-            att = self._instant(self.db, self.name, n, self.cfg.lock_time)
+            locked = self._instant(self.db, self.name, n, self.cfg.lock_time)
+            att = Attempt(n, locked, 0, 1, 0.0)
         else:
             try:
                 att = yield from self._acquire(self.db, self.name, n, self.cfg.lock_time)
@@ -218,6 +219,8 @@ class Node:
         instant, acquire, me, queue = self._instant, self._acquire, self.name, self.queue
         batch, size, lock_time, hand_out = cfg.batch_size, cfg.queue_size, cfg.lock_time, \
             self._hand_out
+        emit, k_acquire, code, strategy_text = (self.trace.emit, K["acquire"], self.code,
+                                                self._strategy_text)
         while True:
             if self._paused is not None:
                 yield self._paused
@@ -230,8 +233,9 @@ class Node:
                 continue
             asked = batch if batch < free else free
             self.polls += 1
-            if instant is not None:
-                att = instant(db, me, asked, lock_time)
+            if instant is not None:  # the hot path: one statement, applied at once
+                got = len(instant(db, me, asked, lock_time))
+                emit((env.now, k_acquire, code, -1, 0, asked, got, 0, 0.0, strategy_text))
             else:
                 try:
                     att = yield from acquire(db, me, asked, lock_time)
@@ -239,11 +243,12 @@ class Node:
                     self._failed("acquire")
                     yield env.timeout(period)
                     continue
-            hand_out(att)
-            if att.errors:
-                yield env.timeout(0)  # a 40001 / SQLITE_BUSY: retry at once, after the others
-                continue
-            if len(att.locked) == asked:
+                hand_out(att)
+                if att.errors:
+                    yield env.timeout(0)  # a 40001 / SQLITE_BUSY: retry at once, after others
+                    continue
+                got = len(att.locked)
+            if got == asked:
                 continue
             now = env.now
             next_poll = now + period
