@@ -48,6 +48,8 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("schema", help="print the JSON Schema of the scenario format")
     ls = sub.add_parser("list", help="the shipped scenarios with their descriptions")
     ls.add_argument("folder", nargs="?", help="a folder of scenarios (default: scenarios/)")
+    ls.add_argument("--policies", action="store_true",
+                    help="list the policy presets instead, with their settings")
     rp = sub.add_parser("reports", help="regenerate the report folder of every shipped "
                                         "scenario (reports/<name>/)")
     rp.add_argument("folder", nargs="?", help="a folder of scenarios (default: scenarios/)")
@@ -257,6 +259,16 @@ def _reports(args: argparse.Namespace) -> int:
 
 def _list(args: argparse.Namespace) -> int:
     from . import scenario as scenario_mod
+
+    if args.policies:
+        from .policies import DESCRIPTIONS, PRESETS
+
+        width = max(len(n) for n in PRESETS)
+        for name in PRESETS:
+            print(f"{name:<{width}}  {DESCRIPTIONS[name]}")
+            settings = ", ".join(f"{k}: {v}" for k, v in PRESETS[name].items())
+            print(f"{'':<{width}}  {settings}")
+        return OK
 
     folder = _scenario_folder(args.folder)
     if folder is None:

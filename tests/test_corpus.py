@@ -223,3 +223,13 @@ def test_list_prints_each_shipped_scenario_with_its_description(capsys, monkeypa
         description = yaml.safe_load(path.read_text(encoding="utf-8"))["description"]
         assert any(ln.split(maxsplit=1) == [path.stem, description] for ln in lines), (
             f"no line '{path.stem}  {description}' in:\n{stdout}")
+
+
+def test_list_policies_names_each_preset_with_its_settings(capsys):
+    from jobsim.policies import PRESETS
+
+    assert main(["list", "--policies"]) == 0
+    out = capsys.readouterr().out
+    for name in PRESETS:
+        assert any(line.startswith(name) for line in out.splitlines())
+    assert "guarded_update" in out
