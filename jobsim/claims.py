@@ -18,6 +18,7 @@ Under the ``atomic`` dialect:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Generator
 from typing import Any
 
@@ -49,9 +50,11 @@ SQL = {
         "UPDATE job SET locked_by = :me, lock_until = :now + :lock_time, version = version + 1 "
         "WHERE id = :id AND version = :v"),
 }
+SQL["broker"] = ("(no SQL: the server activates jobs itself, one at a time, and an "
+                 "activated job never expires)")
 STRATEGIES = tuple(SQL)
 SAFE = {"guarded_update": True, "unguarded_update": True, "read_then_write": False,
-        "optimistic": True, "skip_locked": True}
+        "optimistic": True, "skip_locked": True, "broker": True}
 
 
 class Attempt:
@@ -134,10 +137,27 @@ def optimistic(db: Database, me: str, n: int, lock_time: float, table: str = JOB
     return attempt
 
 
+def broker(db: Database, me: str, n: int, lock_time: float, table: str = JOB) -> Gen:
+    """The Zeebe-like server activates up to ``n`` waiting jobs for the worker; an activated
+    job stays the worker's until completed, failed or a server restart (its deadline is
+    informational: the lock never expires)."""
+    store = db.store
+    locked, lat = yield from db.run(
+        me, lambda now: db.locked(me, store.claim(me, now, n, math.inf, table)))
+    return Attempt(n, locked, 0, 1, lat)
+
+
+def broker_now(db: Database, me: str, n: int, lock_time: float,
+               table: str = JOB) -> list[Locked]:
+    db.statements += 1
+    return db.locked(me, db.store.claim(me, db.env.now, n, math.inf, table))
+
+
 #: single-statement strategies applied directly when the database is instant (hot path)
-INSTANT = {"guarded_update": guarded_update_now}
+INSTANT = {"guarded_update": guarded_update_now, "broker": broker_now}
 
 ACQUIRE = {
+    "broker": broker,
     "guarded_update": guarded_update,
     "unguarded_update": unguarded_update,
     "read_then_write": read_then_write,

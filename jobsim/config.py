@@ -16,6 +16,7 @@ from .retry import ListBackoff, RetryPolicy
 
 WAKEUPS = ("poll", "notify", "ticks")
 HEARTBEAT_SCOPES = ("running", "held")
+EXHAUSTED = ("dead_letter", "incident")
 COMPLETE_GUARDS = ("none", "owner")
 
 
@@ -44,6 +45,7 @@ class ExecutorConfig:
     heartbeat_scope: str = "running"
     queue_full_wait: float = 5.0
     complete_guard: str = "none"
+    exhausted: str = "dead_letter"
     order: str = "id"
     aging_rate: float = 0.0
     retry: RetryPolicy = RetryPolicy(3, ListBackoff((10.0,)))
@@ -137,7 +139,7 @@ class StreamSpec:
     priority: int = 0
 
 
-FAULTS = ("crash", "pause", "slow_db", "partition")
+FAULTS = ("crash", "pause", "slow_db", "partition", "restart_server")
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,9 @@ One SimPy process per fault (a handful per run, never one per job):
   if nothing happened, committing work whose lock may have expired meanwhile;
 - ``slow_db`` — every statement latency drawn during the window is multiplied by ``factor``;
 - ``partition`` — the node is cut off from the database for ``for``: its statements fail
-  after ``timeout``.
+  after ``timeout``;
+- ``restart_server`` — the Zeebe-like server restarts: every activated job is restored to
+  waiting with the same key and retries (the only way it reclaims a crashed worker's job).
 """
 
 from __future__ import annotations
@@ -47,6 +49,13 @@ def _one(world: "World", f: Fault) -> Generator[Any, Any, None]:
         yield env.timeout(f.length)
         world.db.slow(1.0)
         trace.add(env.now, K["db_slowed"], x=1.0)
+    elif f.kind == "restart_server":
+        ids = world.store.unlock_all()
+        trace.add(env.now, K["server_restarted"], a=len(ids))
+        text = trace.text("server restart")
+        for rid in ids:
+            trace.add(env.now, K["unlocked"], job=rid, text=text)
+        world.db.touch(insert=True)  # waiting jobs again: wake the workers
     else:
         code = trace.node(f.node)
         world.db.cut(f.node, f.timeout)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from .claims import STRATEGIES
-from .config import COMPLETE_GUARDS, HEARTBEAT_SCOPES, RECURRING_MODES, WAKEUPS
+from .config import COMPLETE_GUARDS, EXHAUSTED, HEARTBEAT_SCOPES, RECURRING_MODES, WAKEUPS
 from .db import DIALECTS
 from .dialects import ISOLATIONS, SQLITE_BEGIN
 from .durations import parse_duration
@@ -24,7 +24,7 @@ MAX_JOBS = 10_000_000
 
 _DIST = {"n": None, "mean": None, "max": None, "p50": None, "p90": None, "p99": None}
 _CAUSES = {c: None for c in ("unsafe_acquisition", "lock_expired", "pause", "crash",
-                             "partition", "unexplained")}
+                             "partition", "server_restart", "unexplained")}
 _INVARIANTS = {k: None for k in ("no_job_lost", "done_means_ran", "exclusive_locks",
                                  "duplicates_explained", "retries_follow_policy",
                                  "terminal_once")}
@@ -32,7 +32,8 @@ ANY = "<any>"
 #: the shape of a run's summary, for checking an expectation's path before the run
 #: (``ANY`` stands for a priority, a node or a job name)
 SUMMARY_SHAPE: dict[str, Any] = {
-    "jobs": {k: None for k in ("created", "done", "dead_lettered", "pending", "lost")},
+    "jobs": {k: None for k in ("created", "done", "dead_lettered", "incident", "withdrawn",
+                               "pending", "lost")},
     "executions": None, "failures": None, "double_acquisitions": None, "statements": None,
     "duplicate_executions": {"total": None, "by_cause": _CAUSES},
     "duplicate_side_effects": {"total": None, "by_cause": _CAUSES},
@@ -120,6 +121,8 @@ _EXECUTOR = {
                                                   "those waiting in the local queue"),
     "queue_full_wait": Dur(positive=True),
     "complete_guard": Enum(COMPLETE_GUARDS, doc="none: DELETE by id; owner: AND locked_by=me"),
+    "exhausted": Enum(EXHAUSTED, doc="where a job goes when its retries run out: the "
+                                     "dead-letter table, or an incident (Zeebe-like)"),
 }
 _NOT_PER_NODE = Const(lambda v: False, "no retry policy per node: retries are set on a job when "
                       "it is created; set retry in executor or in the handler",
@@ -150,6 +153,12 @@ _handler = Obj({
                      "start, end, or a fraction of the run from 0 to 1"),
         "say": Str(doc="what the handler prints at its side effect")}),
     "retry": _retry,
+    "boundary_timer": Obj({"after": Dur(positive=True),
+                           "interrupting": Const(lambda v: isinstance(v, bool), "true or false",
+                                                 {"type": "boolean"}, True)},
+                          ("after",), doc="a timer boundary event on the task: after this "
+                                          "long from the job's creation, an interrupting one "
+                                          "withdraws the job"),
 })
 
 _job = Obj({"id": Int(lo=1, hi=2**53), "name": Str(doc="names the job in expectations"),
@@ -184,8 +193,10 @@ _fault = Either([
     (is_map_with("partition"), Obj({"at": Dur(), "partition": Str(doc="the node cut off"),
                                     "for": Dur(positive=True), "timeout": Dur(5.0)},
                                    ("at", "partition", "for"))),
+    (is_map_with("restart_server"), Obj({"at": Dur(), "restart_server": Const(
+        lambda v: v is True, "true", {"const": True})}, ("at", "restart_server"))),
 ], "one of {at, crash: NODE, restart_after}, {at, pause: NODE, for}, {at, slow_db: FACTOR, "
-   "for}, {at, partition: NODE, for, timeout}")
+   "for}, {at, partition: NODE, for, timeout}, {at, restart_server: true}")
 
 
 class Condition(Field):

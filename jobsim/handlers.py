@@ -50,6 +50,8 @@ class Handler:
     side_effect_at: float = 1.0
     says: str | None = None
     retry: RetryPolicy | None = None
+    #: a BPMN timer boundary event on the task: (after, interrupting) or None
+    boundary: tuple[float, bool] | None = None
 
     def draw(self, attempt: int, stream: Stream) -> Execution:
         """The ``attempt``-th execution of a job (1-based), drawn from ``stream``."""

@@ -19,6 +19,8 @@ A run that starts after the job was dead-lettered is a duplicate too (its cause 
 conflict that let two nodes hold the job).
 - ``partition`` — an earlier execution succeeded but its completion never reached the
   database (the node was cut off), so the job ran again;
+- ``server_restart`` — the Zeebe-like server restored a job that a live worker was still
+  running, and another worker activated it;
 - ``unexplained`` — none of the above: a bug in the model, flagged by the checks.
 
 A **duplicate side effect** is a side effect of a job that already had one; it takes the cause
@@ -33,7 +35,8 @@ import numpy as np
 
 from .trace import K, Trace
 
-CAUSES = ("unsafe_acquisition", "lock_expired", "pause", "crash", "partition", "unexplained")
+CAUSES = ("unsafe_acquisition", "lock_expired", "pause", "crash", "partition",
+          "server_restart", "unexplained")
 
 
 @dataclass
@@ -90,7 +93,7 @@ _INTERESTING = [K[k] for k in ("job_created", "locked", "lock_extended", "unlock
                                "exec_start", "side_effect", "exec_end", "completed",
                                "retry_scheduled", "dead_lettered", "pending", "node_crashed",
                                "node_paused", "node_resumed", "statement_failed",
-                               "stale_write")]
+                               "stale_write", "withdrawn")]
 
 
 def histories(trace: Trace) -> Histories:
@@ -106,7 +109,9 @@ def histories(trace: Trace) -> Histories:
     KR, KD, KP = K["retry_scheduled"], K["dead_lettered"], K["pending"]
     KCR, KPA, KRE, KSF = K["node_crashed"], K["node_paused"], K["node_resumed"], \
         K["statement_failed"]
-    KSW = K["stale_write"]
+    KSW, KWD = K["stale_write"], K["withdrawn"]
+    restart_text = trace.texts.index("server restart") if "server restart" in trace.texts \
+        else -2
     complete_text = trace.texts.index("complete") if "complete" in trace.texts else -2
 
     jobs: dict[int, JobStory] = {}
@@ -125,6 +130,7 @@ def histories(trace: Trace) -> Histories:
     recoveries: list[float] = []
     stranded = rejected = row_gone = 0
     dead: set[int] = set()  # dead-lettered: any later run of it is a duplicate
+    incidents: set[int] = set()
     terminal: dict[int, int] = {}  # job -> seq of its terminal event (done or dead letter)
     after_terminal: list[tuple[int, int, int]] = []  # (job, terminal seq, offending seq)
     dups: list[Duplicate] = []
@@ -181,6 +187,16 @@ def histories(trace: Trace) -> Histories:
                 holder[j] = (node, x_[i], h[2])
         elif k == KU:
             holder.pop(j, None)
+            if s_[i] == restart_text and sum(running.get(j, {}).values()) > 0:
+                conflict[j] = ("server_restart", [seq])
+        elif k == KWD:
+            s = story(j)
+            s.outcome, s.end = "withdrawn", t
+            holder.pop(j, None)
+            if j in terminal:
+                after_terminal.append((j, terminal[j], seq))
+            else:
+                terminal[j] = seq
         elif k == KS:
             s = story(j)
             s.executions += 1
@@ -256,12 +272,14 @@ def histories(trace: Trace) -> Histories:
             if uncommitted.get(j) == node:
                 del uncommitted[j]
             dead.add(j)
+            if a_[i] == 1:
+                incidents.add(j)
             if j in terminal:
                 after_terminal.append((j, terminal[j], seq))
             else:
                 terminal[j] = seq
             s = story(j)
-            s.outcome, s.end = "dead_lettered", t
+            s.outcome, s.end = ("incident" if a_[i] == 1 else "dead_lettered"), t
             holder.pop(j, None)
         elif k == KCR:
             for job in [jb for jb, n in waiting.items() if n == node]:

@@ -22,7 +22,8 @@ from .trace import K, Trace
 
 _TOLD = [K[k] for k in ("tick", "job_created", "side_effect", "exec_end", "retry_scheduled",
                         "dead_lettered", "completed", "locked", "pending", "node_crashed",
-                        "node_restarted", "node_paused", "node_resumed")]
+                        "node_restarted", "node_paused", "node_resumed", "withdrawn",
+                        "server_restarted")]
 
 
 def _clock(t: float) -> str:
@@ -52,8 +53,17 @@ def narrate(trace: Trace, limit: int | None = 60) -> list[str]:
         elif k == K["retry_scheduled"]:
             lines.append(f"  {who} job {j} failed ({text}); retry in "
                          f"{format_duration(x_[i] - times[i])} ({a_[i]} left)")
+        elif k == K["dead_lettered"] and a_[i] == 1:
+            lines.append(f"  {who} job {j} failed with no retries left: INCIDENT (JOB_FAILED, "
+                         f"critical): {text}")
         elif k == K["dead_lettered"]:
             lines.append(f"  {who} job {j} DEAD-LETTERED: {text}")
+        elif k == K["withdrawn"]:
+            lines.append(f"      job {j} WITHDRAWN by its interrupting boundary timer at "
+                         f"t={times[i]:g}s")
+        elif k == K["server_restarted"]:
+            lines.append(f"  the server RESTARTED at t={times[i]:g}s: {a_[i]} activated jobs "
+                         "restored to waiting, same keys and retries")
         elif k == K["completed"]:
             if a_[i] == 0 and b_[i] == 1:
                 lines.append(f"  {who} job {j} completion REJECTED: another node holds its "

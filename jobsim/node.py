@@ -38,7 +38,7 @@ from .claims import ACQUIRE, INSTANT, Attempt
 from .config import ExecutorConfig
 from .db import StatementFailed
 from .dialects import STRATEGIES
-from .store import DEADLETTER
+from .store import DEADLETTER, INCIDENT, JOB, TIMER
 from .trace import K
 
 if TYPE_CHECKING:
@@ -466,13 +466,16 @@ class Node:
         policy = world.scenario.retry_for(me, hname)
         stream = world.jitter_stream(me)
 
+        terminal = INCIDENT if self.cfg.exhausted == "incident" else DEADLETTER
+
         def apply(now: float) -> tuple[str, int, float]:
             row = store.get(jid)
-            if row is None or row.table == DEADLETTER or (owner and row.locked_by != owner):
-                return "stale", 0, 0.0
+            if row is None or row.table not in (JOB, TIMER) or (
+                    owner and row.locked_by != owner):
+                return "stale", 0, 0.0  # e.g. withdrawn: the server answers 404
             d = policy.on_failure(row.retries, row.failures + 1, stream)
             if d.dead:
-                store.move(jid, DEADLETTER, error=error)
+                store.move(jid, terminal, error=error)
                 return "dead", 0, 0.0
             store.reschedule(jid, now + d.delay, d.left, error)
             return "retry", d.left, now + d.delay
@@ -487,7 +490,8 @@ class Node:
             trace.add(now, K["retry_scheduled"], self.code, jid, attempt, a=left, x=due,
                       text=text)
         elif what == "dead":
-            trace.add(now, K["dead_lettered"], self.code, jid, attempt, text=text)
+            trace.add(now, K["dead_lettered"], self.code, jid, attempt,
+                      a=int(self.cfg.exhausted == "incident"), text=text)
             world.finished(jid)
             world.job_done()
         else:

@@ -23,8 +23,23 @@ PRESETS: dict[str, dict[str, Any]] = {
         "complete_guard": "none",
         "retry": {"attempts": 3, "backoff": ["10s", "60s"]},
     },
+    # Seed 003, "Job Policies": the server activates jobs (no SQL race); the deadline
+    # (activation + 300000 ms) is informational, nothing expires; a crashed worker's job stays
+    # activated until a server restart; retries are stored as sent (one less per failure),
+    # with no retry delay; no retries left → an incident.
+    "zeebe_like": {
+        "acquisition": "broker",
+        "wakeup": "notify",
+        "lock_time": "5m",
+        "order": "id",
+        "complete_guard": "none",
+        "exhausted": "incident",
+        "retry": {"attempts": 3, "backoff": ["0s"]},
+    },
 }
 DESCRIPTIONS = {
     "lesson": "the seed-000 lesson's executor: guarded UPDATE, retries 3 at [10s, 60s], "
               "dead letters, fake-clock ticks",
+    "zeebe_like": "the seed-003 server: jobs activated by the server, no lock expiry, "
+                  "absolute retries without delay, incidents, restored only by a restart",
 }

@@ -480,6 +480,8 @@ def _build(v: dict[str, Any], raw: dict[str, Any], source: str,
                   "hang": {"hang_for": value}}[form]
             outcome = form
         side = h.get("side_effect", {})
+        bt = h.get("boundary_timer")
+        kw["boundary"] = (bt["after"], bt["interrupting"]) if bt else None
         at = side.get("at", "end")
         at = {"start": 0.0, "end": 1.0}.get(at, at) if isinstance(at, str) else at
         handlers[name] = Handler(
@@ -500,9 +502,11 @@ def _build(v: dict[str, Any], raw: dict[str, Any], source: str,
             faults.append(Fault(f["at"], "pause", f["pause"], f["for"]))
         elif "slow_db" in f:
             faults.append(Fault(f["at"], "slow_db", None, f["for"], factor=f["slow_db"]))
-        else:
+        elif "partition" in f:
             faults.append(Fault(f["at"], "partition", f["partition"], f["for"],
                                 timeout=f["timeout"]))
+        else:
+            faults.append(Fault(f["at"], "restart_server"))
     expect = []
     for path, conds in v.get("expect", {}).items():
         texts = (raw.get("expect") or {}).get(path)

@@ -23,7 +23,8 @@ import math
 from typing import NamedTuple
 
 JOB, TIMER, DEADLETTER, SUSPENDED = "job", "timer_job", "deadletter_job", "suspended_job"
-TABLES = (JOB, TIMER, DEADLETTER, SUSPENDED)
+INCIDENT = "incident"
+TABLES = (JOB, TIMER, DEADLETTER, SUSPENDED, INCIDENT)
 ACQUIRABLE = (JOB, TIMER)
 ORDERS = ("id", "due", "created", "priority", "aging")
 
@@ -200,6 +201,8 @@ class Store:
             heapq.heappop(ix.ready)
         while ix.pending:
             at, strict, rid, stamp = ix.pending[0]
+            if at == math.inf:
+                return None  # locked for good (a Zeebe-like activation): only a write frees it
             if self._valid(rid, stamp, table) is not None:
                 return math.nextafter(at, math.inf) if strict else at
             heapq.heappop(ix.pending)
@@ -338,6 +341,15 @@ class Store:
         row.version += 1
         self._reindex(row)
         return True
+
+    def unlock_all(self, table: str = JOB) -> list[int]:
+        """Every locked row of ``table`` back to waiting, same id and retries (the Zeebe-like
+        server's restart); the ids, in order."""
+        ids = [rid for rid, r in sorted(self.rows.items())
+               if r.table == table and r.locked_by is not None]
+        for rid in ids:
+            self.unlock(rid)
+        return ids
 
     def in_table(self, table: str) -> list[Row]:
         """Rows of a table in id order (for end-of-run reports, not for polls)."""

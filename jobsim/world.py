@@ -8,6 +8,7 @@ tables as ``pending`` events, so that the trace alone explains every job.
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from .config import Scenario
 from .db import Database
 from .node import Node
 from .rng import Stream, Streams
-from .store import JOB, Row, Store
+from .store import JOB, TIMER, Row, Store
 from .faults import schedule
 from .trace import K, Trace
 from .workload import explicit_jobs, recurring, stream
@@ -73,6 +74,8 @@ class World:
         self._next_id = 1 + max((j.id for j in scenario.jobs if j.id is not None), default=0)
         self._sources = 0
         self._waiters: dict[int, simpy.Event] = {}
+        self._timers: list[tuple[float, int, bool]] = []
+        self._timer_wake: simpy.Event | None = None
         self.created = 0
         self.live = 0
         #: executions running anywhere: a drained run also waits for duplicates in flight
@@ -118,8 +121,38 @@ class World:
                     -1 if name is None else trace.text(name), row.due, self._htext[handler]))
         if len(trace._buf) > 1 << 22:
             trace.compact()
+        boundary = self.handlers[handler].boundary
+        if boundary is not None:
+            heapq.heappush(self._timers, (now + boundary[0], jid, boundary[1]))
+            if self._timer_wake is not None and not self._timer_wake.triggered:
+                self._timer_wake.succeed()
         self.db.touch(insert=True)
         return jid
+
+    def _boundary_timers(self) -> Generator[Any, Any, None]:
+        """BPMN timer boundary events, one process for all of them: at each deadline an
+        interrupting timer withdraws its job if it is still there (a later complete or fail
+        answers "job not found"); a non-interrupting one only fires."""
+        env, store, trace = self.env, self.store, self.trace
+        while True:
+            self._timer_wake = env.event()
+            if self._timers:
+                delay = self._timers[0][0] - env.now
+                yield env.any_of([self._timer_wake, env.timeout(max(0.0, delay))])
+            else:
+                yield self._timer_wake
+            while self._timers and self._timers[0][0] <= env.now:
+                _, jid, interrupting = heapq.heappop(self._timers)
+                row = store.get(jid)
+                if row is None or row.table not in (JOB, TIMER):
+                    continue  # done, dead-lettered or in an incident already
+                if not interrupting:
+                    trace.add(env.now, K["boundary_timer"], job=jid)
+                    continue
+                store.delete(jid)
+                trace.add(env.now, K["withdrawn"], job=jid)
+                self.finished(jid)
+                self.job_done()
 
     def finished(self, jid: int) -> None:
         """A job reached a terminal state: wake whoever waits for it (fixed-delay
@@ -163,6 +196,8 @@ class World:
         thousand events; it observes only, so the trace is the same with or without it."""
         sc, env = self.scenario, self.env
         self.trace.add(0.0, K["run_start"], x=math.inf if sc.until is None else sc.until)
+        if any(h.boundary for h in sc.handlers.values()):
+            env.process(self._boundary_timers())
         sources = [explicit_jobs(self, sc.jobs)] if sc.jobs else []
         sources += [stream(self, s) for s in sc.streams]
         sources += [recurring(self, r) for r in sc.recurring]
