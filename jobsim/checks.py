@@ -91,7 +91,7 @@ def _retries(trace: Trace, scenario: Scenario) -> list[Violation]:
     cols = trace.arrays()
     kind = cols["kind"]
     sel = np.flatnonzero(np.isin(kind, [K["job_created"], K["retry_scheduled"],
-                                        K["dead_lettered"]]))
+                                        K["dead_lettered"], K["revived"]]))
     handler_of: dict[int, str] = {}
     failures: dict[int, int] = {}
     out = []
@@ -99,6 +99,9 @@ def _retries(trace: Trace, scenario: Scenario) -> list[Violation]:
         k, j = int(kind[seq]), int(cols["job"][seq])
         if k == K["job_created"]:
             handler_of[j] = trace.texts[cols["text"][seq]]
+            continue
+        if k == K["revived"]:  # an operator's retry: the count starts again
+            failures[j] = 0
             continue
         node = trace.nodes[cols["node"][seq]]
         policy = scenario.retry_for(node, handler_of[j])

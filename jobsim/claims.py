@@ -99,7 +99,7 @@ def unguarded_update(db: Database, me: str, n: int, lock_time: float, table: str
     store = db.store
 
     def apply(now: float) -> list[Locked]:
-        ids = [rid for rid, _ in store.select(now, n, table)]
+        ids = [rid for rid, _ in store.select(now, n, table, who=me)]
         return db.locked(me, store.lock(ids, me, now, now + lock_time, guard=False,
                                         table=table))
 
@@ -109,7 +109,7 @@ def unguarded_update(db: Database, me: str, n: int, lock_time: float, table: str
 
 def read_then_write(db: Database, me: str, n: int, lock_time: float, table: str = JOB) -> Gen:
     store = db.store
-    seen, lat1 = yield from db.run(me, lambda now: store.select(now, n, table))
+    seen, lat1 = yield from db.run(me, lambda now: store.select(now, n, table, who=me))
     if not seen:
         return Attempt(n, [], 0, 1, lat1)
     ids = [rid for rid, _ in seen]
@@ -121,7 +121,7 @@ def read_then_write(db: Database, me: str, n: int, lock_time: float, table: str 
 
 def optimistic(db: Database, me: str, n: int, lock_time: float, table: str = JOB) -> Gen:
     store = db.store
-    seen, lat = yield from db.run(me, lambda now: store.select(now, n, table))
+    seen, lat = yield from db.run(me, lambda now: store.select(now, n, table, who=me))
     attempt = Attempt(n, [], 0, 1, lat)
     for rid, version in seen:
         got, l2 = yield from db.run(

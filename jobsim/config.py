@@ -16,7 +16,7 @@ from .retry import ListBackoff, RetryPolicy
 
 WAKEUPS = ("poll", "notify", "ticks")
 HEARTBEAT_SCOPES = ("running", "held")
-EXHAUSTED = ("dead_letter", "incident")
+EXHAUSTED = ("dead_letter", "incident", "failed")
 COMPLETE_GUARDS = ("none", "owner")
 
 
@@ -35,6 +35,8 @@ class ExecutorConfig:
     belong to the table's index."""
 
     acquisition: str = "guarded_update"
+    #: the task names (handlers) a node runs; None = all (failsafe-executor's routing)
+    handles: tuple[str, ...] | None = None
     wakeup: str = "poll"
     poll_interval: float = 10.0
     batch_size: int = 10
@@ -140,6 +142,7 @@ class StreamSpec:
 
 
 FAULTS = ("crash", "pause", "slow_db", "partition", "restart_server")
+OPERATIONS = ("retry", "cancel")
 
 
 @dataclass(frozen=True)
@@ -150,7 +153,7 @@ class Fault:
 
     at: float
     kind: str
-    node: str | None = None
+    node: str | None = None  # for the operations retry / cancel: a job name, or "all"
     length: float | None = None
     factor: float = 1.0
     timeout: float = 0.0

@@ -158,7 +158,7 @@ def pg_update(db: "Database", me: str, n: int, lock_time: float, *, guard: bool,
     try:
         now = txn.start
         if ids is None:
-            seen = store.select(env.now, n)
+            seen = store.select(env.now, n, who=me)
             cands = [rid for rid, _ in seen]
             snap = dict(seen)
         else:
@@ -207,7 +207,7 @@ def pg_select(db: "Database", me: str, n: int) -> Generator[Any, Any, tuple[list
     """A plain SELECT: the snapshot at its start; no locks, never blocks."""
     txn = yield from _open(db)
     try:
-        seen = db.store.select(db.env.now, n)
+        seen = db.store.select(db.env.now, n, who=me)
         lat = yield from _statement(db, me)
     finally:
         _finish(db, txn, False)
@@ -258,7 +258,7 @@ def pg_skip_locked(db, me, n, lock_time, hold=None):
     try:
         skip = sum(1 for t in db.row_locks.values() if t is not txn)
         got = []
-        for rid, _ in store.select(env.now, n + skip):
+        for rid, _ in store.select(env.now, n + skip, who=me):
             if rid in db.row_locks:
                 continue
             _lock_row(db, rid, txn)
@@ -313,7 +313,7 @@ def sq_write(db, me, n, lock_time, *, guard, ids=None, versions=None, hold=None)
         if commit:
             now = env.now
             if ids is None:
-                ids = [rid for rid, _ in store.select(now, n)]
+                ids = [rid for rid, _ in store.select(now, n, who=me)]
             before = len(ids)
             att.locked = db.locked(me, store.lock(ids, me, now, now + lock_time, guard=guard,
                                                   versions=versions))
@@ -343,7 +343,7 @@ def sq_read_then_write(db, me, n, lock_time, hold=None):
         if begin == "immediate":
             req = yield from _write_lock(db)
         snapshot = db.commits
-        seen = store.select(env.now, n)
+        seen = store.select(env.now, n, who=me)
         lat = yield from _statement(db, me)
         if not seen:
             return Attempt(n, [], 0, 1, lat)

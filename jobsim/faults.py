@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 
 def schedule(world: "World", faults: tuple[Fault, ...]) -> None:
     for fault in faults:
+        if fault.kind in ("retry", "cancel"):
+            world._sources += 1  # a drained run waits for the operator's pending actions
         world.env.process(_one(world, fault))
 
 
@@ -49,6 +51,9 @@ def _one(world: "World", f: Fault) -> Generator[Any, Any, None]:
         yield env.timeout(f.length)
         world.db.slow(1.0)
         trace.add(env.now, K["db_slowed"], x=1.0)
+    elif f.kind in ("retry", "cancel"):
+        operate(world, f)
+        world.source_done()
     elif f.kind == "restart_server":
         ids = world.store.unlock_all()
         trace.add(env.now, K["server_restarted"], a=len(ids))
@@ -63,3 +68,29 @@ def _one(world: "World", f: Fault) -> Generator[Any, Any, None]:
         yield env.timeout(f.length)
         world.db.heal(f.node)
         trace.add(env.now, K["partition"], code, a=0, x=f.timeout)
+
+
+def operate(world: "World", f: Fault) -> None:
+    """An operator's action on failed jobs (failsafe-executor's ``retry`` and ``cancel``):
+    the named job, or every failed one."""
+    from .store import FAILED
+
+    env, store, trace = world.env, world.store, world.trace
+    if f.node == "all":
+        ids = [r.id for r in store.in_table(FAILED)]
+    else:
+        jid = world.names.get(f.node)
+        ids = [jid] if jid is not None and store.get(jid) is not None \
+            and store.get(jid).table == FAILED else []
+    for jid in ids:
+        row = store.get(jid)
+        if f.kind == "retry":
+            retries = world.scenario.initial_retries(row.handler)
+            store.revive(jid, env.now, retries)
+            world.live += 1
+            trace.add(env.now, K["revived"], job=jid, a=retries, text=trace.text("retry"))
+        else:
+            store.remove(jid)
+            trace.add(env.now, K["cancelled"], job=jid)
+    if ids and f.kind == "retry":
+        world.db.touch(insert=True)

@@ -33,7 +33,7 @@ ANY = "<any>"
 #: (``ANY`` stands for a priority, a node or a job name)
 SUMMARY_SHAPE: dict[str, Any] = {
     "jobs": {k: None for k in ("created", "done", "dead_lettered", "incident", "withdrawn",
-                               "pending", "lost")},
+                               "failed", "cancelled", "pending", "lost")},
     "executions": None, "failures": None, "double_acquisitions": None, "statements": None,
     "duplicate_executions": {"total": None, "by_cause": _CAUSES},
     "duplicate_side_effects": {"total": None, "by_cause": _CAUSES},
@@ -109,6 +109,9 @@ _retry = Obj({"attempts": Int(doc="executions in all (Flowable's RETRIES_); set 
 
 _EXECUTOR = {
     "acquisition": Enum(STRATEGIES, doc="how a node claims due jobs"),
+    "handles": ListOf(Str(), min_len=1, max_len=1000,
+                      doc="the task names (handlers) this node runs; others are left to the "
+                          "nodes that registered them"),
     "wakeup": Enum(WAKEUPS, doc="poll every poll_interval; notify also on insert and when a "
                                 "slot frees; ticks on the fake clock"),
     "poll_interval": Dur(positive=True),
@@ -294,6 +297,13 @@ FORMAT = Obj({
     "workload": Obj({"jobs": ListOf(_job), "streams": ListOf(_stream, max_len=1000),
                      "recurring": ListOf(_recurring, max_len=1000)}),
     "faults": ListOf(_fault, max_len=10_000),
+    "operations": ListOf(Either([
+        (is_map_with("retry"), Obj({"at": Dur(), "retry": Str(doc="a job name, or all")},
+                                   ("at", "retry"))),
+        (is_map_with("cancel"), Obj({"at": Dur(), "cancel": Str(doc="a job name, or all")},
+                                    ("at", "cancel")))],
+        "{at, retry: NAME|all} or {at, cancel: NAME|all}"), max_len=10_000,
+        doc="an operator's actions on failed jobs"),
     "expect": _expect,
     "report": Obj({"compare": ListOf(_FIGURE, max_len=20,
                                      doc="figures drawn side by side across the variants")}),

@@ -93,7 +93,7 @@ _INTERESTING = [K[k] for k in ("job_created", "locked", "lock_extended", "unlock
                                "exec_start", "side_effect", "exec_end", "completed",
                                "retry_scheduled", "dead_lettered", "pending", "node_crashed",
                                "node_paused", "node_resumed", "statement_failed",
-                               "stale_write", "withdrawn")]
+                               "stale_write", "withdrawn", "revived", "cancelled")]
 
 
 def histories(trace: Trace) -> Histories:
@@ -109,7 +109,7 @@ def histories(trace: Trace) -> Histories:
     KR, KD, KP = K["retry_scheduled"], K["dead_lettered"], K["pending"]
     KCR, KPA, KRE, KSF = K["node_crashed"], K["node_paused"], K["node_resumed"], \
         K["statement_failed"]
-    KSW, KWD = K["stale_write"], K["withdrawn"]
+    KSW, KWD, KRV, KCA = K["stale_write"], K["withdrawn"], K["revived"], K["cancelled"]
     restart_text = trace.texts.index("server restart") if "server restart" in trace.texts \
         else -2
     complete_text = trace.texts.index("complete") if "complete" in trace.texts else -2
@@ -189,6 +189,13 @@ def histories(trace: Trace) -> Histories:
             holder.pop(j, None)
             if s_[i] == restart_text and sum(running.get(j, {}).values()) > 0:
                 conflict[j] = ("server_restart", [seq])
+        elif k == KRV:  # back from failed / dead letter: live again
+            dead.discard(j)
+            terminal.pop(j, None)
+            story(j).outcome = "lost"  # until its next end, or a pending event
+        elif k == KCA:
+            s = story(j)
+            s.outcome, s.end = "cancelled", t
         elif k == KWD:
             s = story(j)
             s.outcome, s.end = "withdrawn", t
@@ -279,7 +286,7 @@ def histories(trace: Trace) -> Histories:
             else:
                 terminal[j] = seq
             s = story(j)
-            s.outcome, s.end = ("incident" if a_[i] == 1 else "dead_lettered"), t
+            s.outcome, s.end = ("dead_lettered", "incident", "failed")[a_[i]], t
             holder.pop(j, None)
         elif k == KCR:
             for job in [jb for jb, n in waiting.items() if n == node]:

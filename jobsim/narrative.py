@@ -23,7 +23,7 @@ from .trace import K, Trace
 _TOLD = [K[k] for k in ("tick", "job_created", "side_effect", "exec_end", "retry_scheduled",
                         "dead_lettered", "completed", "locked", "pending", "node_crashed",
                         "node_restarted", "node_paused", "node_resumed", "withdrawn",
-                        "server_restarted")]
+                        "server_restarted", "revived", "cancelled")]
 
 
 def _clock(t: float) -> str:
@@ -53,6 +53,12 @@ def narrate(trace: Trace, limit: int | None = 60) -> list[str]:
         elif k == K["retry_scheduled"]:
             lines.append(f"  {who} job {j} failed ({text}); retry in "
                          f"{format_duration(x_[i] - times[i])} ({a_[i]} left)")
+        elif k == K["dead_lettered"] and a_[i] == 2:
+            lines.append(f"  {who} job {j} FAILED: {text} (kept until retried or cancelled)")
+        elif k == K["revived"]:
+            lines.append(f"      job {j} RETRIED by an operator at t={times[i]:g}s")
+        elif k == K["cancelled"]:
+            lines.append(f"      job {j} CANCELLED by an operator at t={times[i]:g}s")
         elif k == K["dead_lettered"] and a_[i] == 1:
             lines.append(f"  {who} job {j} failed with no retries left: INCIDENT (JOB_FAILED, "
                          f"critical): {text}")

@@ -38,7 +38,7 @@ from .claims import ACQUIRE, INSTANT, Attempt
 from .config import ExecutorConfig
 from .db import StatementFailed
 from .dialects import STRATEGIES
-from .store import DEADLETTER, INCIDENT, JOB, TIMER
+from .store import DEADLETTER, FAILED, INCIDENT, JOB, TIMER
 from .trace import K
 
 if TYPE_CHECKING:
@@ -83,6 +83,8 @@ class Node:
     def start(self) -> None:
         env = self.env
         self.alive = True
+        if self.cfg.handles is not None:
+            self.db.store.routes[self.name] = frozenset(self.cfg.handles)
         self.db.lock_listeners[self.name] = self._on_locked
         self._procs = [env.process(self._life(self._acquisition_loop()))]
         self._procs += [env.process(self._life(self._worker(i))) for i in range(self.cfg.threads)]
@@ -466,7 +468,8 @@ class Node:
         policy = world.scenario.retry_for(me, hname)
         stream = world.jitter_stream(me)
 
-        terminal = INCIDENT if self.cfg.exhausted == "incident" else DEADLETTER
+        terminal = {"incident": INCIDENT, "failed": FAILED}.get(self.cfg.exhausted, DEADLETTER)
+        code_of = {"dead_letter": 0, "incident": 1, "failed": 2}[self.cfg.exhausted]
 
         def apply(now: float) -> tuple[str, int, float]:
             row = store.get(jid)
@@ -490,8 +493,7 @@ class Node:
             trace.add(now, K["retry_scheduled"], self.code, jid, attempt, a=left, x=due,
                       text=text)
         elif what == "dead":
-            trace.add(now, K["dead_lettered"], self.code, jid, attempt,
-                      a=int(self.cfg.exhausted == "incident"), text=text)
+            trace.add(now, K["dead_lettered"], self.code, jid, attempt, a=code_of, text=text)
             world.finished(jid)
             world.job_done()
         else:

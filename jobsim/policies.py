@@ -36,10 +36,34 @@ PRESETS: dict[str, dict[str, Any]] = {
         "exhausted": "incident",
         "retry": {"attempts": 3, "backoff": ["0s"]},
     },
+    # Seed 002 and executors.md §2 (failsafe-executor v2): one table, an optimistic VERSION
+    # lock ordered by created date, a heartbeat every lockTimeout/4 for running tasks,
+    # lockTimeout 5 min, 5 threads, a queue of 30, a poll every 5 s; a failure marks the task
+    # failed and nothing retries it until an operator's retry (or cancel). Version 3 is the
+    # same with SKIP LOCKED by planned time, a heartbeat over every held task every
+    # lockTimeout/3 (set acquisition: skip_locked, order: due, heartbeat: 100s,
+    # heartbeat_scope: held, on db.dialect: postgres).
+    "failsafe": {
+        "acquisition": "optimistic",
+        "wakeup": "poll",
+        "poll_interval": "5s",
+        "batch_size": 30,
+        "queue_size": 30,
+        "threads": 5,
+        "lock_time": "5m",
+        "heartbeat": "75s",
+        "heartbeat_scope": "running",
+        "order": "created",
+        "complete_guard": "none",
+        "exhausted": "failed",
+        "retry": {"attempts": 1, "backoff": ["0s"]},
+    },
 }
 DESCRIPTIONS = {
     "lesson": "the seed-000 lesson's executor: guarded UPDATE, retries 3 at [10s, 60s], "
               "dead letters, fake-clock ticks",
+    "failsafe": "failsafe-executor v2 (seed 002): optimistic VERSION lock by created date, "
+                "heartbeat lockTimeout/4, no automatic retry (failed until retry or cancel)",
     "zeebe_like": "the seed-003 server: jobs activated by the server, no lock expiry, "
                   "absolute retries without delay, incidents, restored only by a restart",
 }

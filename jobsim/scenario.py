@@ -388,6 +388,19 @@ def _cross_checks(v: dict[str, Any], problems: list[Problem]) -> None:
             if isinstance(name, str) and name not in seen:
                 problems.append(Problem(f"faults[{i}].{key}", "the name of a node", show(name),
                                         suggest(name, known)))
+    for i, o in enumerate(_l(v.get("operations"))):
+        o = _d(o)
+        for key in ("retry", "cancel"):
+            name = o.get(key)
+            if isinstance(name, str) and name != "all" and name not in job_names:
+                problems.append(Problem(f"operations[{i}].{key}", "all, or the name of a job "
+                                        "in workload.jobs", show(name),
+                                        suggest(name, sorted(job_names))))
+    for i, n in enumerate(nodes):
+        for k, h in enumerate(_l(n.get("handles"))):
+            if isinstance(h, str) and "handlers" in v and h not in handlers:
+                problems.append(Problem(f"nodes[{i}].handles[{k}]", "the name of a handler",
+                                        show(h), suggest(h, handlers)))
     for path in _d(v.get("expect")):
         parts = path.split(".")
         if parts[0] == "named":
@@ -461,6 +474,8 @@ def _build_retry(r: dict[str, Any] | None, base: RetryPolicy) -> RetryPolicy:
 
 def _build_executor(settings: dict[str, Any], base: ExecutorConfig) -> ExecutorConfig:
     fields = {k: val for k, val in settings.items() if k not in ("retry", "name", "start_at")}
+    if "handles" in fields:
+        fields["handles"] = tuple(fields["handles"])
     retry = _build_retry(settings.get("retry"), base.retry)
     return ExecutorConfig(**{**base.__dict__, **fields, "retry": retry})
 
@@ -507,6 +522,9 @@ def _build(v: dict[str, Any], raw: dict[str, Any], source: str,
                                 timeout=f["timeout"]))
         else:
             faults.append(Fault(f["at"], "restart_server"))
+    for o in v.get("operations", []):
+        kind = "retry" if "retry" in o else "cancel"
+        faults.append(Fault(o["at"], kind, o[kind]))
     expect = []
     for path, conds in v.get("expect", {}).items():
         texts = (raw.get("expect") or {}).get(path)

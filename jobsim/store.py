@@ -23,8 +23,8 @@ import math
 from typing import NamedTuple
 
 JOB, TIMER, DEADLETTER, SUSPENDED = "job", "timer_job", "deadletter_job", "suspended_job"
-INCIDENT = "incident"
-TABLES = (JOB, TIMER, DEADLETTER, SUSPENDED, INCIDENT)
+INCIDENT, FAILED = "incident", "failed"
+TABLES = (JOB, TIMER, DEADLETTER, SUSPENDED, INCIDENT, FAILED)
 ACQUIRABLE = (JOB, TIMER)
 ORDERS = ("id", "due", "created", "priority", "aging")
 
@@ -100,6 +100,8 @@ class Store:
         self.rows: dict[int, Row] = {}
         self._ix = {t: _Index() for t in ACQUIRABLE}
         self._count = {t: 0 for t in TABLES}
+        #: node -> the task names (handlers) it registered; a node not here takes any task
+        self.routes: dict[str, frozenset[str]] = {}
         #: one counter for the whole store, so an id reused after a delete can never
         #: match an index entry left by the row that had it before
         self._stamp = 0
@@ -160,18 +162,25 @@ class Store:
                 push(ready, (k1, k2, rid, stamp))
         return ix
 
-    def _take(self, table: str, now: float, n: int, keep: bool) -> list[Row]:
+    def _take(self, table: str, now: float, n: int, keep: bool,
+              accept: frozenset[str] | None = None) -> list[Row]:
         ready, rows = self._promote(table, now).ready, self.rows
         out: list[Row] = []
         taken: list[tuple[float, float, int, int]] = []
+        passed: list[tuple[float, float, int, int]] = []
         pop = heapq.heappop
         while ready and len(out) < n:
             entry = pop(ready)
             row = rows.get(entry[2])
             if row is None or row.stamp != entry[3] or row.table != table:
                 continue
+            if accept is not None and row.handler not in accept:
+                passed.append(entry)  # another node's task: it stays for them
+                continue
             out.append(row)
             taken.append(entry)
+        for entry in passed:
+            heapq.heappush(ready, entry)
         if keep:
             for entry in taken:
                 heapq.heappush(ready, entry)
@@ -185,9 +194,12 @@ class Store:
     def count(self, table: str) -> int:
         return self._count[table]
 
-    def select(self, now: float, n: int, table: str = JOB) -> list[tuple[int, int]]:
-        """``SELECT id, version … WHERE due <= now AND (unlocked OR expired) ORDER BY … LIMIT n``."""
-        return [(r.id, r.version) for r in self._take(table, now, n, keep=True)]
+    def select(self, now: float, n: int, table: str = JOB,
+               who: str | None = None) -> list[tuple[int, int]]:
+        """``SELECT id, version … WHERE due <= now AND (unlocked OR expired) [AND handler IN
+        (the tasks ``who`` registered)] ORDER BY … LIMIT n``."""
+        accept = self.routes.get(who) if who is not None else None
+        return [(r.id, r.version) for r in self._take(table, now, n, keep=True, accept=accept)]
 
     def next_eligible(self, now: float, table: str = JOB) -> float | None:
         """When the next row may become eligible: ``now`` if one is already, else the
@@ -225,6 +237,10 @@ class Store:
     def claim(self, owner: str, now: float, n: int, lock_until: float,
               table: str = JOB) -> list[Locked]:
         """The guarded UPDATE, applied at one instant: lock the next ``n`` eligible rows."""
+        if owner in self.routes:  # a node that runs only the tasks it registered
+            ids = [r.id for r in self._take(table, now, n, keep=True,
+                                            accept=self.routes[owner])]
+            return self.lock(ids, owner, now, lock_until, guard=True, table=table)
         ix = self._promote(table, now)
         ready, pending, rows = ix.ready, ix.pending, self.rows
         pop, push = heapq.heappop, heapq.heappush
@@ -340,6 +356,29 @@ class Store:
         row.locked_by, row.lock_until = None, -math.inf
         row.version += 1
         self._reindex(row)
+        return True
+
+    def remove(self, rid: int) -> bool:
+        """Delete a row from whatever table holds it (cancel a failed job)."""
+        row = self.rows.pop(rid, None)
+        if row is None:
+            return False
+        self._count[row.table] -= 1
+        self._stamp += 1
+        row.stamp = self._stamp
+        return True
+
+    def revive(self, rid: int, now: float, retries: int) -> bool:
+        """A failed or dead-lettered row back to waiting, due now, with fresh retries."""
+        row = self.rows.get(rid)
+        if row is None or row.table in ACQUIRABLE:
+            return False
+        self._count[row.table] -= 1
+        self._count[JOB] += 1
+        row.table, row.due, row.retries, row.failures = JOB, now, retries, 0
+        row.locked_by, row.lock_until = None, -math.inf
+        row.version += 1
+        self._reindex(row, now)
         return True
 
     def unlock_all(self, table: str = JOB) -> list[int]:

@@ -40,8 +40,9 @@ KINDS: dict[str, str] = {
                  "owner guard refused if a=0), b=2 the row is there but not locked by this node "
                  "(a=0), b=0 otherwise (a=0: the row was gone)",
     "retry_scheduled": "attempt, a=retries left, x=new due time, text=error",
-    "dead_lettered": "attempt, a=1 for an incident (JOB_FAILED, critical; the Zeebe-like "
-                     "server) instead of the dead-letter table, text=error",
+    "dead_lettered": "attempt, a=where the job went when its retries ran out: 0 the dead-letter "
+                     "table, 1 an incident (JOB_FAILED, critical; the Zeebe-like server), 2 "
+                     "failed (failsafe-executor: kept until retry or cancel), text=error",
     "unlocked": "text=reason",
     "lock_extended": "a=rows extended, x=new lock_until",
     "timer_due": "a timer moved to the job table; x=its due time",
@@ -59,6 +60,8 @@ KINDS: dict[str, str] = {
     "server_restarted": "the Zeebe-like server restarted: a=activated jobs restored to waiting",
     "withdrawn": "an interrupting boundary timer withdrew the job (later complete/fail: 404)",
     "boundary_timer": "a non-interrupting boundary timer fired; the job stays",
+    "revived": "an operation moved a failed or dead-lettered job back to waiting; a=retries",
+    "cancelled": "an operation cancelled a failed job (deleted)",
 }
 KIND_NAMES: tuple[str, ...] = tuple(KINDS)
 K = {name: i for i, name in enumerate(KIND_NAMES)}

@@ -75,6 +75,8 @@ class World:
         self._sources = 0
         self._waiters: dict[int, simpy.Event] = {}
         self._timers: list[tuple[float, int, bool]] = []
+        #: job name -> id, for operations that name a job
+        self.names: dict[str, int] = {}
         self._timer_wake: simpy.Event | None = None
         self.created = 0
         self.live = 0
@@ -112,6 +114,8 @@ class World:
             self._next_id += 1
         now = self.env.now
         row = Row(jid, kind, handler, priority, now, now + due_in, self._retries[handler])
+        if name is not None:
+            self.names[name] = jid
         self.store.insert(row, JOB)
         self.db.commits += 1  # a client's INSERT commits too (SQLite's snapshots see it)
         self.created += 1
