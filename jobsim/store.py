@@ -198,7 +198,7 @@ class Store:
                who: str | None = None) -> list[tuple[int, int]]:
         """``SELECT id, version … WHERE due <= now AND (unlocked OR expired) [AND handler IN
         (the tasks ``who`` registered)] ORDER BY … LIMIT n``."""
-        accept = self.routes.get(who) if who is not None else None
+        accept = self.routes.get(who) if who is not None and self.routes else None
         return [(r.id, r.version) for r in self._take(table, now, n, keep=True, accept=accept)]
 
     def next_eligible(self, now: float, table: str = JOB) -> float | None:
@@ -237,7 +237,7 @@ class Store:
     def claim(self, owner: str, now: float, n: int, lock_until: float,
               table: str = JOB) -> list[Locked]:
         """The guarded UPDATE, applied at one instant: lock the next ``n`` eligible rows."""
-        if owner in self.routes:  # a node that runs only the tasks it registered
+        if self.routes and owner in self.routes:  # a node running only the tasks it registered
             ids = [r.id for r in self._take(table, now, n, keep=True,
                                             accept=self.routes[owner])]
             return self.lock(ids, owner, now, lock_until, guard=True, table=table)

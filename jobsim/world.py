@@ -75,6 +75,7 @@ class World:
         self._sources = 0
         self._waiters: dict[int, simpy.Event] = {}
         self._timers: list[tuple[float, int, bool]] = []
+        self._boundaries = {n: h.boundary for n, h in scenario.handlers.items() if h.boundary}
         #: job name -> id, for operations that name a job
         self.names: dict[str, int] = {}
         self._timer_wake: simpy.Event | None = None
@@ -125,7 +126,7 @@ class World:
                     -1 if name is None else trace.text(name), row.due, self._htext[handler]))
         if len(trace._buf) > 1 << 22:
             trace.compact()
-        boundary = self.handlers[handler].boundary
+        boundary = self._boundaries.get(handler) if self._boundaries else None
         if boundary is not None:
             heapq.heappush(self._timers, (now + boundary[0], jid, boundary[1]))
             if self._timer_wake is not None and not self._timer_wake.triggered:
