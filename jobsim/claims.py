@@ -53,8 +53,6 @@ SQL = {
 SQL["broker"] = ("(no SQL: the server activates jobs itself, one at a time, and an "
                  "activated job never expires)")
 STRATEGIES = tuple(SQL)
-SAFE = {"guarded_update": True, "unguarded_update": True, "read_then_write": False,
-        "optimistic": True, "skip_locked": True, "broker": True}
 
 
 class Attempt:

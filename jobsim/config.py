@@ -6,7 +6,6 @@ check), and a test or notebook may build them directly.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -141,8 +140,6 @@ class StreamSpec:
     priority: int = 0
 
 
-FAULTS = ("crash", "pause", "slow_db", "partition", "restart_server")
-OPERATIONS = ("retry", "cancel")
 
 
 @dataclass(frozen=True)
@@ -196,5 +193,3 @@ class Scenario:
         h = self.handlers[handler]
         return (h.retry or self.executor.retry).initial_retries()
 
-
-INF = math.inf

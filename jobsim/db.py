@@ -92,10 +92,7 @@ class Database:
             if wakes:
                 self.touch()
             return result, 0.0
-        cut = self._cut.get(node)
-        if cut is not None:
-            yield env.timeout(cut)
-            raise StatementFailed(node)
+        yield from self.refuse_if_cut(node)
         req = wreq = None
         applied = False
         try:
@@ -105,16 +102,7 @@ class Database:
             if self.write_lock is not None:  # SQLite: every write takes the write lock
                 wreq = self.write_lock.request()
                 yield wreq
-            lat = 0.0
-            if not self._zero:
-                stream = self._lat.get(node)
-                if stream is None:
-                    stream = self._lat[node] = self._streams.stream(f"db/latency/{node}")
-                lat = self.latency.sample(stream) * self.factor
-                if lat > 0:
-                    yield env.timeout(lat)
-            if node in self._cut:
-                raise StatementFailed(node)  # cut off while the statement was in flight
+            lat = yield from self.transit(node)
             if self.row_locks:
                 for rid in rows:
                     while (holder := self.row_locks.get(rid)) is not None:
@@ -137,6 +125,23 @@ class Database:
         if wakes:
             self.touch()
         return result, lat
+
+    def refuse_if_cut(self, node: str) -> Generator[simpy.Event, Any, None]:
+        """A node cut off from the database waits its partition's timeout, then fails."""
+        cut = self._cut.get(node)
+        if cut is not None:
+            yield self.env.timeout(cut)
+            raise StatementFailed(node)
+
+    def transit(self, node: str) -> Generator[simpy.Event, Any, float]:
+        """A statement on its way: its latency passes; if the node was cut off meanwhile the
+        statement never arrives. Returns the latency."""
+        lat = self.sample_latency(node)
+        if lat > 0:
+            yield self.env.timeout(lat)
+        if node in self._cut:
+            raise StatementFailed(node)  # cut off while the statement was in flight
+        return lat
 
     def locked(self, node: str, items: list) -> list:
         """Tell ``node`` what one of its claim statements just locked, at its commit instant

@@ -38,7 +38,6 @@ from typing import TYPE_CHECKING, Any
 import simpy
 
 from .claims import Attempt
-from .db import StatementFailed
 from .store import JOB
 
 if TYPE_CHECKING:
@@ -50,10 +49,6 @@ SQLITE_BEGIN = ("autocommit", "deferred", "immediate")
 
 class SerializationFailure(Exception):
     """SQLSTATE 40001: could not serialize access due to concurrent update."""
-
-
-class Busy(Exception):
-    """SQLITE_BUSY or SQLITE_BUSY_SNAPSHOT: the deferred transaction cannot upgrade."""
 
 
 class Txn:
@@ -106,16 +101,8 @@ def _statement(db: "Database", me: str) -> Generator[Any, Any, float]:
     """One statement's latency (counted); a node cut off from the database waits its
     partition's timeout and gets ``StatementFailed`` (the transaction then rolls back)."""
     db.statements += 1
-    cut = db._cut.get(me)
-    if cut is not None:
-        yield db.env.timeout(cut)
-        raise StatementFailed(me)
-    lat = db.sample_latency(me)
-    if lat > 0:
-        yield db.env.timeout(lat)
-    if me in db._cut:
-        raise StatementFailed(me)
-    return lat
+    yield from db.refuse_if_cut(me)
+    return (yield from db.transit(me))
 
 
 def _wait_row(db: "Database", rid: int, txn: Txn) -> Generator[Any, Any, Txn | None]:

@@ -48,6 +48,3 @@ class ScenarioError(JobsimError):
     def with_source(self, source: str) -> "ScenarioError":
         return ScenarioError(self.problems, source)
 
-
-class InvariantViolation(JobsimError):
-    """Raised by callers who want an exception when a run breaks an invariant."""

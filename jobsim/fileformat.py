@@ -71,11 +71,6 @@ def figure_problem(path: str) -> tuple[str, str] | None:
     return None
 
 
-#: the top-level figures of a run's summary an expectation may name
-FIGURES = ("jobs", "executions", "failures", "duplicate_executions", "duplicate_side_effects",
-           "double_acquisitions", "completions", "crash_recovery", "acquisition", "nodes", "statements", "polls", "latency", "named",
-           "throughput_per_s", "invariants", "end_time", "drained", "trace_events")
-
 _dist = Either([
     (lambda v: isinstance(v, (str, int, float)) and not isinstance(v, bool),
      Dur(doc="a constant duration")),

@@ -117,7 +117,7 @@ class Node:
         self.running.clear()
         self._tick = self._slot = self._paused = self._replan = None
         self.trace.add(self.env.now, K["node_crashed"], self.code, a=lost_runs, b=lost_queued)
-        self.world.job_done(0)
+        self.world.check_drained()
 
     def restart(self) -> None:
         """Start again with an empty queue (a new incarnation under the same name)."""
@@ -168,7 +168,7 @@ class Node:
             except StatementFailed:
                 self._failed("acquire")
                 return n, 0
-        self._hand_out(att)
+        self._trace_attempt(att)
         return att.asked, len(att.locked)
 
     def _failed(self, statement: str, job: int = -1, attempt: int = 0) -> None:
@@ -193,7 +193,7 @@ class Node:
             else:
                 queue.append(item)
 
-    def _hand_out(self, att: Attempt) -> None:
+    def _trace_attempt(self, att: Attempt) -> None:
         """Trace the attempt as a whole (its rows were traced as they were locked)."""
         self.world.lost_races += att.lost
         self.trace.emit((self.env.now, K["acquire"], self.code, -1, att.errors, att.asked,
@@ -219,8 +219,8 @@ class Node:
         store, db, end = self.db.store, self.db, self.world.scenario.end
         step = period + (0.0 if db.instant else db.latency.mean)
         instant, acquire, me, queue = self._instant, self._acquire, self.name, self.queue
-        batch, size, lock_time, hand_out = cfg.batch_size, cfg.queue_size, cfg.lock_time, \
-            self._hand_out
+        batch, size, lock_time, trace_attempt = (cfg.batch_size, cfg.queue_size,
+                                                 cfg.lock_time, self._trace_attempt)
         emit, k_acquire, code, strategy_text = (self.trace.emit, K["acquire"], self.code,
                                                 self._strategy_text)
         while True:
@@ -245,7 +245,7 @@ class Node:
                     self._failed("acquire")
                     yield env.timeout(period)
                     continue
-                hand_out(att)
+                trace_attempt(att)
                 if att.errors:
                     yield env.timeout(0)  # a 40001 / SQLITE_BUSY: retry at once, after others
                     continue
@@ -459,7 +459,7 @@ class Node:
                 else:
                     del running[jid]
             if world.live == 0:
-                world.job_done(0)
+                world.check_drained()
 
     def _fail(self, jid: int, hname: str, attempt: int,
               error: str) -> Generator[Any, Any, None]:

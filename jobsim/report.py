@@ -196,8 +196,6 @@ def _cell(value: Any, path: str) -> str:
     if path.startswith("latency") or path.endswith("start_delay") or path == "end_time" or \
             path.endswith("end_to_end"):
         return format_seconds(value)
-    if path == "polls.total":
-        return str(value)
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 

@@ -23,7 +23,7 @@ from .fileformat import FORMAT, MAX_JOBS, _rate, figure_problem, schema
 from .handlers import Handler
 from .policies import PRESETS
 from .retry import CycleBackoff, ExponentialBackoff, FixedBackoff, ListBackoff, RetryPolicy
-from .spec import MISSING, join, show, suggest
+from .spec import MISSING, Name, join, show, suggest
 
 _DEFAULT_EXECUTOR = ExecutorConfig()
 
@@ -319,8 +319,6 @@ def _cross_checks(v: dict[str, Any], problems: list[Problem]) -> None:
             elif name not in ticked:
                 problems.append(Problem(path, "a node whose wakeup is ticks",
                                         f"{name!r}, which wakes by {wakeup[name]}"))
-    from .spec import Name
-
     for name in _d(v.get("variants")):
         Name().check(name, f"variants.{name}", problems)
     dialect = _d(v.get("db")).get("dialect", "atomic")
@@ -550,5 +548,3 @@ def _build(v: dict[str, Any], raw: dict[str, Any], source: str,
         recurring=recurring, expect=tuple(expect), variant=variant,
         compare=tuple(v.get("report", {}).get("compare", ())), source=source, document=raw)
 
-
-__all__ = ["load", "loads", "from_dict", "schema", "FORMAT", "Field", "MISSING", "join"]

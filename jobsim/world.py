@@ -104,9 +104,6 @@ class World:
             s = self._jstreams[node] = self.streams.stream(f"retry/jitter/{node}")
         return s
 
-    def says_code(self, handler: str) -> int:
-        return self._says[handler]
-
     def create(self, handler: str, kind: str, priority: int, due_in: float,
                jid: int | None = None, name: str | None = None) -> int:
         """Insert a new job (the client's INSERT; no executor latency)."""
@@ -172,14 +169,16 @@ class World:
 
     def source_done(self) -> None:
         self._sources -= 1
-        self._check_drained()
+        self.check_drained()
 
-    def job_done(self, n: int = 1) -> None:
-        """``n`` more jobs reached a terminal state (done or dead-lettered)."""
-        self.live -= n
-        self._check_drained()
+    def job_done(self) -> None:
+        """One more job reached a terminal state (done, dead-lettered, withdrawn…)."""
+        self.live -= 1
+        self.check_drained()
 
-    def _check_drained(self) -> None:
+    def check_drained(self) -> None:
+        """Stop a drained run once nothing is left: no source, no live job, no execution
+        in flight, no job waiting in a local queue."""
         if (self.scenario.until is None and self._sources == 0 and self.live == 0
                 and self.in_flight == 0 and not self._stop.triggered
                 and not any(n.queue for n in self.nodes)):
@@ -216,7 +215,7 @@ class World:
             env.process(self._clock())
         schedule(self, sc.faults)
         if not sources:
-            self._check_drained()
+            self.check_drained()
         horizon = env.timeout(sc.end)
         finish = env.any_of([self._stop, horizon])
         if progress is None:

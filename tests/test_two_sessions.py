@@ -29,18 +29,21 @@ def _db(dialect, isolation="read_committed", begin="autocommit"):
                     sqlite_begin=begin)
 
 
-def two_sessions(dialect, strategy, s1_end, isolation="read_committed", begin="autocommit"):
+def _sessions(dialect, strategy, s1_end, isolation="read_committed", begin="autocommit",
+              n=10):
+    """S1 claims ``n`` rows and holds its transaction; S2 starts at t=1; the observer looks at
+    t=2 whether S2 waits; S1 commits or rolls back at t=3. The raw outcomes."""
     db = _db(dialect, isolation, begin)
     env, fn = db.env, STRATEGIES[dialect][strategy]
     hold = env.event()
     out = {}
 
     def s1():
-        out["s1"] = yield from fn(db, "S1", 10, 30.0, hold=hold)
+        out["s1"] = yield from fn(db, "S1", n, 30.0, hold=hold)
 
     def s2():
         yield env.timeout(1)
-        out["s2"] = yield from fn(db, "S2", 10, 30.0)
+        out["s2"] = yield from fn(db, "S2", n, 30.0)
 
     def observer():
         yield env.timeout(2)
@@ -52,6 +55,12 @@ def two_sessions(dialect, strategy, s1_end, isolation="read_committed", begin="a
     env.process(s2())
     env.process(observer())
     env.run(until=10)
+    return out
+
+
+def two_sessions(dialect, strategy, s1_end, isolation="read_committed", begin="autocommit"):
+    """(S1 claimed, S2 blocked?, S2 got, S2's error, rows both claimed)."""
+    out = _sessions(dialect, strategy, s1_end, isolation, begin)
     s1_ids = [lk.id for lk in out["s1"].locked]
     s2_ids = [lk.id for lk in out["s2"].locked]
     overlap = len(set(s1_ids) & set(s2_ids))
@@ -84,25 +93,7 @@ def test_postgres_optimistic_version_check():
     """D: S1 updates row 1 by id and version and holds; S2's update of row 1 waits, then finds
     the version moved (0 rows); had S1 rolled back, S2 gets row 1."""
     for end, s2_first in (("commit", []), ("rollback", [1])):
-        db = _db("postgres")
-        env, fn = db.env, STRATEGIES["postgres"]["optimistic"]
-        hold, out = env.event(), {}
-
-        def s1():
-            out["s1"] = yield from fn(db, "S1", 1, 30.0, hold=hold)
-
-        def s2():
-            yield env.timeout(1)
-            out["s2"] = yield from fn(db, "S2", 1, 30.0)
-
-        def observer():
-            yield env.timeout(2)
-            out["blocked"] = "s2" not in out
-            hold.succeed(end)
-
-        for p in (s1, s2, observer):
-            env.process(p())
-        env.run(until=10)
+        out = _sessions("postgres", "optimistic", end, n=1)
         assert out["blocked"] is True
         assert [lk.id for lk in out["s2"].locked] == s2_first
         assert out["s2"].lost == (1 if end == "commit" else 0)
