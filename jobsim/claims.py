@@ -13,7 +13,15 @@ Under the ``atomic`` dialect:
 - ``read_then_write`` — a SELECT, then an UPDATE by id with no guard: when another node's
   statement commits between the two, both nodes hold the job (a double acquisition);
 - ``optimistic`` — a SELECT of ids and versions, then one ``UPDATE … WHERE version = ?`` per
-  row: a row whose version moved is a lost race, never a double acquisition.
+  row: a row whose version moved is a lost race, never a double acquisition;
+- ``optimistic_batch`` — Flowable's: the same updates flushed in one transaction, where a
+  single row whose version moved (``FlowableOptimisticLockingException``) rolls the whole
+  batch back: the attempt gets nothing and counts as an error;
+- ``skip_locked`` — ``SELECT … FOR UPDATE SKIP LOCKED`` then the UPDATE, in one transaction.
+  Under ``atomic`` no transaction is ever open while another statement runs, so there is
+  nothing to skip and it is the guarded UPDATE; on PostgreSQL it skips rows other claims
+  hold (``dialects``);
+- ``broker`` — no SQL: the Zeebe-like server activates jobs itself.
 """
 
 from __future__ import annotations
@@ -49,6 +57,11 @@ SQL = {
         "lock_until < :now) ORDER BY :order LIMIT :n; then per row: "
         "UPDATE job SET locked_by = :me, lock_until = :now + :lock_time, version = version + 1 "
         "WHERE id = :id AND version = :v"),
+    "optimistic_batch": (
+        "SELECT RES.* FROM ACT_RU_JOB RES WHERE LOCK_EXP_TIME_ is null LIMIT :n; then, in the "
+        "same transaction, per row: update ACT_RU_JOB SET REV_ = :rev + 1, LOCK_EXP_TIME_ = "
+        ":now + :lock_time, LOCK_OWNER_ = :me where ID_ = :id and REV_ = :rev; one 0-row "
+        "update rolls back the whole transaction"),
 }
 SQL["broker"] = ("(no SQL: the server activates jobs itself, one at a time, and an "
                  "activated job never expires)")
@@ -140,23 +153,54 @@ def broker(db: Database, me: str, n: int, lock_time: float, table: str = JOB) ->
     job stays the worker's until completed, failed or a server restart (its deadline is
     informational: the lock never expires)."""
     store = db.store
+    finite = store.lock_expiry == "claim"  # real Zeebe: the job times out at its deadline
     locked, lat = yield from db.run(
-        me, lambda now: db.locked(me, store.claim(me, now, n, math.inf, table)))
+        me, lambda now: db.locked(me, store.claim(me, now, n, now + lock_time if finite
+                                                  else math.inf, table)))
     return Attempt(n, locked, 0, 1, lat)
 
 
 def broker_now(db: Database, me: str, n: int, lock_time: float,
                table: str = JOB) -> list[Locked]:
     db.statements += 1
-    return db.locked(me, db.store.claim(me, db.env.now, n, math.inf, table))
+    store, now = db.store, db.env.now
+    until = now + lock_time if store.lock_expiry == "claim" else math.inf
+    return db.locked(me, store.claim(me, now, n, until, table))
+
+
+def optimistic_batch(db: Database, me: str, n: int, lock_time: float,
+                     table: str = JOB) -> Gen:
+    store = db.store
+    seen, lat = yield from db.run(me, lambda now: store.select(now, n, table, who=me))
+    if not seen:
+        return Attempt(n, [], 0, 1, lat)
+    versions = dict(seen)
+
+    def flush(now: float) -> list[Locked] | None:
+        for rid, v in versions.items():
+            row = store.get(rid)
+            if row is None or row.table != table or row.version != v:
+                return None  # FlowableOptimisticLockingException: roll it all back
+        return db.locked(me, store.lock(list(versions), me, now, now + lock_time,
+                                        guard=False, versions=versions, table=table))
+
+    locked, lat2 = yield from db.run(me, flush, rows=list(versions))
+    if locked is None:
+        att = Attempt(n, [], len(versions), 2, lat + lat2, errors=1)
+        att.error = "optimistic_lock"
+        return att
+    return Attempt(n, locked, 0, 2, lat + lat2)
 
 
 #: single-statement strategies applied directly when the database is instant (hot path)
-INSTANT = {"guarded_update": guarded_update_now, "broker": broker_now}
+INSTANT = {"guarded_update": guarded_update_now, "skip_locked": guarded_update_now,
+           "broker": broker_now}
 
 ACQUIRE = {
     "broker": broker,
     "guarded_update": guarded_update,
+    "skip_locked": guarded_update,
+    "optimistic_batch": optimistic_batch,
     "unguarded_update": unguarded_update,
     "read_then_write": read_then_write,
     "optimistic": optimistic,

@@ -17,6 +17,8 @@ WAKEUPS = ("poll", "notify", "ticks")
 HEARTBEAT_SCOPES = ("running", "held")
 EXHAUSTED = ("dead_letter", "incident", "failed")
 COMPLETE_GUARDS = ("none", "owner")
+QUEUE_FULL = ("queue", "unacquire")
+COUNT_ATTEMPT = ("failure", "fetch")
 
 
 @dataclass(frozen=True)
@@ -47,9 +49,39 @@ class ExecutorConfig:
     queue_full_wait: float = 5.0
     complete_guard: str = "none"
     exhausted: str = "dead_letter"
+    #: Flowable's hint path: a job this node creates is inserted locked by it and handed
+    #: to its own pool on commit
+    hint: bool = False
+    #: a job handed to a full local queue waits there anyway (``queue``), or is unlocked for
+    #: any node to take later (``unacquire``: Flowable's RejectedExecutionException path)
+    on_queue_full: str = "queue"
+    #: how long the acquisition loop waits after a claim failed with an error (40001,
+    #: SQLITE_BUSY, Flowable's optimistic-lock rollback of a whole batch)
+    error_wait: float = 0.0
+    #: a reset thread: every ``reset_interval``, unlock rows whose lock expired, in pages of
+    #: ``reset_page`` until none is left (``lock_expiry: reset``)
+    reset_interval: float | None = None
+    reset_page: int = 1000
+    #: Flowable's global acquire lock: one node at a time acquires, in bulk without REV_
+    global_lock: bool = False
+    global_lock_wait: float = 60.0
+    global_lock_poll: float = 0.5
+    global_lock_force: float = 600.0
+    # --- settings of the table, the same for every node -------------------------------------
     order: str = "id"
     aging_rate: float = 0.0
     retry: RetryPolicy = RetryPolicy(3, ListBackoff((10.0,)))
+    #: see ``store.LOCK_EXPIRY``
+    lock_expiry: str = "claim"
+    #: timers and failed jobs waiting to retry live in ``timer_job`` and are moved to ``job``
+    #: when due by each node's timer acquisition loop (Flowable)
+    timer_table: bool = False
+    #: when an execution is counted against the job's retries: at its ``failure`` (the
+    #: lesson, Flowable) or when its row is claimed, ``fetch`` (Oban, River)
+    count_attempt: str = "failure"
+    #: a submit with an id that is already in the table does nothing (failsafe-executor's
+    #: ``INSERT … WHERE NOT EXISTS``)
+    idempotent_submit: bool = False
 
 
 @dataclass(frozen=True)
@@ -80,6 +112,12 @@ class JobSpec:
     due_in: float = 0.0
     priority: int = 0
     name: str | None = None
+    #: the node whose transaction creates it (Flowable's hint path); None: a client
+    node: str | None = None
+    #: a serial queue (failsafe-executor's registerQueue)
+    queue: str | None = None
+    #: inserted already failed (failsafe-executor's recordFailure), with this error
+    record_failure: str | None = None
 
 
 RECURRING_MODES = ("fixed_rate", "fixed_delay")
@@ -138,8 +176,9 @@ class StreamSpec:
     kind: str = "async"
     due_in: float = 0.0
     priority: int = 0
-
-
+    #: the nodes whose transactions create its jobs, in turn (Flowable's hint path)
+    nodes: tuple[str, ...] = ()
+    queue: str | None = None
 
 
 @dataclass(frozen=True)
@@ -150,10 +189,12 @@ class Fault:
 
     at: float
     kind: str
-    node: str | None = None  # for the operations retry / cancel: a job name, or "all"
+    node: str | None = None  # for an operation: a job name, or "all"
     length: float | None = None
     factor: float = 1.0
     timeout: float = 0.0
+    #: the operation ``move`` (a dead letter back to executable): the retries it gets
+    retries: int | None = None
 
 
 @dataclass(frozen=True)

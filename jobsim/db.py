@@ -64,6 +64,8 @@ class Database:
         #: SQLite: the database-wide write lock
         self.write_lock = simpy.Resource(env, capacity=1) if dialect == "sqlite" else None
         self.commits = 0
+        #: cluster-wide locks (Flowable's ACT_GE_PROPERTY rows): name -> (holder, since)
+        self.global_locks: dict[str, tuple[str, float]] = {}
         #: node name -> what it does with rows its claims lock (trace, hand to threads)
         self.lock_listeners: dict[str, Callable[[list], None]] = {}
         self.factor = 1.0

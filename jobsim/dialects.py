@@ -133,19 +133,21 @@ def _hold(hold: simpy.Event | None) -> Generator[Any, Any, bool]:
 def pg_update(db: "Database", me: str, n: int, lock_time: float, *, guard: bool,
               ids: list[int] | None = None, versions: dict[int, int] | None = None,
               snap: dict[int, int] | None = None,
-              hold: simpy.Event | None = None) -> Gen:
+              hold: simpy.Event | None = None, table: str = JOB,
+              all_or_nothing: bool = False) -> Gen:
     """``UPDATE … WHERE id IN (<candidates>) [AND guard] [AND version = v]`` as one
     statement; the candidates are the subquery on the statement's snapshot unless ``ids``
     are given (read-then-write, optimistic; ``snap`` then holds the versions they were read
     at). Under REPEATABLE READ and SERIALIZABLE a target row changed since the snapshot is a
-    serialization failure."""
+    serialization failure. ``all_or_nothing`` (Flowable's flush of per-row optimistic
+    updates): one row whose version moved rolls the whole transaction back."""
     env, store = db.env, db.store
     txn = yield from _open(db)
     att = Attempt(n)
     try:
         now = txn.start
         if ids is None:
-            seen = store.select(env.now, n, who=me)
+            seen = store.select(env.now, n, table, who=me)
             cands = [rid for rid, _ in seen]
             snap = dict(seen)
         else:
@@ -159,10 +161,10 @@ def pg_update(db: "Database", me: str, n: int, lock_time: float, *, guard: bool,
                     row is None or row.version != snap.get(rid, row.version)) or \
                     strict and waited is not None and waited.committed:
                 raise SerializationFailure
-            if row is None or row.table != JOB:
+            if row is None or row.table != table:
                 att.lost += 1 if ids is not None else 0
                 continue
-            if guard and not row.eligible(now):
+            if guard and not row.eligible(now, store.expiry):
                 continue  # EvalPlanQual: the outer WHERE fails on the newest version
             if versions is not None and row.version != versions[rid]:
                 att.lost += 1
@@ -171,11 +173,16 @@ def pg_update(db: "Database", me: str, n: int, lock_time: float, *, guard: bool,
             got.append(rid)
         att.latency += yield from _statement(db, me)
         att.statements += 1
+        if all_or_nothing and att.lost:
+            att.lost, att.errors, att.error = len(cands), 1, "optimistic_lock"
+            _finish(db, txn, False)
+            return att
         commit = yield from _hold(hold)
         if not commit:
             _finish(db, txn, False)
             return att
-        att.locked = db.locked(me, store.lock(got, me, env.now, now + lock_time, guard=False))
+        att.locked = db.locked(me, store.lock(got, me, env.now, now + lock_time, guard=False,
+                                              table=table))
         _finish(db, txn, True)
         return att
     except SerializationFailure:
@@ -190,43 +197,60 @@ def pg_update(db: "Database", me: str, n: int, lock_time: float, *, guard: bool,
         raise
 
 
-def pg_select(db: "Database", me: str, n: int) -> Generator[Any, Any, tuple[list, float]]:
+def pg_select(db: "Database", me: str, n: int,
+              table: str = JOB) -> Generator[Any, Any, tuple[list, float]]:
     """A plain SELECT: the snapshot at its start; no locks, never blocks."""
     txn = yield from _open(db)
     try:
-        seen = db.store.select(db.env.now, n, who=me)
+        seen = db.store.select(db.env.now, n, table, who=me)
         lat = yield from _statement(db, me)
     finally:
         _finish(db, txn, False)
     return seen, lat
 
 
-def pg_guarded(db, me, n, lock_time, hold=None):
-    return (yield from pg_update(db, me, n, lock_time, guard=True, hold=hold))
+def pg_guarded(db, me, n, lock_time, hold=None, table=JOB):
+    return (yield from pg_update(db, me, n, lock_time, guard=True, hold=hold, table=table))
 
 
-def pg_unguarded(db, me, n, lock_time, hold=None):
-    return (yield from pg_update(db, me, n, lock_time, guard=False, hold=hold))
+def pg_unguarded(db, me, n, lock_time, hold=None, table=JOB):
+    return (yield from pg_update(db, me, n, lock_time, guard=False, hold=hold, table=table))
 
 
-def pg_read_then_write(db, me, n, lock_time, hold=None):
-    seen, lat = yield from pg_select(db, me, n)
+def pg_read_then_write(db, me, n, lock_time, hold=None, table=JOB):
+    seen, lat = yield from pg_select(db, me, n, table)
     if not seen:
         return Attempt(n, [], 0, 1, lat)
     att = yield from pg_update(db, me, n, lock_time, guard=False,
-                               ids=[rid for rid, _ in seen], snap=dict(seen), hold=hold)
+                               ids=[rid for rid, _ in seen], snap=dict(seen), hold=hold,
+                               table=table)
     att.statements += 1
     att.latency += lat
     return att
 
 
-def pg_optimistic(db, me, n, lock_time, hold=None):
-    seen, lat = yield from pg_select(db, me, n)
+def pg_optimistic_batch(db, me, n, lock_time, hold=None, table=JOB):
+    """Flowable: a SELECT of ids and REV_, then at flush one ``UPDATE … WHERE ID_ = ? AND
+    REV_ = ?`` per row in one transaction; a single 0-row update rolls it all back."""
+    seen, lat = yield from pg_select(db, me, n, table)
+    if not seen:
+        return Attempt(n, [], 0, 1, lat)
+    versions = dict(seen)
+    att = yield from pg_update(db, me, n, lock_time, guard=False, ids=list(versions),
+                               versions=versions, snap=versions, hold=hold, table=table,
+                               all_or_nothing=True)
+    att.statements += 1
+    att.latency += lat
+    return att
+
+
+def pg_optimistic(db, me, n, lock_time, hold=None, table=JOB):
+    seen, lat = yield from pg_select(db, me, n, table)
     total = Attempt(n, [], 0, 1, lat)
     for i, (rid, version) in enumerate(seen):
         one = yield from pg_update(db, me, 1, lock_time, guard=False, ids=[rid],
                                    versions={rid: version}, snap={rid: version},
-                                   hold=hold if i == 0 else None)
+                                   hold=hold if i == 0 else None, table=table)
         total.locked += one.locked
         total.lost += one.lost
         total.errors += one.errors
@@ -236,7 +260,7 @@ def pg_optimistic(db, me, n, lock_time, hold=None):
     return total
 
 
-def pg_skip_locked(db, me, n, lock_time, hold=None):
+def pg_skip_locked(db, me, n, lock_time, hold=None, table=JOB):
     """``SELECT … FOR UPDATE SKIP LOCKED LIMIT n`` then ``UPDATE … WHERE id = ANY(ids)`` in
     one transaction: rows locked by open transactions are skipped, the LIMIT keeps pulling."""
     env, store = db.env, db.store
@@ -245,7 +269,7 @@ def pg_skip_locked(db, me, n, lock_time, hold=None):
     try:
         skip = sum(1 for t in db.row_locks.values() if t is not txn)
         got = []
-        for rid, _ in store.select(env.now, n + skip, who=me):
+        for rid, _ in store.select(env.now, n + skip, table, who=me):
             if rid in db.row_locks:
                 continue
             _lock_row(db, rid, txn)
@@ -260,7 +284,7 @@ def pg_skip_locked(db, me, n, lock_time, hold=None):
         commit = yield from _hold(hold)
         if commit:
             att.locked = db.locked(me, store.lock(got, me, env.now, txn.start + lock_time,
-                                                  guard=False))
+                                                  guard=False, table=table))
         _finish(db, txn, commit)
         return att
     except BaseException:
@@ -283,8 +307,10 @@ def _write_lock(db: "Database") -> Generator[Any, Any, Any]:
     return req
 
 
-def sq_write(db, me, n, lock_time, *, guard, ids=None, versions=None, hold=None):
-    """An autocommit write: take the write lock, read the newest state, write, commit."""
+def sq_write(db, me, n, lock_time, *, guard, ids=None, versions=None, hold=None, table=JOB,
+             all_or_nothing=False):
+    """An autocommit write: take the write lock, read the newest state, write, commit
+    (``all_or_nothing``: one row whose version moved rolls the whole write back)."""
     env, store = db.env, db.store
     txn = yield from _open(db)
     try:
@@ -297,13 +323,18 @@ def sq_write(db, me, n, lock_time, *, guard, ids=None, versions=None, hold=None)
         att.latency += yield from _statement(db, me)
         att.statements += 1
         commit = yield from _hold(hold)
+        if commit and all_or_nothing and any(
+                (r := store.get(rid)) is None or r.table != table or r.version != v
+                for rid, v in versions.items()):
+            att.lost, att.errors, att.error = len(versions), 1, "optimistic_lock"
+            return att
         if commit:
             now = env.now
             if ids is None:
-                ids = [rid for rid, _ in store.select(now, n, who=me)]
+                ids = [rid for rid, _ in store.select(now, n, table, who=me)]
             before = len(ids)
             att.locked = db.locked(me, store.lock(ids, me, now, now + lock_time, guard=guard,
-                                                  versions=versions))
+                                                  versions=versions, table=table))
             if versions is not None:
                 att.lost += before - len(att.locked)
             db.commits += 1
@@ -313,15 +344,15 @@ def sq_write(db, me, n, lock_time, *, guard, ids=None, versions=None, hold=None)
         _finish(db, txn, False)
 
 
-def sq_guarded(db, me, n, lock_time, hold=None):
-    return (yield from sq_write(db, me, n, lock_time, guard=True, hold=hold))
+def sq_guarded(db, me, n, lock_time, hold=None, table=JOB):
+    return (yield from sq_write(db, me, n, lock_time, guard=True, hold=hold, table=table))
 
 
-def sq_unguarded(db, me, n, lock_time, hold=None):
-    return (yield from sq_write(db, me, n, lock_time, guard=False, hold=hold))
+def sq_unguarded(db, me, n, lock_time, hold=None, table=JOB):
+    return (yield from sq_write(db, me, n, lock_time, guard=False, hold=hold, table=table))
 
 
-def sq_read_then_write(db, me, n, lock_time, hold=None):
+def sq_read_then_write(db, me, n, lock_time, hold=None, table=JOB):
     env, store = db.env, db.store
     begin = db.sqlite_begin
     req = None
@@ -330,14 +361,15 @@ def sq_read_then_write(db, me, n, lock_time, hold=None):
         if begin == "immediate":
             req = yield from _write_lock(db)
         snapshot = db.commits
-        seen = store.select(env.now, n, who=me)
+        seen = store.select(env.now, n, table, who=me)
         lat = yield from _statement(db, me)
         if not seen:
             return Attempt(n, [], 0, 1, lat)
         ids = [rid for rid, _ in seen]
         if begin == "autocommit":
             _finish(db, txn, False)  # the SELECT's own connection; the UPDATE takes one
-            att = yield from sq_write(db, me, n, lock_time, guard=False, ids=ids, hold=hold)
+            att = yield from sq_write(db, me, n, lock_time, guard=False, ids=ids, hold=hold,
+                                      table=table)
             att.statements += 1
             att.latency += lat
             return att
@@ -352,7 +384,8 @@ def sq_read_then_write(db, me, n, lock_time, hold=None):
         att = Attempt(n, [], 0, 2, lat)
         if commit:
             now = env.now
-            att.locked = db.locked(me, store.lock(ids, me, now, now + lock_time, guard=False))
+            att.locked = db.locked(me, store.lock(ids, me, now, now + lock_time, guard=False,
+                                                  table=table))
             db.commits += 1
         return att
     finally:
@@ -361,12 +394,25 @@ def sq_read_then_write(db, me, n, lock_time, hold=None):
         _finish(db, txn, False)
 
 
-def sq_optimistic(db, me, n, lock_time, hold=None):
-    seen, lat = yield from pg_select(db, me, n)  # a plain SELECT: no lock either way
+def sq_optimistic_batch(db, me, n, lock_time, hold=None, table=JOB):
+    seen, lat = yield from pg_select(db, me, n, table)  # a plain SELECT: no lock
+    if not seen:
+        return Attempt(n, [], 0, 1, lat)
+    versions = dict(seen)
+    att = yield from sq_write(db, me, n, lock_time, guard=False, ids=list(versions),
+                              versions=versions, hold=hold, table=table, all_or_nothing=True)
+    att.statements += 1
+    att.latency += lat
+    return att
+
+
+def sq_optimistic(db, me, n, lock_time, hold=None, table=JOB):
+    seen, lat = yield from pg_select(db, me, n, table)  # a plain SELECT: no lock either way
     total = Attempt(n, [], 0, 1, lat)
     for i, (rid, version) in enumerate(seen):
         one = yield from sq_write(db, me, 1, lock_time, guard=False, ids=[rid],
-                                  versions={rid: version}, hold=hold if i == 0 else None)
+                                  versions={rid: version}, hold=hold if i == 0 else None,
+                                  table=table)
         total.locked += one.locked
         total.lost += one.lost
         total.statements += one.statements
@@ -377,7 +423,8 @@ def sq_optimistic(db, me, n, lock_time, hold=None):
 STRATEGIES = {
     "postgres": {"guarded_update": pg_guarded, "unguarded_update": pg_unguarded,
                  "read_then_write": pg_read_then_write, "optimistic": pg_optimistic,
-                 "skip_locked": pg_skip_locked},
+                 "optimistic_batch": pg_optimistic_batch, "skip_locked": pg_skip_locked},
     "sqlite": {"guarded_update": sq_guarded, "unguarded_update": sq_unguarded,
-               "read_then_write": sq_read_then_write, "optimistic": sq_optimistic},
+               "read_then_write": sq_read_then_write, "optimistic": sq_optimistic,
+               "optimistic_batch": sq_optimistic_batch},
 }

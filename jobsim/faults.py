@@ -20,7 +20,12 @@ from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
 from .config import Fault
+from .store import DEADLETTER, FAILED, JOB, SUSPENDED, TIMER
 from .trace import K
+
+#: operation -> the tables it takes jobs from
+OPERATIONS = {"retry": (FAILED,), "cancel": (FAILED,), "move": (DEADLETTER,),
+              "suspend": (JOB, TIMER), "activate": (SUSPENDED,)}
 
 if TYPE_CHECKING:
     from .world import World
@@ -28,7 +33,7 @@ if TYPE_CHECKING:
 
 def schedule(world: "World", faults: tuple[Fault, ...]) -> None:
     for fault in faults:
-        if fault.kind in ("retry", "cancel"):
+        if fault.kind in OPERATIONS:
             world._sources += 1  # a drained run waits for the operator's pending actions
         world.env.process(_one(world, fault))
 
@@ -51,7 +56,7 @@ def _one(world: "World", f: Fault) -> Generator[Any, Any, None]:
         yield env.timeout(f.length)
         world.db.slow(1.0)
         trace.add(env.now, K["db_slowed"], x=1.0)
-    elif f.kind in ("retry", "cancel"):
+    elif f.kind in OPERATIONS:
         operate(world, f)
         world.source_done()
     elif f.kind == "restart_server":
@@ -71,26 +76,42 @@ def _one(world: "World", f: Fault) -> Generator[Any, Any, None]:
 
 
 def operate(world: "World", f: Fault) -> None:
-    """An operator's action on failed jobs (failsafe-executor's ``retry`` and ``cancel``):
-    the named job, or every failed one."""
-    from .store import FAILED
+    """An operator's action on the named job, or on every job it applies to (``all``):
 
+    - ``retry`` a failed task (failsafe-executor): back to waiting, due now;
+    - ``cancel`` a failed task: deleted;
+    - ``move`` a dead letter back to executable with ``retries`` (Flowable's
+      moveDeadLetterJobToExecutableJob);
+    - ``suspend`` a waiting job (Flowable's suspended table: never acquired there) and
+      ``activate`` it again.
+    """
     env, store, trace = world.env, world.store, world.trace
+    tables = OPERATIONS[f.kind]
     if f.node == "all":
-        ids = [r.id for r in store.in_table(FAILED)]
+        ids = [r.id for t in tables for r in store.in_table(t)]
+        ids.sort()
     else:
         jid = world.names.get(f.node)
-        ids = [jid] if jid is not None and store.get(jid) is not None \
-            and store.get(jid).table == FAILED else []
+        row = store.get(jid) if jid is not None else None
+        ids = [jid] if row is not None and row.table in tables else []
     for jid in ids:
         row = store.get(jid)
-        if f.kind == "retry":
-            retries = world.scenario.initial_retries(row.handler)
+        if f.kind in ("retry", "move"):
+            retries = f.retries if f.retries is not None else \
+                world.scenario.initial_retries(row.handler)
             store.revive(jid, env.now, retries)
             world.live += 1
-            trace.add(env.now, K["revived"], job=jid, a=retries, text=trace.text("retry"))
-        else:
+            trace.add(env.now, K["revived"], job=jid, a=retries, text=trace.text(f.kind))
+        elif f.kind == "cancel":
             store.remove(jid)
             trace.add(env.now, K["cancelled"], job=jid)
-    if ids and f.kind == "retry":
+        elif f.kind == "suspend":
+            store.move(jid, SUSPENDED)
+            trace.add(env.now, K["suspended"], job=jid, a=1)
+        else:
+            back = TIMER if row.kind == "timer" and world.scenario.executor.timer_table \
+                else JOB
+            store.move(jid, back)
+            trace.add(env.now, K["suspended"], job=jid, a=0)
+    if ids and f.kind in ("retry", "move", "activate"):
         world.db.touch(insert=True)

@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from .claims import STRATEGIES
-from .config import COMPLETE_GUARDS, EXHAUSTED, HEARTBEAT_SCOPES, RECURRING_MODES, WAKEUPS
+from .config import (COMPLETE_GUARDS, COUNT_ATTEMPT, EXHAUSTED, HEARTBEAT_SCOPES, QUEUE_FULL,
+                     RECURRING_MODES, WAKEUPS)
 from .db import DIALECTS
 from .dialects import ISOLATIONS, SQLITE_BEGIN
 from .durations import parse_duration
@@ -18,7 +19,7 @@ from .errors import Problem
 from .policies import PRESETS
 from .spec import (MISSING, Const, Cycle, Dur, Either, Enum, Field, Int, ListOf, MapOf, Name,
                    Num, Obj, Str, is_map_with, show)
-from .store import ORDERS
+from .store import LOCK_EXPIRY, ORDERS
 
 MAX_JOBS = 10_000_000
 
@@ -93,13 +94,18 @@ _backoff = Either([
     (is_map_with("fixed"), Obj({"fixed": Dur()}, ("fixed",))),
     (is_map_with("exponential"), Obj({"exponential": Obj({
         "base": Dur(positive=True), "factor": Num(2.0, lo=1.0, hi=100.0),
-        "cap": Dur(None, none_ok=True), "jitter": Num(0.0, lo=0.0, hi=1.0)}, ("base",))},
+        "cap": Dur(None, none_ok=True), "jitter": Num(0.0, lo=0.0, hi=1.0),
+        "offset": Dur(0.0, doc="added to every delay (Oban: 15s)")}, ("base",))},
         ("exponential",))),
 ], "a list of durations, an ISO-8601 cycle like R5/PT10M, {fixed: D} or "
    "{exponential: {base, factor, cap, jitter}}")
 
+def _bool(doc: str = "") -> Const:
+    return Const(lambda v: isinstance(v, bool), "true or false", {"type": "boolean"}, doc=doc)
+
+
 _retry = Obj({"attempts": Int(doc="executions in all (Flowable's RETRIES_); set on a job when it "
-                                  "is created", lo=1, hi=1000),
+                                  "is created", lo=1, hi=1_000_000),
               "backoff": _backoff})
 
 _EXECUTOR = {
@@ -121,6 +127,25 @@ _EXECUTOR = {
     "complete_guard": Enum(COMPLETE_GUARDS, doc="none: DELETE by id; owner: AND locked_by=me"),
     "exhausted": Enum(EXHAUSTED, doc="where a job goes when its retries run out: the "
                                      "dead-letter table, or an incident (Zeebe-like)"),
+    "hint": _bool("Flowable's hint path: a job this node creates (workload node:) is "
+                  "inserted locked by it and handed to its own pool on commit"),
+    "on_queue_full": Enum(QUEUE_FULL, doc="a job handed to a full local queue: queue (waits "
+                                          "there anyway) or unacquire (Flowable: unlocked for "
+                                          "any node, and the acquisition waits "
+                                          "queue_full_wait)"),
+    "error_wait": Dur(doc="the wait after a claim failed with an error (40001, SQLITE_BUSY, "
+                          "an optimistic-lock rollback)"),
+    "reset_interval": Dur(none_ok=True, positive=True,
+                          doc="run a reset thread this often: unlock rows whose lock expired "
+                              "(lock_expiry: reset)"),
+    "reset_page": Int(lo=1, hi=1_000_000, doc="rows the reset thread fetches per page; it "
+                                              "repeats until a page is empty"),
+    "global_lock": _bool("Flowable's global acquire lock: one node at a time acquires, in "
+                         "bulk without REV_"),
+    "global_lock_wait": Dur(positive=True, doc="how long a node waits for the global lock"),
+    "global_lock_poll": Dur(positive=True, doc="how often it tries; also the least wait "
+                                               "after each acquisition cycle"),
+    "global_lock_force": Dur(positive=True, doc="a holder this old is overridden (crashed)"),
 }
 _NOT_PER_NODE = Const(lambda v: False, "no retry policy per node: retries are set on a job when "
                       "it is created; set retry in executor or in the handler",
@@ -132,6 +157,17 @@ _TABLE_ONLY = {
     "retry": _retry,
     "order": Enum(ORDERS, doc="the ORDER BY of acquisition"),
     "aging_rate": Num(lo=0.0, hi=1e6, doc="priority gained per second of age (order: aging)"),
+    "lock_expiry": Enum(LOCK_EXPIRY, doc="claim: an expired lock frees its row at the next "
+                                         "claim; reset: only a reset thread frees it "
+                                         "(Flowable, db-scheduler, Oban); never: nothing "
+                                         "does (the Zeebe-like server)"),
+    "timer_table": _bool("timers and jobs waiting to retry live in timer_job and are moved "
+                         "to job when due (Flowable)"),
+    "count_attempt": Enum(COUNT_ATTEMPT, doc="when an execution counts against the job's "
+                                             "retries: at its failure, or at the claim (fetch: "
+                                             "Oban, River)"),
+    "idempotent_submit": _bool("a submit with an id already in the table does nothing "
+                               "(failsafe-executor)"),
 }
 
 _handler = Obj({
@@ -162,14 +198,23 @@ _handler = Obj({
 _job = Obj({"id": Int(lo=1, hi=2**53), "name": Str(doc="names the job in expectations"),
             "kind": Enum(("async", "timer"), "async"),
             "handler": Str(), "at": Dur(0.0), "due_in": Dur(0.0),
-            "priority": Int(0, lo=-1_000_000, hi=1_000_000)}, ("handler",))
+            "priority": Int(0, lo=-1_000_000, hi=1_000_000),
+            "node": Str(doc="the node whose transaction creates it (Flowable's hint path)"),
+            "queue": Str(doc="a serial queue: one of its jobs runs at a time "
+                             "(failsafe-executor's registerQueue)"),
+            "record_failure": Str(doc="insert it already failed, with this error "
+                                      "(failsafe-executor's recordFailure)")}, ("handler",))
 _stream = Obj({"name": Str(), "handler": Str(), "count": Int(lo=1, hi=MAX_JOBS),
                "rate": Either([(lambda v: isinstance(v, str), Const(
                    lambda v: _rate(v) is not None, "a rate like 6.4/s, 30/m or 100/h",
                    {"type": "string", "pattern": r"^\d+(\.\d+)?/(s|m|h)$"})),
                    (lambda v: True, Num(lo=1e-9, hi=1e9))], "a rate like 6.4/s"),
                "start": Dur(0.0), "kind": Enum(("async", "timer"), "async"),
-               "due_in": Dur(0.0), "priority": Int(0, lo=-1_000_000, hi=1_000_000)},
+               "due_in": Dur(0.0), "priority": Int(0, lo=-1_000_000, hi=1_000_000),
+               "nodes": ListOf(Str(), min_len=1, max_len=256,
+                               doc="the nodes whose transactions create its jobs, in turn "
+                                   "(Flowable's hint path)"),
+               "queue": Str(doc="a serial queue for all its jobs")},
               ("handler", "count"))
 
 _recurring = Obj({
@@ -296,9 +341,18 @@ FORMAT = Obj({
         (is_map_with("retry"), Obj({"at": Dur(), "retry": Str(doc="a job name, or all")},
                                    ("at", "retry"))),
         (is_map_with("cancel"), Obj({"at": Dur(), "cancel": Str(doc="a job name, or all")},
-                                    ("at", "cancel")))],
-        "{at, retry: NAME|all} or {at, cancel: NAME|all}"), max_len=10_000,
-        doc="an operator's actions on failed jobs"),
+                                    ("at", "cancel"))),
+        (is_map_with("move"), Obj({"at": Dur(), "move": Str(doc="a dead-lettered job's name, "
+                                                                "or all"),
+                                   "retries": Int(lo=1, hi=1_000_000)}, ("at", "move"))),
+        (is_map_with("suspend"), Obj({"at": Dur(), "suspend": Str(doc="a job name, or all")},
+                                     ("at", "suspend"))),
+        (is_map_with("activate"), Obj({"at": Dur(), "activate": Str(doc="a job name, or all")},
+                                      ("at", "activate")))],
+        "{at, retry: NAME|all}, {at, cancel: NAME|all}, {at, move: NAME|all, retries}, "
+        "{at, suspend: NAME|all} or {at, activate: NAME|all}"), max_len=10_000,
+        doc="an operator's actions: retry or cancel a failed task (failsafe-executor), move a "
+            "dead letter back (Flowable), suspend or activate a job"),
     "expect": _expect,
     "report": Obj({"compare": ListOf(_FIGURE, max_len=20,
                                      doc="figures drawn side by side across the variants")}),

@@ -93,7 +93,8 @@ _INTERESTING = [K[k] for k in ("job_created", "locked", "lock_extended", "unlock
                                "exec_start", "side_effect", "exec_end", "completed",
                                "retry_scheduled", "dead_lettered", "pending", "node_crashed",
                                "node_paused", "node_resumed", "statement_failed",
-                               "stale_write", "withdrawn", "revived", "cancelled")]
+                               "stale_write", "withdrawn", "revived", "cancelled",
+                               "timer_due")]
 
 
 def histories(trace: Trace) -> Histories:
@@ -110,6 +111,7 @@ def histories(trace: Trace) -> Histories:
     KCR, KPA, KRE, KSF = K["node_crashed"], K["node_paused"], K["node_resumed"], \
         K["statement_failed"]
     KSW, KWD, KRV, KCA = K["stale_write"], K["withdrawn"], K["revived"], K["cancelled"]
+    KTD = K["timer_due"]
     restart_text = trace.texts.index("server restart") if "server restart" in trace.texts \
         else -2
     complete_text = trace.texts.index("complete") if "complete" in trace.texts else -2
@@ -186,9 +188,18 @@ def histories(trace: Trace) -> Histories:
             if h is not None and h[0] == node:
                 holder[j] = (node, x_[i], h[2])
         elif k == KU:
-            holder.pop(j, None)
+            prev = holder.pop(j, None)
             if s_[i] == restart_text and sum(running.get(j, {}).values()) > 0:
                 conflict[j] = ("server_restart", [seq])
+            elif prev is not None and prev[1] < t and (
+                    running.get(j, {}).get(prev[0], 0) > 0 or uncommitted.get(j) == prev[0]
+                    or waiting.get(j) == prev[0]):
+                # a reset thread freed an expired lock while its holder still runs the job
+                # (or holds it in its local queue): whoever takes it next runs it twice
+                why = "pause" if prev[0] in paused else "lock_expired"
+                conflict[j] = (why, [prev[2], seq])
+        elif k == KTD:
+            holder.pop(j, None)  # the timer's row lock ends with its move to the job table
         elif k == KRV:  # back from failed / dead letter: live again
             dead.discard(j)
             terminal.pop(j, None)

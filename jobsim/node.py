@@ -38,7 +38,7 @@ from .claims import ACQUIRE, INSTANT, Attempt
 from .config import ExecutorConfig
 from .db import StatementFailed
 from .dialects import STRATEGIES
-from .store import DEADLETTER, FAILED, INCIDENT, JOB, TIMER
+from .store import DEADLETTER, FAILED, INCIDENT, JOB, TIMER, Locked
 from .trace import K
 
 if TYPE_CHECKING:
@@ -56,10 +56,21 @@ class Node:
         self.cfg = cfg
         self.start_at = start_at
         dialect = world.db.dialect
-        self._acquire = ACQUIRE[cfg.acquisition] if dialect == "atomic" else \
-            STRATEGIES[dialect][cfg.acquisition]
-        self._instant = INSTANT.get(cfg.acquisition) if world.db.instant else None
-        self._strategy_text = world.trace.text(cfg.acquisition)
+        # With the global acquire lock held, Flowable locks in bulk without REV_: a SELECT,
+        # then one UPDATE … WHERE ID_ IN (…) (read_then_write, made safe by the lock).
+        strategy = "read_then_write" if cfg.global_lock else cfg.acquisition
+        self._acquire = ACQUIRE[strategy] if dialect == "atomic" else \
+            STRATEGIES[dialect][strategy]
+        self._instant = INSTANT.get(strategy) if world.db.instant else None
+        self._strategy_text = world.trace.text(strategy)
+        self.timer_table = world.scenario.executor.timer_table
+        self._timer_text = world.trace.text(strategy + " timer_job") if self.timer_table else -1
+        #: timers this node's timer loop locked, to move to the job table
+        self._timers_locked: list[int] = []
+        #: jobs handed to a full local queue, to unacquire (Flowable)
+        self._rejects: list[int] = []
+        self._reject_wake: simpy.Event | None = None
+        self.rejected = 0
         self.queue: deque[tuple[int, str, str]] = deque()
         self.idle: deque[Any] = deque()
         #: job id -> executions of it running here (kept when a heartbeat needs it)
@@ -72,8 +83,9 @@ class Node:
         self._slot = None
         self.polls = 0
         self.polls_skipped = 0
-        self._asleep: tuple[float, float] | None = None
-        self._replan: simpy.Event | None = None
+        #: per acquisition loop (job table, timer table): the idle sleep's poll grid
+        self._asleep: dict[str, tuple[float, float]] = {}
+        self._replan: dict[str, simpy.Event] = {}
         #: only a node that may be paused needs its idle sleep to be interruptible
         self._pausable = any(f.kind == "pause" and f.node == name
                              for f in world.scenario.faults)
@@ -86,10 +98,16 @@ class Node:
         if self.cfg.handles is not None:
             self.db.store.routes[self.name] = frozenset(self.cfg.handles)
         self.db.lock_listeners[self.name] = self._on_locked
-        self._procs = [env.process(self._life(self._acquisition_loop()))]
+        self._procs = [env.process(self._life(self._acquisition_loop(JOB)))]
+        if self.timer_table:
+            self._procs.append(env.process(self._life(self._acquisition_loop(TIMER))))
         self._procs += [env.process(self._life(self._worker(i))) for i in range(self.cfg.threads)]
         if self.cfg.heartbeat:
             self._procs.append(env.process(self._life(self._heartbeat())))
+        if self.cfg.reset_interval:
+            self._procs.append(env.process(self._life(self._reset_expired())))
+        if self.cfg.on_queue_full == "unacquire":
+            self._procs.append(env.process(self._life(self._unacquirer())))
 
     def _life(self, body: Generator[Any, Any, None]) -> Generator[Any, Any, None]:
         """Run a process body until it ends or the node crashes."""
@@ -115,7 +133,10 @@ class Node:
         self.queue.clear()
         self.idle.clear()
         self.running.clear()
-        self._tick = self._slot = self._paused = self._replan = None
+        self._timers_locked.clear()
+        self._rejects.clear()
+        self._replan.clear()
+        self._tick = self._slot = self._paused = self._reject_wake = None
         self.trace.add(self.env.now, K["node_crashed"], self.code, a=lost_runs, b=lost_queued)
         self.world.check_drained()
 
@@ -133,8 +154,9 @@ class Node:
             return
         self._paused = self.env.event()
         self.trace.add(self.env.now, K["node_paused"], self.code, x=length)
-        if self._replan is not None and not self._replan.triggered:
-            self._replan.succeed()  # an idle sleeper re-plans its polls around the pause
+        for replan in self._replan.values():
+            if not replan.triggered:
+                replan.succeed()  # an idle sleeper re-plans its polls around the pause
         self.env.process(self._resume_after(length, self._paused))
 
     def _resume_after(self, length: float, ev: simpy.Event) -> Generator[Any, Any, None]:
@@ -177,29 +199,136 @@ class Node:
 
     def _on_locked(self, locked: list) -> None:
         """Rows one of this node's claim statements locked, at its commit instant: trace
-        them and hand them to idle threads, or queue them."""
+        them and hand them to idle threads, or queue them (a timer locked by the timer loop
+        waits for its move instead)."""
         if not self.alive:
             return
         now, emit, code, k_locked, node = (self.env.now, self.trace.emit, self.code,
                                            K["locked"], self.trace.node)
         idle, queue = self.idle, self.queue
+        timers = self.timer_table
+        reject = self.cfg.on_queue_full == "unacquire"
+        size = self.cfg.queue_size
         for lk in locked:
             prev = -1 if lk.previous_owner is None else node(lk.previous_owner)
             emit((now, k_locked, code, lk.id, 0, prev, int(lk.previous_valid), 0, lk.lock_until,
                   -1))
+            if timers and self.db.store.rows[lk.id].table == TIMER:
+                self._timers_locked.append(lk.id)
+                continue
             item = (lk.id, lk.handler, lk.kind)
             if idle:
                 idle.popleft().succeed(item)
+            elif reject and len(queue) >= size:
+                self._reject(lk.id)
             else:
                 queue.append(item)
 
-    def _trace_attempt(self, att: Attempt) -> None:
+    def hint(self, row: Any) -> None:
+        """Flowable's hint path: a job this node's transaction created was inserted locked by
+        it; on commit it goes straight to the local pool."""
+        self._on_locked([Locked(row.id, None, False, row.lock_until, row.handler, row.kind)])
+
+    def _reject(self, jid: int) -> None:
+        """The pool refused the job (RejectedExecutionException): unacquire it in a new
+        transaction, without re-hinting; any node's acquisition takes it later."""
+        self.rejected += 1
+        self._rejects.append(jid)
+        ev, self._reject_wake = self._reject_wake, None
+        if ev is not None:
+            ev.succeed()
+
+    def _unacquirer(self) -> Generator[Any, Any, None]:
+        """Unacquire rejected jobs (one statement for those pending at once)."""
+        env, store, me, text = self.env, self.db.store, self.name, self.trace.text("queue full")
+        while True:
+            if not self._rejects:
+                self._reject_wake = env.event()
+                yield self._reject_wake
+            ids, self._rejects = self._rejects, []
+            try:
+                done, _ = yield from self.db.run(
+                    me, lambda now: [rid for rid in ids if store.unlock(rid, me)], wakes=True,
+                    rows=ids)
+            except StatementFailed:
+                self._failed("unacquire")
+                continue
+            for rid in done:
+                self.trace.add(env.now, K["unlocked"], self.code, rid, text=text)
+
+    def _trace_attempt(self, att: Attempt, text: int | None = None) -> None:
         """Trace the attempt as a whole (its rows were traced as they were locked)."""
         self.world.lost_races += att.lost
         self.trace.emit((self.env.now, K["acquire"], self.code, -1, att.errors, att.asked,
-                         len(att.locked), att.lost, att.latency, self._strategy_text))
+                         len(att.locked), att.lost, att.latency,
+                         self._strategy_text if text is None else text))
 
-    def _acquisition_loop(self) -> Generator[Any, Any, None]:
+    def _move_timers(self) -> Generator[Any, Any, None]:
+        """Move the timers this node locked to the job table (delete + insert, one statement
+        here): each goes in locked by this node and straight to its pool while the pool has
+        room (the hint), else unlocked for any node's acquisition."""
+        ids, self._timers_locked = self._timers_locked, []
+        store, me, cfg = self.db.store, self.name, self.cfg
+
+        def move(now: float) -> list[tuple[int, float, bool]]:
+            out = []
+            room = cfg.queue_size - len(self.queue) + len(self.idle)
+            for rid in ids:
+                row = store.get(rid)
+                if row is None or row.table != TIMER or row.locked_by != me:
+                    continue
+                store.move(rid, JOB)
+                hinted = cfg.hint and room > 0
+                if hinted:
+                    room -= 1
+                    store.lock([rid], me, now, now + cfg.lock_time, guard=False)
+                out.append((rid, row.due, hinted))
+            return out
+
+        try:
+            moved, _ = yield from self.db.run(me, move, wakes=True, rows=ids)
+        except StatementFailed:
+            self._failed("move timers")
+            return
+        now, trace = self.env.now, self.trace
+        for rid, due, hinted in moved:
+            trace.add(now, K["timer_due"], self.code, rid, x=due)
+            if hinted:
+                self.hint(store.rows[rid])
+
+    def _take_global_lock(self) -> Generator[Any, Any, bool]:
+        """Flowable's global acquire lock (a row of ACT_GE_PROPERTY, updated optimistically):
+        poll every ``global_lock_poll`` for up to ``global_lock_wait``; a holder older than
+        ``global_lock_force`` (a crashed node) is overridden. True if this node holds it."""
+        env, db, cfg, me = self.env, self.db, self.cfg, self.name
+        locks = db.global_locks
+        give_up = env.now + cfg.global_lock_wait
+
+        def take(now: float) -> bool:
+            holder = locks.get("acquire")
+            if holder is None or holder[0] == me or now - holder[1] >= cfg.global_lock_force:
+                locks["acquire"] = (me, now)
+                return True
+            return False
+
+        while True:
+            got, _ = yield from db.run(me, take)
+            if got:
+                return True
+            if env.now + cfg.global_lock_poll > give_up:
+                return False
+            yield env.timeout(cfg.global_lock_poll)
+
+    def _release_global_lock(self) -> Generator[Any, Any, None]:
+        locks, me = self.db.global_locks, self.name
+
+        def release(now: float) -> None:
+            if locks.get("acquire", (None,))[0] == me:
+                del locks["acquire"]
+
+        yield from self.db.run(me, release)
+
+    def _acquisition_loop(self, table: str = JOB) -> Generator[Any, Any, None]:
         env, cfg = self.env, self.cfg
         if self.start_at > 0:
             yield env.timeout(self.start_at)
@@ -214,19 +343,23 @@ class Node:
                     if got < asked:
                         break
             return
-        notify = cfg.wakeup == "notify"
+        timers = table == TIMER
+        notify = cfg.wakeup == "notify" and not timers
         period = cfg.poll_interval
         store, db, end = self.db.store, self.db, self.world.scenario.end
         step = period + (0.0 if db.instant else db.latency.mean)
         instant, acquire, me, queue = self._instant, self._acquire, self.name, self.queue
         batch, size, lock_time, trace_attempt = (cfg.batch_size, cfg.queue_size,
                                                  cfg.lock_time, self._trace_attempt)
-        emit, k_acquire, code, strategy_text = (self.trace.emit, K["acquire"], self.code,
-                                                self._strategy_text)
+        emit, k_acquire, code = self.trace.emit, K["acquire"], self.code
+        strategy_text = self._timer_text if timers else self._strategy_text
+        global_lock = cfg.global_lock
+        if timers:
+            instant = None  # the timer table goes through the statement path
         while True:
             if self._paused is not None:
                 yield self._paused
-            free = size - len(queue)
+            free = batch if timers else size - len(queue)
             if free <= 0:
                 if notify:
                     yield self._slot_freed()
@@ -235,26 +368,41 @@ class Node:
                 continue
             asked = batch if batch < free else free
             self.polls += 1
+            rejected = self.rejected
             if instant is not None:  # the hot path: one statement, applied at once
                 got = len(instant(db, me, asked, lock_time))
                 emit((env.now, k_acquire, code, -1, 0, asked, got, 0, 0.0, strategy_text))
             else:
                 try:
-                    att = yield from acquire(db, me, asked, lock_time)
+                    if global_lock and not (yield from self._take_global_lock()):
+                        yield env.timeout(period)  # the lock was busy all along: next cycle
+                        continue
+                    att = yield from acquire(db, me, asked, lock_time, table=table)
+                    if global_lock:
+                        yield from self._release_global_lock()
                 except StatementFailed:
                     self._failed("acquire")
                     yield env.timeout(period)
                     continue
-                trace_attempt(att)
+                trace_attempt(att, strategy_text)
+                if timers and self._timers_locked:
+                    yield from self._move_timers()
                 if att.errors:
-                    yield env.timeout(0)  # a 40001 / SQLITE_BUSY: retry at once, after others
+                    # 40001 / SQLITE_BUSY: retry at once (after others); Flowable's
+                    # optimistic-lock rollback: wait the acquire wait
+                    yield env.timeout(cfg.error_wait)
                     continue
                 got = len(att.locked)
+                if global_lock:  # "to let other nodes have the ability to fill the queue"
+                    yield env.timeout(cfg.global_lock_poll)
+            if self.rejected > rejected:  # the pool refused some: Flowable waits 5 s
+                yield env.timeout(cfg.queue_full_wait)
+                continue
             if got == asked:
                 continue
             now = env.now
             next_poll = now + period
-            soonest = store.next_eligible(now)
+            soonest = store.next_eligible(now, table)
             if soonest is not None and soonest <= next_poll:
                 if notify:
                     yield env.any_of([env.timeout(period), db.inserted()])
@@ -269,7 +417,7 @@ class Node:
             # instants of a naive loop are ``step = poll_interval + statement latency`` apart
             # (a poll, then a sleep); with a random latency its mean stands in for it.
             changed = db.changed()
-            self._asleep = (next_poll, step)
+            self._asleep[table] = (next_poll, step)
             target = math.inf
             if soonest is not None:
                 target = next_poll + math.floor((soonest - next_poll) / step) * step
@@ -277,14 +425,15 @@ class Node:
                 target = math.inf
             replan = None
             if self._pausable:
-                self._replan = replan = env.event()
+                self._replan[table] = replan = env.event()
                 yield self._first((changed, replan),
                                   None if target == math.inf else target - now)
             elif target == math.inf:
                 yield changed  # the common idle wait: one event, no helper
             else:
                 yield self._first((changed,), target - now)
-            self._asleep = self._replan = None
+            self._asleep.pop(table, None)
+            self._replan.pop(table, None)
             now = env.now
             if replan is not None and replan.triggered:
                 # Paused while asleep: the polls before the pause found nothing; a poll that
@@ -315,15 +464,63 @@ class Node:
     def finish(self, end: float) -> None:
         """At the end of the run: count the polls an idle node would have made since it
         fell asleep (the sleep itself never finishes)."""
-        if self._asleep is None:
-            return
-        next_poll, period = self._asleep
-        if end >= next_poll:
-            skipped = math.floor((end - next_poll) / period) + 1
-            self.polls += skipped
-            self.polls_skipped += skipped
-            self.trace.add(end, K["polls_skipped"], self.code, a=skipped)
-        self._asleep = None
+        for table, (next_poll, period) in sorted(self._asleep.items()):
+            if end >= next_poll:
+                skipped = math.floor((end - next_poll) / period) + 1
+                self.polls += skipped
+                self.polls_skipped += skipped
+                self.trace.add(end, K["polls_skipped"], self.code, a=skipped)
+        self._asleep.clear()
+
+    # --- the reset thread -------------------------------------------------------------------
+
+    def _reset_expired(self) -> Generator[Any, Any, None]:
+        """Every ``reset_interval``: find rows whose lock expired, a page of ``reset_page``
+        at a time, and unlock them, until a page comes back empty (Flowable's
+        ResetExpiredJobsRunnable; retries untouched). When executions are counted at fetch
+        (Oban's Lifeline rescue), a row with no attempts left is discarded instead."""
+        env, cfg, store, me, trace = self.env, self.cfg, self.db.store, self.name, self.trace
+        reason = trace.text("lock expired (reset)")
+        while True:
+            yield env.timeout(cfg.reset_interval)
+            if self._paused is not None:
+                yield self._paused
+            while True:
+                try:
+                    ids, _ = yield from self.db.run(
+                        me, lambda now: store.expired(now, cfg.reset_page))
+                    if not ids:
+                        break
+
+                    def reset(now: float, ids: list[int] = ids) -> list[tuple[int, bool]]:
+                        out = []
+                        for rid in ids:
+                            row = store.get(rid)
+                            if row is None or row.locked_by is None or row.lock_until >= now:
+                                continue  # done, or reset by another node meanwhile
+                            if store.count_at_fetch and row.retries <= 0:
+                                store.move(rid, DEADLETTER, error="lock expired, no attempts "
+                                                                  "left")
+                                out.append((rid, True))
+                            else:
+                                store.unlock(rid)
+                                out.append((rid, False))
+                        return out
+
+                    done, _ = yield from self.db.run(me, reset, wakes=True, rows=ids)
+                except StatementFailed:
+                    self._failed("reset expired")
+                    break
+                now = env.now
+                for rid, discarded in done:
+                    if discarded:
+                        trace.add(now, K["dead_lettered"], self.code, rid, a=0,
+                                  text=trace.text("lock expired, no attempts left"))
+                        self.world.finished(rid)
+                        self.world.job_done()
+                    else:
+                        trace.add(now, K["unlocked"], self.code, rid, text=reason)
+
 
     def _first(self, events: tuple[Any, ...], delay: float | None) -> Any:
         """An event that fires when the first of ``events`` does, or when ``delay`` (if not
@@ -470,17 +667,21 @@ class Node:
 
         terminal = {"incident": INCIDENT, "failed": FAILED}.get(self.cfg.exhausted, DEADLETTER)
         code_of = {"dead_letter": 0, "incident": 1, "failed": 2}[self.cfg.exhausted]
+        # Flowable: a failed job waits for its retry in the timer table
+        table = TIMER if self.timer_table else JOB
+        # counted at fetch (Oban): the claim already took this execution off the retries
+        counted = 1 if store.count_at_fetch else 0
 
         def apply(now: float) -> tuple[str, int, float]:
             row = store.get(jid)
             if row is None or row.table not in (JOB, TIMER) or (
                     owner and row.locked_by != owner):
                 return "stale", 0, 0.0  # e.g. withdrawn: the server answers 404
-            d = policy.on_failure(row.retries, row.failures + 1, stream)
+            d = policy.on_failure(row.retries + counted, row.failures + 1, stream)
             if d.dead:
                 store.move(jid, terminal, error=error)
                 return "dead", 0, 0.0
-            store.reschedule(jid, now + d.delay, d.left, error)
+            store.reschedule(jid, now + d.delay, d.left, error, table=table)
             return "retry", d.left, now + d.delay
 
         try:

@@ -1,9 +1,8 @@
 """Policies: named presets of executor settings for the systems jobsim simulates.
 
 A scenario names one with ``policy:``; its ``executor:`` section and each node then override
-any setting. This issue ships the lesson's executor; the seeded systems (Flowable,
-failsafe-executor, the Zeebe-like server) and the SKIP LOCKED family come with the database
-dialects that make them faithful.
+any setting. The defaults come from the systems' own code (shared/reference/executors.md,
+cited by section); what each preset models and leaves out is in docs/policies.md.
 """
 
 from __future__ import annotations
@@ -34,6 +33,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "order": "id",
         "complete_guard": "none",
         "exhausted": "incident",
+        "lock_expiry": "never",
         "retry": {"attempts": 3, "backoff": ["0s"]},
     },
     # Seed 002 and executors.md §2 (failsafe-executor v2): one table, an optimistic VERSION
@@ -59,6 +59,108 @@ PRESETS: dict[str, dict[str, Any]] = {
         "retry": {"attempts": 1, "backoff": ["0s"]},
     },
 }
+PRESETS.update({
+    # Seeds 000/001 and executors.md §1 (Flowable 6.7+/7.x async executor): jobs created by a
+    # node are inserted locked by it and handed to its pool on commit (the hint path);
+    # polling is the fallback: an acquisition loop every 10 s (0 after a full batch of 512)
+    # selecting unlocked jobs with no ORDER BY, locked optimistically on REV_ with the whole
+    # batch rolled back on one conflict (then a 10 s wait); a timer loop that moves due timers
+    # to the job table; 8 threads and a queue of 2048 (full: unacquire, wait 5 s); a 1 h lock
+    # and no heartbeat, freed only by the reset thread (every 60 s, pages of 3, retries
+    # untouched); retries 3 in all, 10 s apart, a failed job waiting in the timer table; then
+    # the dead-letter table.
+    "flowable": {
+        "acquisition": "optimistic_batch",
+        "wakeup": "poll",
+        "poll_interval": "10s",
+        "batch_size": 512,
+        "queue_size": 2048,
+        "threads": 8,
+        "lock_time": "1h",
+        "heartbeat": None,
+        "queue_full_wait": "5s",
+        "error_wait": "10s",
+        "hint": True,
+        "on_queue_full": "unacquire",
+        "reset_interval": "60s",
+        "reset_page": 3,
+        "global_lock": False,
+        "global_lock_wait": "1m",
+        "global_lock_poll": "500ms",
+        "global_lock_force": "10m",
+        "order": "id",
+        "lock_expiry": "reset",
+        "timer_table": True,
+        "complete_guard": "none",
+        "exhausted": "dead_letter",
+        "retry": {"attempts": 3, "backoff": {"fixed": "10s"}},
+    },
+    # executors.md §5.1 (Oban, the SKIP LOCKED family; River and pg-boss differ in numbers):
+    # a fetch of SELECT … FOR UPDATE SKIP LOCKED ordered by priority, woken by insert
+    # notifications and a 1 s stager; the attempt counted at fetch; no heartbeat: a job
+    # executing for over 60 min is rescued (every minute) back to available, or discarded
+    # with no attempts left; 20 attempts, exponential backoff 15 s + 2^attempt s.
+    "skip_locked": {
+        "acquisition": "skip_locked",
+        "wakeup": "notify",
+        "poll_interval": "1s",
+        "batch_size": 10,
+        "queue_size": 10,
+        "threads": 10,
+        "lock_time": "60m",
+        "heartbeat": None,
+        "reset_interval": "1m",
+        "reset_page": 1000,
+        "order": "priority",
+        "lock_expiry": "reset",
+        "count_attempt": "fetch",
+        "complete_guard": "none",
+        "exhausted": "dead_letter",
+        "retry": {"attempts": 20, "backoff": {"exponential": {
+            "base": "2s", "factor": 2.0, "offset": "15s"}}},
+    },
+    # executors.md §3 (db-scheduler): FETCH — an unlocked select of 3 × threads rows by
+    # execution time, each picked with a version check; a heartbeat every 5 min for executing
+    # jobs; dead after 6 missed (30 min), found every 10 min and revived to run now; a failed
+    # one-time task retries every 5 min, forever.
+    "db_scheduler": {
+        "acquisition": "optimistic",
+        "wakeup": "poll",
+        "poll_interval": "10s",
+        "batch_size": 30,
+        "queue_size": 30,
+        "threads": 10,
+        "lock_time": "30m",
+        "heartbeat": "5m",
+        "heartbeat_scope": "running",
+        "reset_interval": "10m",
+        "reset_page": 1000,
+        "order": "due",
+        "lock_expiry": "reset",
+        "complete_guard": "none",
+        "exhausted": "dead_letter",
+        "retry": {"attempts": 1_000_000, "backoff": {"fixed": "5m"}},
+    },
+    # executors.md §4.1–4.3 (real Zeebe with the Java client's defaults): the broker activates
+    # jobs FIFO by key; a job not completed by its deadline (activation + 5 min) times out and
+    # is activatable again with its retries unchanged; a late completion is still accepted;
+    # retries are sent by the worker, an incident at 0; no backoff by default.
+    "zeebe": {
+        "acquisition": "broker",
+        "wakeup": "notify",
+        "batch_size": 32,
+        "queue_size": 32,
+        "threads": 1,
+        "lock_time": "5m",
+        "heartbeat": None,
+        "order": "id",
+        "lock_expiry": "claim",
+        "complete_guard": "none",
+        "exhausted": "incident",
+        "retry": {"attempts": 3, "backoff": ["0s"]},
+    },
+})
+
 DESCRIPTIONS = {
     "lesson": "the seed-000 lesson's executor: guarded UPDATE, retries 3 at [10s, 60s], "
               "dead letters, fake-clock ticks",
@@ -66,4 +168,12 @@ DESCRIPTIONS = {
                 "heartbeat lockTimeout/4, no automatic retry (failed until retry or cancel)",
     "zeebe_like": "the seed-003 server: jobs activated by the server, no lock expiry, "
                   "absolute retries without delay, incidents, restored only by a restart",
+    "flowable": "Flowable's async executor: hint path, optimistic REV_ batches rolled back "
+                "whole, timer table, 1 h lock freed by a reset thread, retries 3 at 10 s",
+    "skip_locked": "the SKIP LOCKED family (Oban's numbers): attempt counted at fetch, "
+                   "rescue after 60 min, 20 attempts with backoff 15 s + 2^n s",
+    "db_scheduler": "db-scheduler: optimistic pick by execution time, heartbeat 5 min, dead "
+                    "after 30 min and revived, failed tasks retried every 5 min forever",
+    "zeebe": "real Zeebe: broker activation FIFO by key, a 5 min job timeout that makes the "
+             "job activatable again (retries unchanged), incidents",
 }

@@ -9,7 +9,8 @@ Backoff forms:
 
 - ``ListBackoff([10s, 60s, 300s])`` — the ``k``-th delay, the last one repeating;
 - ``FixedBackoff(10s)``;
-- ``ExponentialBackoff(base, factor, cap, jitter)`` — ``min(cap, base × factor^(k−1))``,
+- ``ExponentialBackoff(base, factor, cap, jitter, offset)`` — ``min(cap, offset + base ×
+  factor^(k−1))`` (Oban's ``15 s + 2^k s`` is base 2 s, factor 2, offset 15 s),
   scaled by ``1 + jitter × U[−1, 1)`` from the named stream ``retry/jitter/<node>``, then
   capped again;
 - ``CycleBackoff(repeat, interval)`` — ISO-8601 ``R5/PT10M``: on the first failure the retry
@@ -60,9 +61,10 @@ class ExponentialBackoff:
     factor: float = 2.0
     cap: float = float("inf")
     jitter: float = 0.0
+    offset: float = 0.0
 
     def _raw(self, failure: int) -> float:
-        return min(self.cap, self.base * self.factor ** (failure - 1))
+        return min(self.cap, self.offset + self.base * self.factor ** (failure - 1))
 
     def delay(self, failure: int, stream: Stream | None = None) -> float:
         d = self._raw(failure)
@@ -76,6 +78,8 @@ class ExponentialBackoff:
 
     def describe(self) -> str:
         text = f"exponential {format_duration(self.base)} ×{self.factor:g}"
+        if self.offset:
+            text = f"{format_duration(self.offset)} + " + text
         if self.cap != float("inf"):
             text += f" cap {format_duration(self.cap)}"
         if self.jitter:

@@ -325,12 +325,22 @@ def _cross_checks(v: dict[str, Any], problems: list[Problem]) -> None:
     default_strategy = ex.get("acquisition", _DEFAULT_EXECUTOR.acquisition)
     for i, n in enumerate(nodes):
         strategy = n.get("acquisition", default_strategy)
-        if strategy == "skip_locked" and dialect != "postgres":
-            where = f"nodes[{i}].acquisition" if "acquisition" in n else "executor.acquisition"
-            problems.append(Problem(where, "a strategy the database has: FOR UPDATE SKIP "
-                                    "LOCKED needs db.dialect: postgres",
+        where = f"nodes[{i}].acquisition" if "acquisition" in n else "executor.acquisition"
+        if strategy == "skip_locked" and dialect == "sqlite":
+            problems.append(Problem(where, "a strategy the database has: SQLite has no FOR "
+                                    "UPDATE SKIP LOCKED (use db.dialect: postgres or atomic)",
                                     f"'skip_locked' with db.dialect {dialect}"))
             break
+        if strategy == "broker" and dialect != "atomic":
+            problems.append(Problem(where, "a strategy for this database: broker is a server "
+                                    "activating jobs itself, not SQL (use db.dialect: atomic)",
+                                    f"'broker' with db.dialect {dialect}"))
+            break
+    if ex.get("count_attempt") == "fetch" and ex.get("lock_expiry", "claim") != "reset":
+        problems.append(Problem("executor.count_attempt", "lock_expiry: reset with "
+                                "count_attempt: fetch (a rescue decides whether an expired job "
+                                "has attempts left)",
+                                f"fetch with lock_expiry {ex.get('lock_expiry', 'claim')}"))
     if ticked and not ticks and "clock" not in v:
         problems.append(Problem("clock.ticks", "ticks for the nodes that wake by ticks "
                                 f"({', '.join(sorted(ticked))})", "none"))
@@ -346,13 +356,22 @@ def _cross_checks(v: dict[str, Any], problems: list[Problem]) -> None:
                 problems.append(Problem(f"workload.{group}[{i}].handler",
                                         "the name of a handler in handlers", show(h),
                                         suggest(h, handlers)))
+            creators = [item.get("node")] if group == "jobs" else _l(item.get("nodes"))
+            for k, name in enumerate(creators):
+                if isinstance(name, str) and name not in seen:
+                    where = "node" if group == "jobs" else f"nodes[{k}]"
+                    problems.append(Problem(f"workload.{group}[{i}].{where}",
+                                            "the name of a node", show(name),
+                                            suggest(name, known)))
             if group == "jobs":
                 total += 1
                 jid = item.get("id")
                 if isinstance(jid, int):
-                    if jid in ids:
+                    if jid in ids and not ex.get("idempotent_submit"):
                         problems.append(Problem(f"workload.jobs[{i}].id",
-                                                "an id no other job has", show(jid)))
+                                                "an id no other job has (or "
+                                                "executor.idempotent_submit: true)",
+                                                show(jid)))
                     ids.add(jid)
             elif isinstance(item.get("count"), int):
                 total += item["count"]
@@ -388,7 +407,7 @@ def _cross_checks(v: dict[str, Any], problems: list[Problem]) -> None:
                                         suggest(name, known)))
     for i, o in enumerate(_l(v.get("operations"))):
         o = _d(o)
-        for key in ("retry", "cancel"):
+        for key in ("retry", "cancel", "move", "suspend", "activate"):
             name = o.get(key)
             if isinstance(name, str) and name != "all" and name not in job_names:
                 problems.append(Problem(f"operations[{i}].{key}", "all, or the name of a job "
@@ -466,7 +485,7 @@ def _build_retry(r: dict[str, Any] | None, base: RetryPolicy) -> RetryPolicy:
         e = b["exponential"]
         backoff = ExponentialBackoff(e["base"], e["factor"],
                                      e["cap"] if e["cap"] is not None else float("inf"),
-                                     e["jitter"])
+                                     e["jitter"], e["offset"])
     return RetryPolicy(attempts, backoff)
 
 
@@ -503,7 +522,8 @@ def _build(v: dict[str, Any], raw: dict[str, Any], source: str,
             retry=_build_retry(h["retry"], executor.retry) if "retry" in h else None, **kw)
     work = v["workload"]
     jobs = tuple(JobSpec(j["handler"], j["kind"], j.get("id"), j["at"], j["due_in"],
-                         j["priority"], j.get("name")) for j in work.get("jobs", []))
+                         j["priority"], j.get("name"), j.get("node"), j.get("queue"),
+                         j.get("record_failure")) for j in work.get("jobs", []))
     recurring = tuple(RecurringSpec(r["name"], r["handler"], r["every"], r["count"], r["mode"],
                                     r["start"], r["kind"], r["priority"])
                       for r in work.get("recurring", []))
@@ -521,8 +541,8 @@ def _build(v: dict[str, Any], raw: dict[str, Any], source: str,
         else:
             faults.append(Fault(f["at"], "restart_server"))
     for o in v.get("operations", []):
-        kind = "retry" if "retry" in o else "cancel"
-        faults.append(Fault(o["at"], kind, o[kind]))
+        kind, = (k for k in o if k not in ("at", "retries"))
+        faults.append(Fault(o["at"], kind, o[kind], retries=o.get("retries")))
     expect = []
     for path, conds in v.get("expect", {}).items():
         texts = (raw.get("expect") or {}).get(path)
@@ -532,7 +552,8 @@ def _build(v: dict[str, Any], raw: dict[str, Any], source: str,
     streams = tuple(StreamSpec(s.get("name", f"stream-{i}"), s["handler"], s["count"],
                                (_rate(s["rate"]) if isinstance(s["rate"], str) else s["rate"])
                                if "rate" in s else None,
-                               s["start"], s["kind"], s["due_in"], s["priority"])
+                               s["start"], s["kind"], s["due_in"], s["priority"],
+                               tuple(s.get("nodes", ())), s.get("queue"))
                     for i, s in enumerate(work.get("streams", [])))
     ticks = tuple(Tick(t["at"], tuple(t["nodes"]), t.get("note"))
                   for t in v.get("clock", {}).get("ticks", []))

@@ -27,16 +27,22 @@ INCIDENT, FAILED = "incident", "failed"
 TABLES = (JOB, TIMER, DEADLETTER, SUSPENDED, INCIDENT, FAILED)
 ACQUIRABLE = (JOB, TIMER)
 ORDERS = ("id", "due", "created", "priority", "aging")
+#: when an expired lock frees its row: ``claim`` — the next claim's WHERE treats it as free
+#: (the lesson, failsafe-executor, Zeebe's job timeout); ``reset`` — only a reset thread
+#: clears it (Flowable's ResetExpiredJobsRunnable, db-scheduler's dead-execution detection,
+#: Oban's Lifeline), since the claim selects ``LOCK_EXP_TIME_ IS NULL``; ``never`` — nothing
+#: does (the Zeebe-like server: the deadline is informational)
+LOCK_EXPIRY = ("claim", "reset", "never")
 
 
 class Row:
     """One job row. Columns as in Flowable's ACT_RU_JOB, plus what policies need."""
 
     __slots__ = ("id", "kind", "handler", "priority", "created", "due", "retries", "failures",
-                 "locked_by", "lock_until", "version", "table", "error", "stamp")
+                 "locked_by", "lock_until", "version", "table", "error", "stamp", "queue")
 
     def __init__(self, id: int, kind: str, handler: str, priority: int, created: float,
-                 due: float, retries: int):
+                 due: float, retries: int, queue: str | None = None):
         self.id = id
         self.kind = kind
         self.handler = handler
@@ -51,14 +57,18 @@ class Row:
         self.table = JOB
         self.error: str | None = None
         self.stamp = 0
+        #: a serial queue (failsafe-executor's registerQueue): one of its rows runs at a time
+        self.queue = queue
 
     def lock_valid(self, now: float) -> bool:
         """True while a lock is held and has not expired (expired means ``lock_until < now``)."""
         return self.locked_by is not None and self.lock_until >= now
 
-    def eligible(self, now: float) -> bool:
-        """The guard of every acquisition: due, and unlocked or expired."""
-        return self.due <= now and (self.locked_by is None or self.lock_until < now)
+    def eligible(self, now: float, expiry: bool = True) -> bool:
+        """The guard of every acquisition: due, and unlocked or (when expired locks free
+        their row at the claim, ``expiry``) expired."""
+        return self.due <= now and (self.locked_by is None or
+                                    (expiry and self.lock_until < now))
 
     def __repr__(self) -> str:
         return (f"Row(id={self.id}, {self.table}, due={self.due}, locked_by={self.locked_by}, "
@@ -92,11 +102,24 @@ class Store:
     ``priority + aging_rate × age`` first, kept as the static key ``priority − rate × created``).
     """
 
-    def __init__(self, order: str = "id", aging_rate: float = 0.0):
+    def __init__(self, order: str = "id", aging_rate: float = 0.0, lock_expiry: str = "claim",
+                 count_at_fetch: bool = False):
         if order not in ORDERS:
             raise ValueError(f"order must be one of {ORDERS} (got {order!r})")
+        if lock_expiry not in LOCK_EXPIRY:
+            raise ValueError(f"lock_expiry must be one of {LOCK_EXPIRY} (got {lock_expiry!r})")
         self.order = order
         self.aging_rate = aging_rate
+        self.lock_expiry = lock_expiry
+        #: expired locks free their row at the next claim
+        self.expiry = lock_expiry == "claim"
+        #: an execution is counted when its row is claimed (Oban, River), not when it fails
+        self.count_at_fetch = count_at_fetch
+        #: lock_expiry reset: every locked row by lock_until, for the reset thread
+        self._leases: list[tuple[float, int, int]] = []
+        #: serial queue -> the row that last took it (busy while that row holds a lock)
+        self._queue_holder: dict[str, int] = {}
+        self.has_queues = False
         self.rows: dict[int, Row] = {}
         self._ix = {t: _Index() for t in ACQUIRABLE}
         self._count = {t: 0 for t in TABLES}
@@ -133,6 +156,11 @@ class Store:
             k1, k2 = self._key(row)
             heapq.heappush(ix.ready, (k1, k2, row.id, row.stamp))
             return
+        if row.locked_by is not None and not self.expiry:
+            # a lock only a reset (or nothing) clears: not eligible until a write unlocks it
+            if self.lock_expiry == "reset":
+                heapq.heappush(self._leases, (row.lock_until, row.id, row.stamp))
+            return
         if row.locked_by is None:
             entry = (row.due, 0, row.id, row.stamp)
         elif row.lock_until >= row.due:
@@ -162,12 +190,20 @@ class Store:
                 push(ready, (k1, k2, rid, stamp))
         return ix
 
+    def queue_busy(self, queue: str, now: float) -> bool:
+        """Whether a row of the serial ``queue`` holds a lock (runs, or waits to) at ``now``."""
+        rid = self._queue_holder.get(queue)
+        row = self.rows.get(rid) if rid is not None else None
+        return row is not None and row.table in ACQUIRABLE and row.queue == queue and \
+            row.locked_by is not None and (row.lock_until >= now or not self.expiry)
+
     def _take(self, table: str, now: float, n: int, keep: bool,
               accept: frozenset[str] | None = None) -> list[Row]:
         ready, rows = self._promote(table, now).ready, self.rows
         out: list[Row] = []
         taken: list[tuple[float, float, int, int]] = []
         passed: list[tuple[float, float, int, int]] = []
+        queues: set[str] = set()
         pop = heapq.heappop
         while ready and len(out) < n:
             entry = pop(ready)
@@ -177,6 +213,11 @@ class Store:
             if accept is not None and row.handler not in accept:
                 passed.append(entry)  # another node's task: it stays for them
                 continue
+            if row.queue is not None:
+                if row.queue in queues or self.queue_busy(row.queue, now):
+                    passed.append(entry)  # its queue runs another task: it waits its turn
+                    continue
+                queues.add(row.queue)
             out.append(row)
             taken.append(entry)
         for entry in passed:
@@ -230,6 +271,10 @@ class Store:
         row.table = table
         row.locked_by = owner
         row.lock_until = lock_until if owner is not None else -math.inf
+        if row.queue is not None:
+            self.has_queues = True
+            if owner is not None:
+                self._queue_holder[row.queue] = row.id
         self.rows[row.id] = row
         self._count[table] += 1
         self._reindex(row, row.created)
@@ -237,9 +282,12 @@ class Store:
     def claim(self, owner: str, now: float, n: int, lock_until: float,
               table: str = JOB) -> list[Locked]:
         """The guarded UPDATE, applied at one instant: lock the next ``n`` eligible rows."""
-        if self.routes and owner in self.routes:  # a node running only the tasks it registered
+        if self.has_queues or self.count_at_fetch or not self.expiry or (
+                self.routes and owner in self.routes):
+            # routing by task name, serial queues, attempts counted at fetch or locks only a
+            # reset clears: the general path
             ids = [r.id for r in self._take(table, now, n, keep=True,
-                                            accept=self.routes[owner])]
+                                            accept=self.routes.get(owner))]
             return self.lock(ids, owner, now, lock_until, guard=True, table=table)
         ix = self._promote(table, now)
         ready, pending, rows = ix.ready, ix.pending, self.rows
@@ -273,15 +321,43 @@ class Store:
             row = self.rows.get(rid)
             if row is None or row.table != table:
                 continue
-            if guard and not row.eligible(now):
+            if guard and not row.eligible(now, self.expiry):
                 continue
             if versions is not None and row.version != versions[rid]:
                 continue
             valid = row.lock_valid(now) and row.locked_by != owner
             out.append(Locked(rid, row.locked_by, valid, lock_until, row.handler, row.kind))
-            row.locked_by, row.lock_until = owner, lock_until
-            row.version += 1
-            self._reindex(row)
+            self._take_lock(row, owner, lock_until)
+        return out
+
+    def _take_lock(self, row: Row, owner: str, lock_until: float) -> None:
+        row.locked_by, row.lock_until = owner, lock_until
+        row.version += 1
+        if row.queue is not None:
+            self._queue_holder[row.queue] = row.id
+        if self.count_at_fetch and row.table == JOB:
+            row.retries -= 1
+        self._reindex(row)
+
+    def expired(self, now: float, n: int) -> list[int]:
+        """``SELECT id … WHERE lock_until < now LIMIT n`` over the locked rows of every
+        acquirable table (the reset thread's query; ``lock_expiry: reset`` only), oldest
+        lock first. Rows stay locked until a write unlocks them."""
+        leases, rows = self._leases, self.rows
+        out: list[int] = []
+        keep: list[tuple[float, int, int]] = []
+        while leases and len(out) < n:
+            entry = leases[0]
+            if entry[0] >= now:
+                break
+            heapq.heappop(leases)
+            row = rows.get(entry[1])
+            if row is None or row.stamp != entry[2] or row.locked_by is None:
+                continue
+            out.append(row.id)
+            keep.append(entry)
+        for entry in keep:
+            heapq.heappush(leases, entry)
         return out
 
     def extend(self, ids: list[int], owner: str, lock_until: float) -> list[int]:

@@ -43,7 +43,8 @@ KINDS: dict[str, str] = {
     "dead_lettered": "attempt, a=where the job went when its retries ran out: 0 the dead-letter "
                      "table, 1 an incident (JOB_FAILED, critical; the Zeebe-like server), 2 "
                      "failed (failsafe-executor: kept until retry or cancel), text=error",
-    "unlocked": "text=reason",
+    "unlocked": "text=reason: queue full (Flowable's unacquire), lock expired (reset), "
+                "server restart",
     "lock_extended": "a=rows extended, x=new lock_until",
     "timer_due": "a timer moved to the job table; x=its due time",
     "polls_skipped": "a=empty polls counted, not simulated (nothing could change their answer)",
@@ -62,6 +63,10 @@ KINDS: dict[str, str] = {
     "boundary_timer": "a non-interrupting boundary timer fired; the job stays",
     "revived": "an operation moved a failed or dead-lettered job back to waiting; a=retries",
     "cancelled": "an operation cancelled a failed job (deleted)",
+    "submit_ignored": "a submit with an id already in the table did nothing (idempotent "
+                      "submit); text=handler",
+    "suspended": "an operation moved the job to the suspended table (a=1), never acquired "
+                 "there, or back (a=0: activated)",
 }
 KIND_NAMES: tuple[str, ...] = tuple(KINDS)
 K = {name: i for i, name in enumerate(KIND_NAMES)}

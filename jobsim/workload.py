@@ -28,7 +28,8 @@ def explicit_jobs(world: "World", jobs: tuple[JobSpec, ...]) -> Generator[Any, A
     for spec in sorted(jobs, key=lambda j: j.at):  # stable: file order at equal times
         if spec.at > env.now:
             yield env.timeout(spec.at - env.now)
-        world.create(spec.handler, spec.kind, spec.priority, spec.due_in, spec.id, spec.name)
+        world.create(spec.handler, spec.kind, spec.priority, spec.due_in, spec.id, spec.name,
+                     spec.node, spec.queue, spec.record_failure)
     world.source_done()
 
 
@@ -37,16 +38,19 @@ def stream(world: "World", spec: StreamSpec) -> Generator[Any, Any, None]:
     if spec.start > 0:
         yield env.timeout(spec.start)
     create = world.create
+    nodes = spec.nodes or (None,)  # the nodes that create its jobs, in turn
+    h, kind, prio, due_in, queue = spec.handler, spec.kind, spec.priority, spec.due_in, \
+        spec.queue
     if spec.rate is None:
-        for _ in range(spec.count):
-            create(spec.handler, spec.kind, spec.priority, spec.due_in)
+        for i in range(spec.count):
+            create(h, kind, prio, due_in, node=nodes[i % len(nodes)], queue=queue)
     else:
         rng = world.streams.stream(f"workload/{spec.name}")
         mean = 1.0 / spec.rate
         timeout = env.timeout
-        for _ in range(spec.count):
+        for i in range(spec.count):
             yield timeout(mean * rng.exponential())
-            create(spec.handler, spec.kind, spec.priority, spec.due_in)
+            create(h, kind, prio, due_in, node=nodes[i % len(nodes)], queue=queue)
     world.source_done()
 
 

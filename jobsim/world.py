@@ -20,7 +20,7 @@ from .config import Scenario
 from .db import Database
 from .node import Node
 from .rng import Stream, Streams
-from .store import JOB, TIMER, Row, Store
+from .store import FAILED, JOB, TIMER, Row, Store
 from .faults import schedule
 from .trace import K, Trace
 from .workload import explicit_jobs, recurring, stream
@@ -56,7 +56,8 @@ class World:
         self.streams = Streams(self.seed)
         self.trace = Trace()
         ex = scenario.executor
-        self.store = Store(ex.order, ex.aging_rate)
+        self.store = Store(ex.order, ex.aging_rate, ex.lock_expiry,
+                           count_at_fetch=ex.count_attempt == "fetch")
         self.has_faults = bool(scenario.faults)
         db_faults = any(f.kind in ("slow_db", "partition") for f in scenario.faults)
         self.db = Database(self.env, self.store, self.streams, scenario.db.latency,
@@ -72,6 +73,9 @@ class World:
         self._says = {name: self.trace.text(h.says) for name, h in scenario.handlers.items()}
         self._retries = {name: scenario.initial_retries(name) for name in scenario.handlers}
         self._next_id = 1 + max((j.id for j in scenario.jobs if j.id is not None), default=0)
+        self._timer_table = scenario.executor.timer_table
+        #: explicit ids submitted so far (an idempotent submit of one does nothing)
+        self._submitted: set[int] = set()
         self._sources = 0
         self._waiters: dict[int, simpy.Event] = {}
         self._timers: list[tuple[float, int, bool]] = []
@@ -105,22 +109,53 @@ class World:
         return s
 
     def create(self, handler: str, kind: str, priority: int, due_in: float,
-               jid: int | None = None, name: str | None = None) -> int:
-        """Insert a new job (the client's INSERT; no executor latency)."""
+               jid: int | None = None, name: str | None = None, node: str | None = None,
+               queue: str | None = None, failed: str | None = None) -> int:
+        """Insert a new job (no executor latency): by a client, or by ``node``'s transaction
+        (Flowable's hint path: inserted locked by that node and handed to its pool on
+        commit, when it runs with ``hint``). ``failed`` inserts it already failed with that
+        error (failsafe-executor's recordFailure). A submit whose id is in the table
+        already does nothing under ``idempotent_submit``."""
         if jid is None:
             jid = self._next_id
             self._next_id += 1
+        elif jid in self._submitted:
+            # idempotent submit (INSERT … WHERE NOT EXISTS): the id is taken. jobsim keeps one
+            # story per id, so a finished task's id is not reused either.
+            trace = self.trace
+            trace.add(self.env.now, K["submit_ignored"], job=jid, text=trace.text(handler))
+            return jid
+        else:
+            self._submitted.add(jid)
         now = self.env.now
-        row = Row(jid, kind, handler, priority, now, now + due_in, self._retries[handler])
+        row = Row(jid, kind, handler, priority, now, now + due_in, self._retries[handler],
+                  queue)
         if name is not None:
             self.names[name] = jid
-        self.store.insert(row, JOB)
+        creator = self._by_name.get(node) if node is not None else None
+        if creator is not None and not (creator.alive and creator.cfg.hint):
+            creator = None  # a node that is down creates nothing; without hint: unlocked
+        table = TIMER if kind == "timer" and self._timer_table else JOB
+        if failed is not None:
+            table = FAILED
+        if creator is not None and table == JOB and row.due <= now:
+            self.store.insert(row, JOB, creator.name, now + creator.cfg.lock_time)
+        else:
+            creator = None
+            self.store.insert(row, table)
         self.db.commits += 1  # a client's INSERT commits too (SQLite's snapshots see it)
         self.created += 1
         self.live += 1
         trace = self.trace
         trace.emit((now, K_CREATED, -1, jid, 0, int(kind == "timer"), priority,
                     -1 if name is None else trace.text(name), row.due, self._htext[handler]))
+        if failed is not None:
+            row.error = failed
+            trace.add(now, K["dead_lettered"], job=jid, a=2, text=trace.text(failed))
+            self.live -= 1
+            return jid
+        if creator is not None:
+            creator.hint(row)
         if len(trace._buf) > 1 << 22:
             trace.compact()
         boundary = self._boundaries.get(handler) if self._boundaries else None
