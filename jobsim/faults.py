@@ -82,8 +82,8 @@ def operate(world: "World", f: Fault) -> None:
     - ``cancel`` a failed task: deleted;
     - ``move`` a dead letter back to executable with ``retries`` (Flowable's
       moveDeadLetterJobToExecutableJob);
-    - ``suspend`` a waiting job (Flowable's suspended table: never acquired there) and
-      ``activate`` it again.
+    - ``suspend`` a waiting job (Flowable's suspended table: never acquired there; a job
+      locked by a node is left to finish) and ``activate`` it again.
     """
     env, store, trace = world.env, world.store, world.trace
     tables = OPERATIONS[f.kind]
@@ -94,6 +94,8 @@ def operate(world: "World", f: Fault) -> None:
         jid = world.names.get(f.node)
         row = store.get(jid) if jid is not None else None
         ids = [jid] if row is not None and row.table in tables else []
+    if f.kind == "suspend":  # a job being run (locked) is left to finish
+        ids = [jid for jid in ids if store.get(jid).locked_by is None]
     for jid in ids:
         row = store.get(jid)
         if f.kind in ("retry", "move"):

@@ -34,14 +34,15 @@ ANY = "<any>"
 #: (``ANY`` stands for a priority, a node or a job name)
 SUMMARY_SHAPE: dict[str, Any] = {
     "jobs": {k: None for k in ("created", "done", "dead_lettered", "incident", "withdrawn",
-                               "failed", "cancelled", "pending", "lost")},
+                               "failed", "cancelled", "pending", "lost",
+                               "submits_ignored")},
     "executions": None, "failures": None, "double_acquisitions": None, "statements": None,
     "duplicate_executions": {"total": None, "by_cause": _CAUSES},
     "duplicate_side_effects": {"total": None, "by_cause": _CAUSES},
     "completions": {"done": None, "rejected_by_guard": None, "row_gone": None},
-    "crash_recovery": {"stranded_jobs": None, "delay": _DIST},
+    "crash_recovery": {"stranded_jobs": None, "unrecovered": None, "delay": _DIST},
     "acquisition": {k: None for k in ("attempts", "empty", "rows", "lost_races", "errors",
-                                      "full")},
+                                      "full", "unacquired")},
     "polls": {"total": None, "skipped": None, "by_node": {ANY: None}},
     "latency": {"start_delay": _DIST, "end_to_end": _DIST,
                 "by_priority": {ANY: {"jobs": None, "start_delay": _DIST}}},
@@ -117,7 +118,8 @@ _EXECUTOR = {
                                 "slot frees; ticks on the fake clock"),
     "poll_interval": Dur(positive=True),
     "batch_size": Int(lo=1, hi=100_000),
-    "queue_size": Int(lo=1, hi=1_000_000, doc="the node's bounded local queue"),
+    "queue_size": Int(lo=0, hi=1_000_000, doc="the node's bounded local queue; 0: none, a "
+                                             "claim asks only for idle threads (Oban)"),
     "threads": Int(lo=1, hi=1024),
     "lock_time": Dur(positive=True),
     "heartbeat": Dur(none_ok=True, positive=True, doc="extend running jobs' locks this often"),

@@ -87,6 +87,8 @@ class Histories:
     completions_row_gone: int = 0  # found no row to delete
     #: writes to a job after it was done or dead-lettered: (job, terminal seq, seq)
     after_terminal: list[tuple[int, int, int]] = field(default_factory=list)
+    #: stranded jobs still waiting in the table at the end, never acquired again
+    unrecovered: int = 0
 
 
 _INTERESTING = [K[k] for k in ("job_created", "locked", "lock_extended", "unlocked",
@@ -115,6 +117,8 @@ def histories(trace: Trace) -> Histories:
     restart_text = trace.texts.index("server restart") if "server restart" in trace.texts \
         else -2
     complete_text = trace.texts.index("complete") if "complete" in trace.texts else -2
+    discard = "lock expired, no attempts left"  # a rescue (reset thread) discarded the job
+    discard_text = trace.texts.index(discard) if discard in trace.texts else -2
 
     jobs: dict[int, JobStory] = {}
     holder: dict[int, tuple[int, float, int]] = {}  # job -> (node, lock_until, seq)
@@ -298,7 +302,12 @@ def histories(trace: Trace) -> Histories:
                 terminal[j] = seq
             s = story(j)
             s.outcome, s.end = ("dead_lettered", "incident", "failed")[a_[i]], t
-            holder.pop(j, None)
+            prev = holder.pop(j, None)
+            if prev is not None and s_[i] == discard_text and prev[1] < t and (
+                    running.get(j, {}).get(prev[0], 0) > 0 or waiting.get(j) == prev[0]):
+                # a rescue discarded a job whose expired lock's holder still runs or holds it
+                why = "pause" if prev[0] in paused else "lock_expired"
+                conflict[j] = (why, [prev[2], seq])
         elif k == KCR:
             for job in [jb for jb, n in waiting.items() if n == node]:
                 del waiting[job]  # the crashed node's local queue is gone
@@ -329,5 +338,6 @@ def histories(trace: Trace) -> Histories:
             s.pending_reason = reason
             if s.outcome == "lost":
                 s.outcome = "pending"
+    unrecovered = sum(1 for j in stranded_at if jobs[j].outcome == "pending")
     return Histories(jobs, dups, doubles, stranded, recoveries, rejected, row_gone,
-                     after_terminal)
+                     after_terminal, unrecovered)

@@ -175,6 +175,10 @@ class Node:
     # --- acquisition ----------------------------------------------------------------------
 
     def _free(self) -> int:
+        """Rows the next claim may ask for: the free slots of the local queue or, with no
+        local queue (``queue_size: 0``, Oban's demand = limit − running), the idle threads."""
+        if self.cfg.queue_size == 0:
+            return len(self.idle) - len(self.queue)
         return self.cfg.queue_size - len(self.queue)
 
     def _round(self) -> Generator[Any, Any, tuple[int, int]]:
@@ -296,18 +300,20 @@ class Node:
             if hinted:
                 self.hint(store.rows[rid])
 
-    def _take_global_lock(self) -> Generator[Any, Any, bool]:
-        """Flowable's global acquire lock (a row of ACT_GE_PROPERTY, updated optimistically):
-        poll every ``global_lock_poll`` for up to ``global_lock_wait``; a holder older than
-        ``global_lock_force`` (a crashed node) is overridden. True if this node holds it."""
+    def _take_global_lock(self, table: str) -> Generator[Any, Any, bool]:
+        """Flowable's global acquire lock (a row of ACT_GE_PROPERTY, updated optimistically;
+        one for async jobs, one for timers): poll every ``global_lock_poll`` for up to
+        ``global_lock_wait``; a holder older than ``global_lock_force`` (a crashed node) is
+        overridden. True if this node holds it."""
         env, db, cfg, me = self.env, self.db, self.cfg, self.name
-        locks = db.global_locks
+        locks, name = db.global_locks, "acquireTimerJobsLock" if table == TIMER \
+            else "acquireAsyncJobsLock"
         give_up = env.now + cfg.global_lock_wait
 
         def take(now: float) -> bool:
-            holder = locks.get("acquire")
+            holder = locks.get(name)
             if holder is None or holder[0] == me or now - holder[1] >= cfg.global_lock_force:
-                locks["acquire"] = (me, now)
+                locks[name] = (me, now)
                 return True
             return False
 
@@ -319,12 +325,13 @@ class Node:
                 return False
             yield env.timeout(cfg.global_lock_poll)
 
-    def _release_global_lock(self) -> Generator[Any, Any, None]:
+    def _release_global_lock(self, table: str) -> Generator[Any, Any, None]:
         locks, me = self.db.global_locks, self.name
+        name = "acquireTimerJobsLock" if table == TIMER else "acquireAsyncJobsLock"
 
         def release(now: float) -> None:
-            if locks.get("acquire", (None,))[0] == me:
-                del locks["acquire"]
+            if locks.get(name, (None,))[0] == me:
+                del locks[name]
 
         yield from self.db.run(me, release)
 
@@ -359,7 +366,12 @@ class Node:
         while True:
             if self._paused is not None:
                 yield self._paused
-            free = batch if timers else size - len(queue)
+            if timers:
+                free = batch
+            elif size:
+                free = size - len(queue)
+            else:
+                free = len(self.idle) - len(queue)
             if free <= 0:
                 if notify:
                     yield self._slot_freed()
@@ -374,12 +386,12 @@ class Node:
                 emit((env.now, k_acquire, code, -1, 0, asked, got, 0, 0.0, strategy_text))
             else:
                 try:
-                    if global_lock and not (yield from self._take_global_lock()):
+                    if global_lock and not (yield from self._take_global_lock(table)):
                         yield env.timeout(period)  # the lock was busy all along: next cycle
                         continue
                     att = yield from acquire(db, me, asked, lock_time, table=table)
                     if global_lock:
-                        yield from self._release_global_lock()
+                        yield from self._release_global_lock(table)
                 except StatementFailed:
                     self._failed("acquire")
                     yield env.timeout(period)
@@ -583,6 +595,9 @@ class Node:
             else:
                 ev = env.event()
                 idle.append(ev)
+                slot, self._slot = self._slot, None
+                if slot is not None:  # an idle thread is room too (no local queue)
+                    slot.succeed()
                 jid, hname, kind = yield ev
             if self._paused is not None:  # a stalled node starts nothing until it resumes
                 yield self._paused

@@ -110,6 +110,55 @@ def _step_series(t: np.ndarray, delta: np.ndarray, t0: float,
 
 # --- start delay -----------------------------------------------------------------------------
 
+def _delay_axis(ax: Axes, d_all: np.ndarray) -> None:
+    """A delay axis: logarithmic (symmetric-log if some delays are ≤ 0) when the positive
+    delays span more than two decades, else linear."""
+    positive = d_all[d_all > 0]
+    if len(positive) and positive.max() / positive.min() > 100:
+        if (d_all <= 0).any():
+            linthresh = 10.0 ** math.floor(math.log10(positive.min()))
+            ax.set_xscale("symlog", linthresh=linthresh, linscale=0.5)
+            xlabel = f"start delay (s, symmetric log; linear below {linthresh:g} s)"
+        else:
+            ax.set_xscale("log")
+            xlabel = "start delay (s, log scale)"
+        ax.xaxis.set_major_formatter(FuncFormatter(_seconds))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+    else:
+        xlabel = "start delay (s)"
+    ax.set_xlabel(xlabel)
+
+
+def start_delay_by_variant(delays: dict[str, np.ndarray]) -> Figure:
+    """Empirical CDF of the start delay, one line per variant (NaN = never started: left
+    out of the line and counted in its label), to compare runs of one workload."""
+    title = "Start delay (first start − due) by variant: empirical CDF"
+    fig, ax = _figure(9.0, 5.0)
+    drawn = []
+    for name, delay in delays.items():
+        delay = np.asarray(delay, dtype=float)
+        started = ~np.isnan(delay)
+        d = np.sort(delay[started])
+        never = int((~started).sum())
+        label = f"{name} ({_plural(len(d), 'job')}" + (f", {never} never started)"
+                                                       if never else ")")
+        if len(d) == 0:
+            ax.plot([], [], color="none", label=label)
+            continue
+        y = np.arange(1, len(d) + 1) / len(d)
+        ax.step(np.r_[d[0], d], np.r_[0.0, y], where="post", label=label, linewidth=1.6)
+        drawn.append(d)
+    if not drawn:
+        return _no_data(fig, ax, title, "no job started")
+    _delay_axis(ax, np.concatenate(drawn))
+    ax.set_ylabel("fraction of started jobs with delay ≤ x")
+    ax.set_ylim(0, 1.02)
+    ax.grid(True, which="major", alpha=0.35)
+    ax.set_title(title)
+    ax.legend(loc="lower right", fontsize=9)
+    return fig
+
+
 def latency_cdf(jobs: pd.DataFrame) -> Figure:
     """Empirical CDF of the start delay (first start − due), one line per priority class.
 
@@ -145,21 +194,7 @@ def latency_cdf(jobs: pd.DataFrame) -> Figure:
         y = np.arange(1, len(d) + 1) / len(d)
         ax.step(np.r_[d[0], d], np.r_[0.0, y], where="post", label=label, linewidth=1.6)
 
-    d_all = delay[started]
-    positive = d_all[d_all > 0]
-    if len(positive) and positive.max() / positive.min() > 100:
-        if (d_all <= 0).any():
-            linthresh = 10.0 ** math.floor(math.log10(positive.min()))
-            ax.set_xscale("symlog", linthresh=linthresh, linscale=0.5)
-            xlabel = f"start delay (s, symmetric log; linear below {linthresh:g} s)"
-        else:
-            ax.set_xscale("log")
-            xlabel = "start delay (s, log scale)"
-        ax.xaxis.set_major_formatter(FuncFormatter(_seconds))
-        ax.xaxis.set_minor_formatter(NullFormatter())
-    else:
-        xlabel = "start delay (s)"
-    ax.set_xlabel(xlabel)
+    _delay_axis(ax, delay[started])
     ax.set_ylabel("fraction of started jobs with delay ≤ x")
     ax.set_ylim(0, 1.02)
     ax.grid(True, which="major", alpha=0.35)

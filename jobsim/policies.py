@@ -56,9 +56,20 @@ PRESETS: dict[str, dict[str, Any]] = {
         "order": "created",
         "complete_guard": "none",
         "exhausted": "failed",
+        "idempotent_submit": True,
         "retry": {"attempts": 1, "backoff": ["0s"]},
     },
 }
+# failsafe-executor v3 (executors.md §2.3–2.4, 2.7): SKIP LOCKED ordered by planned time;
+# pickTasks asks for the full queueSize whatever is free (the pool's queue is unbounded, so a
+# node can hold far more than it runs); a heartbeat every lockTimeout/3 over every task it
+# holds, queued ones too; serial queues (workload queue:).
+PRESETS["failsafe_v3"] = {**PRESETS["failsafe"],
+                          "acquisition": "skip_locked",
+                          "order": "due",
+                          "queue_size": 1_000_000,
+                          "heartbeat": "100s",
+                          "heartbeat_scope": "held"}
 PRESETS.update({
     # Seeds 000/001 and executors.md §1 (Flowable 6.7+/7.x async executor): jobs created by a
     # node are inserted locked by it and handed to its pool on commit (the hint path);
@@ -96,8 +107,9 @@ PRESETS.update({
         "retry": {"attempts": 3, "backoff": {"fixed": "10s"}},
     },
     # executors.md §5.1 (Oban, the SKIP LOCKED family; River and pg-boss differ in numbers):
-    # a fetch of SELECT … FOR UPDATE SKIP LOCKED ordered by priority, woken by insert
-    # notifications and a 1 s stager; the attempt counted at fetch; no heartbeat: a job
+    # a fetch of SELECT … FOR UPDATE SKIP LOCKED ordered by priority, for as many jobs as the
+    # queue has idle slots (limit 10; no local queue), woken by insert notifications and a
+    # 1 s stager; the attempt counted at fetch; no heartbeat: a job
     # executing for over 60 min is rescued (every minute) back to available, or discarded
     # with no attempts left; 20 attempts, exponential backoff 15 s + 2^attempt s.
     "skip_locked": {
@@ -105,7 +117,7 @@ PRESETS.update({
         "wakeup": "notify",
         "poll_interval": "1s",
         "batch_size": 10,
-        "queue_size": 10,
+        "queue_size": 0,
         "threads": 10,
         "lock_time": "60m",
         "heartbeat": None,
@@ -148,6 +160,7 @@ PRESETS.update({
     "zeebe": {
         "acquisition": "broker",
         "wakeup": "notify",
+        "poll_interval": "100ms",
         "batch_size": 32,
         "queue_size": 32,
         "threads": 1,
@@ -166,6 +179,8 @@ DESCRIPTIONS = {
               "dead letters, fake-clock ticks",
     "failsafe": "failsafe-executor v2 (seed 002): optimistic VERSION lock by created date, "
                 "heartbeat lockTimeout/4, no automatic retry (failed until retry or cancel)",
+    "failsafe_v3": "failsafe-executor v3: SKIP LOCKED by planned time, picks a full queueSize "
+                   "each poll, heartbeat lockTimeout/3 over held tasks, serial queues",
     "zeebe_like": "the seed-003 server: jobs activated by the server, no lock expiry, "
                   "absolute retries without delay, incidents, restored only by a restart",
     "flowable": "Flowable's async executor: hint path, optimistic REV_ batches rolled back "

@@ -176,14 +176,23 @@ def format_summary(a: Analysis, out: Path | None = None) -> list[str]:
 
 _ROWS: list[tuple[str, str]] = [
     ("jobs created", "jobs.created"), ("done", "jobs.done"),
-    ("dead-lettered", "jobs.dead_lettered"), ("pending at the end", "jobs.pending"),
+    ("dead-lettered", "jobs.dead_lettered"), ("incidents", "jobs.incident"),
+    ("failed (until an operator acts)", "jobs.failed"), ("pending at the end", "jobs.pending"),
     ("lost", "jobs.lost"), ("executions", "executions"), ("failed executions", "failures"),
     ("duplicate executions", "duplicate_executions.total"),
     ("duplicate side effects", "duplicate_side_effects.total"),
     ("double acquisitions", "double_acquisitions"),
+    ("stranded by a crash", "crash_recovery.stranded_jobs"),
+    ("stranded, never taken again", "crash_recovery.unrecovered"),
+    ("stranded time p50", "crash_recovery.delay.p50"),
+    ("stranded time max", "crash_recovery.delay.max"),
     ("acquisition attempts", "acquisition.attempts"), ("lost races", "acquisition.lost_races"),
+    ("acquisition errors", "acquisition.errors"),
     ("polls (skipped idle)", "polls.total"), ("statements", "statements"),
-    ("start delay mean", "latency.start_delay.mean"), ("start delay p50", "latency.start_delay.p50"), ("start delay p99", "latency.start_delay.p99"),
+    ("start delay mean", "latency.start_delay.mean"),
+    ("start delay p50", "latency.start_delay.p50"),
+    ("start delay p90", "latency.start_delay.p90"),
+    ("start delay p99", "latency.start_delay.p99"),
     ("start delay max", "latency.start_delay.max"),
     ("end to end p50", "latency.end_to_end.p50"), ("end to end p99", "latency.end_to_end.p99"),
     ("ended at", "end_time"),
@@ -193,7 +202,7 @@ _ROWS: list[tuple[str, str]] = [
 def _cell(value: Any, path: str) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "—"
-    if path.startswith("latency") or path.endswith("start_delay") or path == "end_time" or \
+    if path.startswith("latency") or path.startswith("crash_recovery.delay") or path.endswith("start_delay") or path == "end_time" or \
             path.endswith("end_to_end"):
         return format_seconds(value)
     return f"{value:g}" if isinstance(value, float) else str(value)
@@ -310,8 +319,14 @@ def write(analyses: list[Analysis] | Analysis, out: str | Path, with_plots: bool
             made = _write_run(a, folder, with_plots)
             plots_of[a.name] = [(t, f"{a.name}/{p}" if variants else p) for t, p in made]
         compare = analyses[0].result.scenario.compare
+        if variants and with_plots:
+            delays = {}
+            for a in analyses:
+                jf = jobs_frame(a.histories)
+                delays[a.name] = (jf["first_start"] - jf["due"]).to_numpy(dtype=float)
+            plots.save(plots.start_delay_by_variant(delays), tmp / "start_delay.png")
+            plots_of[""] = [("start delay by variant", "start_delay.png")]
         if variants and with_plots and compare:
-            plots_of[""] = []
             for i, path in enumerate(compare):
                 values = []
                 for a in analyses:

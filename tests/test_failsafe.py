@@ -9,7 +9,7 @@ BASE = """
 name: f
 until: {until}
 horizon: 2h
-policy: failsafe
+policy: {policy}
 nodes:
   - {{name: a, handles: [mail, bad]}}
   - {{name: b, handles: [report]}}
@@ -23,8 +23,16 @@ operations: {ops}
 """
 
 
-def make(jobs, ops="[]", until="drained"):
-    return scenario.loads(BASE.format(jobs=jobs, ops=ops, until=until))
+def make(jobs, ops="[]", until="drained", policy="failsafe"):
+    return scenario.loads(BASE.format(jobs=jobs, ops=ops, until=until, policy=policy))
+
+
+def starts(result, job=None):
+    c = result.trace.arrays()
+    sel = c["kind"] == K["exec_start"]
+    if job is not None:
+        sel &= c["job"] == job
+    return c["time"][sel], c["job"][sel]
 
 
 def test_a_failed_task_is_never_run_again_until_retry():
@@ -70,3 +78,62 @@ def test_the_preset_matches_the_reference_defaults():
     assert (ex.acquisition, ex.order, ex.threads, ex.queue_size, ex.poll_interval,
             ex.lock_time, ex.heartbeat, ex.exhausted, ex.retry.attempts) == (
         "optimistic", "created", 5, 30, 5.0, 300.0, 75.0, "failed", 1)
+
+
+def test_a_serial_queue_runs_one_task_at_a_time_in_order_and_skips_failed_ones():
+    """registerQueue (v3): tasks of one queue never overlap, run in planned order, and a
+    failed one does not block those behind it."""
+    jobs = ("[{handler: mail, queue: q}, {handler: bad, queue: q}, {handler: mail, queue: q},"
+            " {handler: mail, queue: q}, {handler: mail}, {handler: mail}]")
+    r = run(make(jobs, policy="failsafe_v3"))
+    t, j = starts(r)
+    queued = [(tt, jj) for tt, jj in zip(t.tolist(), j.tolist()) if jj <= 4]
+    assert [jj for _, jj in queued] == [1, 2, 3, 4]  # in order, the failed one skipped
+    times = [tt for tt, _ in queued]
+    assert all(b - a >= 1.0 for a, b in zip(times, times[1:]))  # never two at once
+    free = [tt for tt, jj in zip(t.tolist(), j.tolist()) if jj > 4]
+    assert free == [0.0, 0.0]  # tasks outside the queue run in parallel at once
+    s = analyse(r).summary
+    assert s["jobs"]["failed"] == 1 and s["jobs"]["done"] == 5
+
+
+def test_record_failure_inserts_a_failed_task_that_runs_only_after_retry():
+    r = run(make('[{name: x, handler: mail, record_failure: "timeout upstream"}]',
+                 "[{at: 5m, retry: x}]"))
+    t, _ = starts(r, 1)
+    assert t.tolist() == [300.0]
+    c = r.trace.arrays()
+    dead = c["kind"] == K["dead_lettered"]
+    assert c["time"][dead].tolist() == [0.0] and c["a"][dead].tolist() == [2]
+    assert analyse(r).summary["named"]["x"]["outcome"] == "done"
+    assert analyse(r).violations == []
+
+
+def test_an_idempotent_submit_with_a_taken_id_does_nothing():
+    r = run(make("[{id: 7, handler: report}, {id: 7, handler: report, at: 1m},"
+                 " {id: 8, handler: mail}]"))
+    c = r.trace.arrays()
+    assert (c["kind"] == K["job_created"]).sum() == 2
+    ignored = c["kind"] == K["submit_ignored"]
+    assert c["job"][ignored].tolist() == [7] and c["time"][ignored].tolist() == [60.0]
+    t, _ = starts(r, 7)
+    assert len(t) == 1
+
+
+def test_v3_picks_a_full_queue_size_and_heartbeats_the_queued_tasks_too():
+    """v3 asks for queueSize rows whatever is free: 40 reports on one node of 5 threads are
+    all held after two polls, and the heartbeat over held tasks keeps the queued ones'
+    locks alive, so none runs twice though they wait far longer than the 5-minute lock."""
+    jobs = "[" + ", ".join("{handler: report}" for _ in range(40)) + "]"
+    r = run(make(jobs, policy="failsafe_v3"))
+    c = r.trace.arrays()
+    acq = (c["kind"] == K["acquire"]) & (c["node"] == r.trace.nodes.index("b"))
+    assert c["b"][acq][:2].tolist() == [30, 10]
+    s = analyse(r).summary
+    assert s["duplicate_executions"]["total"] == 0 and s["jobs"]["done"] == 40
+
+
+def test_a_v3_preset_is_v2_with_its_documented_changes():
+    ex = make("[{handler: mail}]", policy="failsafe_v3").executor
+    assert (ex.acquisition, ex.order, ex.heartbeat, ex.heartbeat_scope, ex.threads,
+            ex.lock_time) == ("skip_locked", "due", 100.0, "held", 5, 300.0)

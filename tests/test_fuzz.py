@@ -73,3 +73,85 @@ def test_random_scenarios_hold_every_invariant(seed):
 @pytest.mark.parametrize("seed", range(1000, 1500))
 def test_many_random_scenarios_hold_every_invariant(seed):
     _check(seed)
+
+
+POLICIES = ["flowable", "failsafe", "failsafe_v3", "skip_locked", "db_scheduler", "zeebe",
+            "zeebe_like"]
+
+
+def random_policy_scenario(r: random.Random) -> str:
+    """A random scenario under one of the presets, its times scaled down so that locks
+    expire, resets run and heartbeats matter within minutes."""
+    policy = r.choice(POLICIES)
+    dialect = "atomic" if policy.startswith("zeebe") else r.choice(["atomic", "postgres"])
+    nodes = r.randint(1, 3)
+    kinds = ["crash", "slow_db", "partition"] + (["pause"] if policy != "flowable" else [])
+    faults = []
+    for _ in range(r.randint(0, 3)):
+        kind = r.choice(kinds)
+        n = f"node-{r.randint(1, nodes)}"
+        at = r.randint(1, 120)
+        if kind == "crash":
+            restart = f", restart_after: {r.randint(1, 60)}s" if r.random() < 0.7 else ""
+            faults.append(f"{{at: {at}s, crash: {n}{restart}}}")
+        elif kind == "pause":
+            faults.append(f"{{at: {at}s, pause: {n}, for: {r.randint(1, 90)}s}}")
+        elif kind == "slow_db":
+            faults.append(f"{{at: {at}s, slow_db: {r.choice([2, 10])}, for: {r.randint(1, 60)}s}}")
+        else:
+            faults.append(f"{{at: {at}s, partition: {n}, for: {r.randint(1, 60)}s, "
+                          f"timeout: {r.randint(1, 5)}s}}")
+    extra = ""
+    if policy == "flowable":
+        extra = (f"hint: {r.choice(['true', 'false'])}, global_lock: "
+                 f"{r.choice(['true', 'false'])}, global_lock_force: 2m, ")
+    if policy in ("flowable", "skip_locked", "db_scheduler"):
+        extra += f"reset_interval: {r.choice(['5s', '20s'])}, reset_page: {r.randint(1, 5)}, "
+    if policy == "db_scheduler":
+        extra += "heartbeat: 5s, "
+    latency = r.choice(["0s", "1ms", "{uniform: {low: 1ms, high: 20ms}}"])
+    # Oban has no local queue (it fetches for idle slots): a prefetched job could outlive
+    # its own discard there
+    queue = 0 if policy == "skip_locked" else r.randint(0, 10)
+    return f"""
+name: fuzz-policy
+seed: {r.randint(0, 1000)}
+until: {r.choice(["drained", "10m"])}
+horizon: 2h
+policy: {policy}
+db: {{dialect: {dialect}, latency: {latency}}}
+executor: {{{extra}poll_interval: {r.choice(["500ms", "2s"])}, lock_time: {r.choice(["20s", "2m"])},
+           threads: {r.randint(1, 4)}, batch_size: {r.randint(1, 10)}, queue_size: {queue}}}
+nodes: {nodes}
+handlers:
+  w: {{duration: {{exponential: {{mean: {r.choice(["100ms", "2s", "30s"])}}}}},
+      outcome: {r.choice(["succeed", "{fail_rate: 0.2}", "{fail_first: 1}"])},
+      retry: {{attempts: {r.randint(1, 4)}, backoff: [{r.choice(["1s", "10s"])}]}}}}
+workload:
+  jobs:
+    - {{name: q1, handler: w, queue: q, node: node-1}}
+    - {{name: q2, handler: w, queue: q, at: 1s}}
+    - {{name: t, handler: w, kind: timer, due_in: {r.randint(0, 60)}s, node: node-1}}
+  streams: [{{name: s, handler: w, count: {r.randint(1, 150)}, rate: {r.choice(["1/s", "5/s"])},
+             nodes: [node-1]}}]
+faults: [{", ".join(faults)}]
+operations: [{{at: 3m, move: all}}, {{at: 3m, retry: all}}, {{at: 4m, suspend: q2}},
+             {{at: 5m, activate: q2}}]
+"""
+
+
+def _check_policy(seed: int) -> None:
+    text = random_policy_scenario(random.Random(seed))
+    a = analyse(run(scenario.loads(text)))
+    assert a.violations == [], (text, a.violations[:3])
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_random_policy_scenarios_hold_every_invariant(seed):
+    _check_policy(seed)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(2000, 2300))
+def test_many_random_policy_scenarios_hold_every_invariant(seed):
+    _check_policy(seed)
