@@ -94,6 +94,8 @@ def _retries(trace: Trace, scenario: Scenario) -> list[Violation]:
                                         K["dead_lettered"], K["revived"]]))
     handler_of: dict[int, str] = {}
     failures: dict[int, int] = {}
+    #: executions an operation gave a job back (Flowable's move with its retries)
+    budget: dict[int, int] = {}
     out = []
     # counted at fetch (Oban): a crash or a rescue also used an attempt, so a job may have
     # fewer retries left, and reach its end sooner, than its failures alone say
@@ -103,8 +105,9 @@ def _retries(trace: Trace, scenario: Scenario) -> list[Violation]:
         if k == K["job_created"]:
             handler_of[j] = trace.texts[cols["text"][seq]]
             continue
-        if k == K["revived"]:  # an operator's retry: the count starts again
+        if k == K["revived"]:  # an operator's retry or move: the count starts again
             failures[j] = 0
+            budget[j] = int(cols["a"][seq])
             continue
         if k == K["dead_lettered"] and int(cols["attempt"][seq]) == 0:
             continue  # not after a failed execution: recorded failed, or rescued exhausted
@@ -112,7 +115,7 @@ def _retries(trace: Trace, scenario: Scenario) -> list[Violation]:
         policy = scenario.retry_for(node, handler_of[j])
         f = failures.get(j, 0) + 1
         failures[j] = f
-        total = policy.total_attempts()
+        total = budget.get(j, policy.total_attempts())
         if k == K["dead_lettered"]:
             if f < total and not fetch:
                 out.append(Violation("retries_follow_policy", j, f"job {j} was dead-lettered "

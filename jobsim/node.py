@@ -373,7 +373,7 @@ class Node:
             else:
                 free = len(self.idle) - len(queue)
             if free <= 0:
-                if notify:
+                if notify or not size:  # no local queue: fetch again when a thread frees
                     yield self._slot_freed()
                 else:
                     yield env.timeout(cfg.queue_full_wait)
@@ -584,6 +584,8 @@ class Node:
             deleted = store.delete(jid, owner)
             if not deleted and why == 0:
                 why = 2  # still there, but unlocked (rescheduled) or moved: not ours
+            if deleted and row.queue is not None:
+                self._next_in_queue(row.queue, now)
             return deleted, why
 
         while True:
@@ -673,6 +675,15 @@ class Node:
             if world.live == 0:
                 world.check_drained()
 
+    def _next_in_queue(self, queue: str, now: float) -> None:
+        """A task of a serial queue ended here: this node takes the queue's next waiting
+        task in the same statement, as failsafe-executor's queue poller runs them one after
+        another; if none is set aside, the queue is free for any claim (wake idle nodes)."""
+        db = self.db
+        if not db.locked(self.name, db.store.hand_over(queue, self.name, now,
+                                                       now + self.cfg.lock_time)):
+            db.touch()
+
     def _fail(self, jid: int, hname: str, attempt: int,
               error: str) -> Generator[Any, Any, None]:
         world, store, me = self.world, self.world.store, self.name
@@ -695,9 +706,13 @@ class Node:
             d = policy.on_failure(row.retries + counted, row.failures + 1, stream)
             if d.dead:
                 store.move(jid, terminal, error=error)
-                return "dead", 0, 0.0
-            store.reschedule(jid, now + d.delay, d.left, error, table=table)
-            return "retry", d.left, now + d.delay
+                out = "dead", 0, 0.0
+            else:
+                store.reschedule(jid, now + d.delay, d.left, error, table=table)
+                out = "retry", d.left, now + d.delay
+            if row.queue is not None:  # a failed task does not block its queue
+                self._next_in_queue(row.queue, now)
+            return out
 
         try:
             (what, left, due), _ = yield from self.db.run(me, apply, wakes=True, rows=(jid,))

@@ -131,16 +131,18 @@ PRESETS.update({
         "retry": {"attempts": 20, "backoff": {"exponential": {
             "base": "2s", "factor": 2.0, "offset": "15s"}}},
     },
-    # executors.md §3 (db-scheduler): FETCH — an unlocked select of 3 × threads rows by
-    # execution time, each picked with a version check; a heartbeat every 5 min for executing
-    # jobs; dead after 6 missed (30 min), found every 10 min and revived to run now; a failed
-    # one-time task retries every 5 min, forever.
+    # executors.md §3 (db-scheduler) with its LOCK_AND_FETCH polling strategy (upper limit
+    # 1.0 × threads): one statement locks as many due executions as there are idle threads
+    # (FOR UPDATE SKIP LOCKED on PostgreSQL), by execution time; a heartbeat every 5 min for
+    # executing jobs; dead after 6 missed (30 min), found every 10 min and revived to run
+    # now; a failed one-time task retries every 5 min, forever. (The default FETCH strategy,
+    # which picks each execution only when a thread takes it, is not modelled.)
     "db_scheduler": {
-        "acquisition": "optimistic",
+        "acquisition": "skip_locked",
         "wakeup": "poll",
         "poll_interval": "10s",
-        "batch_size": 30,
-        "queue_size": 30,
+        "batch_size": 10,
+        "queue_size": 0,
         "threads": 10,
         "lock_time": "30m",
         "heartbeat": "5m",
@@ -187,8 +189,9 @@ DESCRIPTIONS = {
                 "whole, timer table, 1 h lock freed by a reset thread, retries 3 at 10 s",
     "skip_locked": "the SKIP LOCKED family (Oban's numbers): attempt counted at fetch, "
                    "rescue after 60 min, 20 attempts with backoff 15 s + 2^n s",
-    "db_scheduler": "db-scheduler: optimistic pick by execution time, heartbeat 5 min, dead "
-                    "after 30 min and revived, failed tasks retried every 5 min forever",
+    "db_scheduler": "db-scheduler (LOCK_AND_FETCH): locks for idle threads by execution time, "
+                    "heartbeat 5 min, dead after 30 min and revived, retries every 5 min "
+                    "forever",
     "zeebe": "real Zeebe: broker activation FIFO by key, a 5 min job timeout that makes the "
              "job activatable again (retries unchanged), incidents",
 }

@@ -119,6 +119,9 @@ class Store:
         self._leases: list[tuple[float, int, int]] = []
         #: serial queue -> the row that last took it (busy while that row holds a lock)
         self._queue_holder: dict[str, int] = {}
+        #: serial queue -> ready entries of its rows set aside while it is busy (a heap in
+        #: the table's order), so that a claim does not step over them again and again
+        self._parked: dict[str, list[tuple[float, float, int, int]]] = {}
         self.has_queues = False
         self.rows: dict[int, Row] = {}
         self._ix = {t: _Index() for t in ACQUIRABLE}
@@ -176,6 +179,8 @@ class Store:
         return row
 
     def _promote(self, table: str, now: float) -> _Index:
+        if self._parked:
+            self._unpark(now)
         ix = self._ix[table]
         pending, ready, rows, key = ix.pending, ix.ready, self.rows, self._key
         pop, push = heapq.heappop, heapq.heappush
@@ -189,6 +194,33 @@ class Store:
                 k1, k2 = key(row)
                 push(ready, (k1, k2, rid, stamp))
         return ix
+
+    def _unpark(self, now: float) -> None:
+        """Put back the set-aside rows of every serial queue that is no longer busy."""
+        for q in [q for q in self._parked if not self.queue_busy(q, now)]:
+            for entry in self._parked.pop(q):
+                row = self.rows.get(entry[2])
+                if row is not None and row.stamp == entry[3] and row.table in ACQUIRABLE:
+                    heapq.heappush(self._ix[row.table].ready, entry)
+
+    def hand_over(self, queue: str, owner: str, now: float,
+                  lock_until: float) -> list[Locked]:
+        """The serial queue's next waiting row, locked for ``owner`` (failsafe-executor's
+        queue poller runs the queue's tasks one after another): [] if none is set aside."""
+        heap = self._parked.get(queue)
+        accept = self.routes.get(owner)
+        while heap:
+            entry = heapq.heappop(heap)
+            row = self.rows.get(entry[2])
+            if row is None or row.stamp != entry[3] or row.table not in ACQUIRABLE:
+                continue
+            if accept is not None and row.handler not in accept:
+                heapq.heappush(heap, entry)  # another node's task: left for the claims
+                break
+            return self.lock([row.id], owner, now, lock_until, guard=True, table=row.table)
+        if heap is not None and not heap:
+            del self._parked[queue]
+        return []
 
     def queue_busy(self, queue: str, now: float) -> bool:
         """Whether a row of the serial ``queue`` holds a lock (runs, or waits to) at ``now``."""
@@ -215,7 +247,8 @@ class Store:
                 continue
             if row.queue is not None:
                 if row.queue in queues or self.queue_busy(row.queue, now):
-                    passed.append(entry)  # its queue runs another task: it waits its turn
+                    # its queue runs another task: it waits its turn, set aside
+                    heapq.heappush(self._parked.setdefault(row.queue, []), entry)
                     continue
                 queues.add(row.queue)
             out.append(row)
@@ -247,6 +280,11 @@ class Store:
         earliest ``max(due, lock_until)`` in the table (a strict one counts as just after
         it), or ``None`` if the table holds nothing acquirable."""
         ix = self._promote(table, now)
+        soonest = math.inf
+        for q in self._parked:  # a busy queue frees when its holder's lock expires
+            holder = self.rows.get(self._queue_holder.get(q, -1))
+            if holder is not None and self.expiry and holder.lock_until < math.inf:
+                soonest = min(soonest, math.nextafter(holder.lock_until, math.inf))
         while ix.ready:
             e = ix.ready[0]
             if self._valid(e[2], e[3], table) is not None:
@@ -255,11 +293,11 @@ class Store:
         while ix.pending:
             at, strict, rid, stamp = ix.pending[0]
             if at == math.inf:
-                return None  # locked for good (a Zeebe-like activation): only a write frees it
+                break  # locked for good (a Zeebe-like activation): only a write frees it
             if self._valid(rid, stamp, table) is not None:
-                return math.nextafter(at, math.inf) if strict else at
+                return min(soonest, math.nextafter(at, math.inf) if strict else at)
             heapq.heappop(ix.pending)
-        return None
+        return None if soonest == math.inf else soonest
 
     # --- writes -----------------------------------------------------------------------------
 

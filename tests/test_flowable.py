@@ -257,3 +257,12 @@ def test_a_timer_waits_in_the_timer_table_and_is_moved_locked_and_hinted_when_du
     assert start["time"][0] == pytest.approx(moved["time"][0], abs=0.01)
     assert start["node"][0] == moved["node"][0]  # the mover ran it: hinted
     assert analyse(r).violations == []
+
+
+def test_a_moved_dead_letter_gets_the_retries_given_and_the_check_follows_them():
+    """Review finding: retries_follow_policy measured a moved job against the policy's 3."""
+    r = run(make([{"name": "x", "handler": "bad", "node": "a"}],
+                 operations=[{"at": "30m", "move": "x", "retries": 5}]))
+    assert len(events(r, "exec_start", 1)["time"]) == 3 + 5
+    a = analyse(r)
+    assert a.violations == [] and a.summary["named"]["x"]["outcome"] == "dead_lettered"
