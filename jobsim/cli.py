@@ -54,6 +54,28 @@ def _parser() -> argparse.ArgumentParser:
                                         "scenario (reports/<name>/)")
     rp.add_argument("folder", nargs="?", help="a folder of scenarios (default: scenarios/)")
     rp.add_argument("--out", default="reports", help="where the report folders go")
+    sw = sub.add_parser("sweep", help="run a scenario over a grid of settings × "
+                                      "replications, in parallel, with confidence intervals")
+    sw.add_argument("scenario", help="a scenario YAML file (its sweep: section, if any, "
+                                     "gives the defaults)")
+    sw.add_argument("--grid", action="append", default=[], metavar="PATH=V1,V2,…",
+                    help="an axis of the grid, e.g. executor.lock_time=10s,30s,2m "
+                         "(repeatable; replaces the file's grid)")
+    sw.add_argument("--replications", type=_positive,
+                    help="runs per grid point (with --precision: the most per point)")
+    sw.add_argument("--workers", type=_positive,
+                    help="local worker processes (default: the machine's cores)")
+    sw.add_argument("--dask", metavar="ADDRESS",
+                    help="run on an existing Dask cluster, e.g. tcp://10.0.0.5:8786")
+    sw.add_argument("--out", help="the sweep folder (default: sweeps/<scenario name>)")
+    sw.add_argument("--plot", action="append", default=[], metavar="FIGURE",
+                    help="a summary figure to plot against the first axis (repeatable)")
+    sw.add_argument("--precision", metavar="FIGURE:PCT",
+                    help="replicate each point until the 95%% CI half-width of FIGURE is "
+                         "within PCT of its mean, e.g. duplicate_executions.total:5%%")
+    sw.add_argument("--seed", type=_seed, help="the base seed (default: the scenario's)")
+    sw.add_argument("--set", dest="sets", action="append", default=[],
+                    metavar="PATH=VALUE", help="override one value of the base scenario")
     b = sub.add_parser("bench", help="jobsim beside a bare SimPy M/M/c, as a ratio")
     b.add_argument("--jobs", type=_positive, default=100_000, help="jobs per run")
     b.add_argument("--replications", type=_at_least_two, default=5,
@@ -103,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
             return _list(args)
         if args.command == "reports":
             return _reports(args)
+        if args.command == "sweep":
+            return _sweep(args)
         return _bench(args)
     except ScenarioError as exc:
         print(f"jobsim: {len(exc.problems)} problem(s) in {exc.source}:", file=sys.stderr)
@@ -173,15 +197,16 @@ class _Progress:
         self.last = 0.0
         self.shown = False
 
-    def update(self, fraction: float, sim_time: float) -> None:
+    def update(self, fraction: float, sim_time: float, unit: str = "s") -> None:
         now = self._clock()
-        if now - self.last < 0.2:
+        if now - self.last < 0.2 and fraction < 1.0:
             return
         self.last = now
         width = 30
         filled = int(width * min(max(fraction, 0.0), 1.0))
+        where = f"t={sim_time:,.0f}s" if unit == "s" else f"{sim_time:,.0f} {unit}"
         sys.stderr.write(f"\r{self.label}: [{'#' * filled}{'.' * (width - filled)}] "
-                         f"{fraction:6.1%}  t={sim_time:,.0f}s ")
+                         f"{fraction:6.1%}  {where} ")
         sys.stderr.flush()
         self.shown = True
 
@@ -189,6 +214,89 @@ class _Progress:
         if self.shown:
             sys.stderr.write("\r" + " " * 79 + "\r")
             sys.stderr.flush()
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    import copy
+    import os
+
+    import yaml
+
+    from . import scenario as scenario_mod
+    from .errors import Problem
+    from .fileformat import figure_problem
+    from .sweep import Axis, parse_grid, sweep
+
+    doc = scenario_mod.read(args.scenario)
+    base = scenario_mod.from_dict(doc, args.scenario, sets=args.sets)  # reports every problem
+    doc = copy.deepcopy(doc)
+    problems: list[Problem] = []
+    for item in args.sets:  # valid: from_dict checked them
+        path, _, text = item.partition("=")
+        scenario_mod.set_path(doc, path.strip(), yaml.safe_load(text) if text.strip() else "",
+                              f"--set {path.strip()}", problems)
+    spec = doc.get("sweep") or {}
+    if args.grid:
+        axes = parse_grid(args.grid)
+    else:
+        axes = [Axis(path, tuple(values)) for path, values in (spec.get("grid") or {}).items()]
+    replications = args.replications or spec.get("replications") or 10
+    figures = args.plot or list(spec.get("plot") or [])
+    precision = None
+    if args.precision:
+        fig, sep, pct = args.precision.rpartition(":")
+        try:
+            frac = float(pct.rstrip("%")) / (100.0 if pct.endswith("%") else 1.0)
+        except ValueError:
+            frac = -1.0
+        if not sep or not fig or not 0 < frac < 1:
+            problems.append(Problem("--precision", "FIGURE:PCT like "
+                                    "duplicate_executions.total:5%", repr(args.precision)))
+        else:
+            precision = (fig, frac)
+    elif spec.get("precision"):
+        precision = (spec["precision"]["figure"], spec["precision"]["within"])
+    for where, fig in [("--plot", f) for f in figures] + (
+            [("--precision", precision[0])] if precision else []):
+        why = figure_problem(fig)
+        if why is not None:
+            problems.append(Problem(where, f"a figure of the summary: {why[0]}", repr(fig)))
+    if not axes:
+        problems.append(Problem("--grid", "at least one axis (--grid PATH=V1,V2 or the "
+                                "file's sweep.grid)", "none"))
+    if problems:
+        raise ScenarioError(problems, args.scenario)
+    out = Path(args.out) if args.out else Path("sweeps") / base.name
+    workers = args.workers or os.cpu_count() or 1
+    bar = _Progress(f"sweep {base.name}") if sys.stderr.isatty() else None
+
+    def progress(done: int, total: int) -> None:
+        if bar:
+            bar.update(done / total if total else 1.0, done, unit="runs")
+
+    try:
+        result = sweep(doc, axes, replications, source=args.scenario, seed=args.seed,
+                       workers=workers, dask=args.dask, out=out, precision=precision,
+                       plot=figures, progress=progress)
+    except OSError as exc:
+        if bar:
+            bar.done()
+        print(f"jobsim: the sweep failed: {exc}", file=sys.stderr)
+        return BAD_INPUT
+    if bar:
+        bar.done()
+    rows = result.rows
+    failed = int((~rows["ok"]).sum()) if len(rows) else 0
+    print(f"sweep {base.name}: {len(rows)} runs over {len(result.points)} grid points "
+          f"({result.computed} computed, {result.cached} from the cache), {failed} failed")
+    for line in (out / "sweep.md").read_text(encoding="utf-8").splitlines():
+        if line.startswith("|"):
+            print(line)
+    if failed:
+        first = rows.loc[~rows["ok"], "error"].iloc[0]
+        print(f"\nfirst error: {first}")
+    print(f"\nsweep: {out}/sweep.md (runs.csv, runs.parquet, points.csv)")
+    return FAILED if failed else OK
 
 
 def _validate(args: argparse.Namespace) -> int:

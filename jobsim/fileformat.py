@@ -356,6 +356,16 @@ FORMAT = Obj({
         doc="an operator's actions: retry or cancel a failed task (failsafe-executor), move a "
             "dead letter back (Flowable), suspend or activate a job"),
     "expect": _expect,
+    "sweep": Obj({
+        "grid": MapOf(ListOf(_ANY, min_len=1, max_len=1000), max_len=10,
+                      doc="dotted path → the values it takes (the cross product is run)"),
+        "replications": Int(lo=1, hi=100_000, doc="runs per grid point"),
+        "plot": ListOf(_FIGURE, max_len=20, doc="figures drawn against the first axis"),
+        "precision": Obj({"figure": _FIGURE,
+                          "within": Num(lo=1e-6, hi=0.999,
+                                        doc="the CI half-width as a fraction of the mean")},
+                         ("figure", "within"))},
+        doc="defaults for jobsim sweep: the grid, replications, plots"),
     "report": Obj({"compare": ListOf(_FIGURE, max_len=20,
                                      doc="figures drawn side by side across the variants")}),
     "variants": MapOf(Obj({"description": Str(), "set": MapOf(_ANY, max_len=200),

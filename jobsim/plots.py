@@ -556,3 +556,37 @@ def compare_bars(labels: Sequence[str], values: Sequence[float | None], title: s
     ax.grid(True, axis="y", alpha=0.3)
     ax.set_title(title)
     return fig
+
+
+# --- sweeps ------------------------------------------------------------------------------------
+
+def sweep_bands(series: Sequence[tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray]],
+                xlabel: str, ylabel: str, categories: Sequence[str] | None = None) -> Figure:
+    """A figure against a grid axis: one line per series ``(label, x, mean, lo, hi)`` with
+    its 95% confidence band (left out where a point has fewer than two runs). With
+    ``categories`` the x values are positions of those labels."""
+    fig, ax = _figure(9.0, 5.0)
+    title = f"{ylabel}\nagainst {xlabel} (mean and 95% confidence band)"
+    if not series:
+        return _no_data(fig, ax, title)
+    for label, x, mean, lo, hi in series:
+        line, = ax.plot(x, mean, marker="o", linewidth=1.6, label=label)
+        ok = ~(np.isnan(lo) | np.isnan(hi))
+        if ok.any():
+            ax.fill_between(x[ok], lo[ok], hi[ok], color=line.get_color(), alpha=0.2,
+                            linewidth=0)
+    if categories is not None:
+        ax.set_xticks(range(len(categories)), categories)
+    else:
+        xs = np.concatenate([s[1] for s in series])
+        if len(xs) and xs.min() > 0 and xs.max() / xs.min() > 50:
+            ax.set_xscale("log")
+        if "time" in xlabel or "interval" in xlabel or "heartbeat" in xlabel:
+            ax.xaxis.set_major_formatter(FuncFormatter(_seconds))
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(True, alpha=0.35)
+    ax.set_title(title)
+    if len(series) > 1 or series[0][0] != ylabel:
+        ax.legend(fontsize=9)
+    return fig

@@ -13,7 +13,7 @@ LAYER = {
     "dialects": 2,
     "db": 2, "node": 3, "workload": 3, "faults": 3, "world": 5, "scenario": 4, "fileformat": 4,
     "history": 6, "checks": 6, "metrics": 6, "narrative": 6, "plots": 6, "expect": 6,
-    "report": 7, "bench": 7,
+    "report": 7, "bench": 7, "sweep": 7,
     "cli": 8, "__main__": 9, "__init__": 9,
 }
 SIMPY_USERS = {"db", "dialects", "node", "workload", "faults", "world", "bench"}
