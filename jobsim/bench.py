@@ -20,6 +20,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import simpy
@@ -189,3 +190,176 @@ def format_bench(b: BenchResult) -> list[str]:
         f"  mean wait: jobsim {b.wait_mean:.4f}s (95% CI {b.wait_ci[0]:.4f}..{b.wait_ci[1]:.4f}),"
         f" bare SimPy {b.bare_wait_mean:.4f}s, Erlang C {b.erlang_c:.4f}s — {verdict} the CI",
     ]
+
+
+# --- the benchmark suite ----------------------------------------------------------------------
+
+@dataclass
+class Figure:
+    """One benchmark figure beside its baseline measured in the same run."""
+
+    name: str
+    value: float
+    unit: str
+    baseline: str
+    baseline_value: float
+    target: str
+    meets: bool
+    #: value / baseline, unless given (the M/M/c ratio is the median of paired runs)
+    paired_ratio: float | None = None
+
+    @property
+    def ratio(self) -> float:
+        if self.paired_ratio is not None:
+            return self.paired_ratio
+        return self.value / self.baseline_value if self.baseline_value else float("nan")
+
+
+def full_model_scenario(jobs: int, seed: int = 1) -> Scenario:
+    """The full model: 16 nodes × 8 threads polling every second, PostgreSQL with lognormal
+    statement latency (median 1 ms, p99 10 ms), the guarded UPDATE, handlers that fail 5 %
+    of the time with 3 attempts, one node crash half-way; ρ ≈ 0.7."""
+    from .scenario import from_dict
+
+    rate = 180.0
+    doc = {
+        "name": "bench-full", "seed": seed, "until": "drained", "horizon": "3650d",
+        "db": {"dialect": "postgres", "latency": {"lognormal": {"median": "1ms",
+                                                                "p99": "10ms"}}},
+        "executor": {"acquisition": "guarded_update", "wakeup": "poll", "poll_interval": "1s",
+                     "batch_size": 16, "queue_size": 16, "threads": 8, "lock_time": "5m",
+                     "retry": {"attempts": 3, "backoff": ["5s", "30s"]}},
+        "nodes": 16,
+        "handlers": {"w": {"duration": {"exponential": {"mean": "500ms"}},
+                           "outcome": {"fail_rate": 0.05}}},
+        "workload": {"streams": [{"name": "s", "handler": "w", "count": jobs,
+                                  "rate": rate}]},
+        "faults": [{"at": f"{jobs / rate / 2:.3f}s", "crash": "node-3",
+                    "restart_after": "1m"}],
+    }
+    return from_dict(doc, "<bench full model>")
+
+
+def idle_scenario(days: float = 30.0, nodes: int = 10, seed: int = 1) -> Scenario:
+    """A quiet cluster: ``nodes`` nodes polling every 10 s for ``days`` days, one job an
+    hour (each runs 2 s)."""
+    from .scenario import from_dict
+
+    doc = {
+        "name": "bench-idle", "seed": seed, "until": f"{days * 86400:.0f}s",
+        "executor": {"wakeup": "poll", "poll_interval": "10s"},
+        "nodes": nodes,
+        "handlers": {"w": {"duration": "2s"}},
+        "workload": {"streams": [{"name": "hourly", "handler": "w",
+                                  "count": int(days * 24), "rate": "1/h"}]},
+    }
+    return from_dict(doc, "<bench idle>")
+
+
+def bare_polling(days: float = 30.0, nodes: int = 10, period: float = 10.0) -> int:
+    """The baseline of the idle case: the same nodes as bare SimPy processes that wake for
+    every poll (what a simulator that does not skip idle polls does). Returns the polls."""
+    env = simpy.Environment()
+    polls = [0]
+
+    def node() -> Any:
+        while True:
+            yield env.timeout(period)
+            polls[0] += 1
+
+    for _ in range(nodes):
+        env.process(node())
+    env.run(until=days * 86400.0)
+    return polls[0]
+
+
+def _in_child(fn: Callable[..., Any], *args: Any) -> tuple[Any, float, float]:
+    """``fn(*args)`` in a child process: (its result, wall seconds, peak resident MB)."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork" if "fork" in
+                                      multiprocessing.get_all_start_methods() else "spawn")
+    with ctx.Pool(1) as pool:
+        return pool.apply(_measured, (fn, *args))
+
+
+def _measured(fn: Callable[..., Any], *args: Any) -> tuple[Any, float, float]:
+    import resource
+
+    t0 = time.perf_counter()
+    out = fn(*args)
+    wall = time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # kB on Linux
+    return out, wall, peak
+
+
+def _run_count(sc: Scenario) -> int:
+    return len(run(sc).trace)
+
+
+def suite(quick: bool = False, progress: Callable[[str], None] | None = None,
+          only: tuple[str, ...] = ("mmc", "full", "idle")) -> list[Figure]:
+    """The benchmark suite (shared/DESIGN.md §7): every figure beside a baseline measured in
+    the same run, with its target. ``quick`` runs a tenth of the sizes."""
+    say = progress or (lambda line: None)
+    figures: list[Figure] = []
+    scale = 10 if quick else 1
+    bare_tp = float("nan")
+    if "mmc" in only or "full" in only:
+        jobs = 200_000 // scale
+        say(f"M/M/8 equivalence: {jobs:,} jobs × 3 replications")
+        b = mmc_bench(jobs=jobs, replications=3, progress=say)
+        bare_tp = b.bare_jobs_per_s
+        if "mmc" in only:
+            figures.append(Figure(
+                f"M/M/8 equivalence, {jobs:,} jobs: jobsim (1 node, 8 threads, notify)",
+                b.jobsim_jobs_per_s, "jobs/s", "bare SimPy M/M/8", b.bare_jobs_per_s,
+                "ratio ≥ 0.5", b.ratio >= 0.5, paired_ratio=b.ratio))
+    if "full" in only:
+        small, big = 100_000 // scale, 1_000_000 // scale
+        walls = {}
+        for n in (small, big):
+            say(f"full model: {n:,} jobs (16 nodes × 8 threads, postgres, retries, a crash)")
+            _, wall, peak = _in_child(_run_count, full_model_scenario(n))
+            walls[n] = wall
+            say(f"  {wall:.1f} s wall, peak {peak:,.0f} MB")
+            if n == big:
+                figures.append(Figure(
+                    f"full model, {n:,} jobs: jobs per wall second", n / wall, "jobs/s",
+                    "bare SimPy M/M/8", bare_tp, "≥ 50,000 jobs/s", n / wall >= 50_000))
+                figures.append(Figure(
+                    f"full model, {n:,} jobs: peak memory", peak, "MB",
+                    "(none: an absolute limit)", float("nan"), "< 2,048 MB", peak < 2048))
+        growth = walls[big] / walls[small]
+        figures.append(Figure(
+            f"growth: the {big:,}-job run's cost over the {small:,}-job run's", growth, "×",
+            f"the {small:,}-job run (1×)", 1.0, "≤ 11×", growth <= 11.0))
+    if "idle" in only:
+        days = 30.0 if not quick else 3.0
+        say(f"idle: {days:g} days, 10 nodes polling every 10 s, one job an hour")
+        t0 = time.perf_counter()
+        r = run(idle_scenario(days))
+        wall = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        polls = bare_polling(days)
+        bare_wall = time.perf_counter() - t0
+        say(f"  jobsim {wall:.2f} s ({sum(r.polls.values()):,} polls, "
+            f"{sum(r.polls_skipped.values()):,} counted, not simulated); bare SimPy "
+            f"{bare_wall:.2f} s for {polls:,} polls")
+        figures.append(Figure(
+            f"idle, {days:g} simulated days: wall seconds", wall, "s",
+            "bare SimPy, every poll simulated", bare_wall, "< 2 s" if not quick else
+            "< 0.2 s", wall < (2.0 if not quick else 0.2)))
+    return figures
+
+
+def format_suite(figures: list[Figure]) -> list[str]:
+    lines = ["", "figure | value | baseline (same run) | ratio | target | verdict",
+             "---|---:|---|---:|---|---"]
+    for f in figures:
+        base = f"{f.baseline}: {f.baseline_value:,.4g} {f.unit}" \
+            if f.baseline_value == f.baseline_value else f.baseline
+        ratio = f"{f.ratio:.3f}" if f.ratio == f.ratio else "—"
+        lines.append(f"{f.name} | {f.value:,.4g} {f.unit} | {base} | {ratio} | {f.target} | "
+                     f"{'meets' if f.meets else 'BELOW TARGET'}")
+    return lines

@@ -81,6 +81,10 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--replications", type=_at_least_two, default=5,
                    help="at least 2, for a confidence interval")
     b.add_argument("--seed", type=_seed, default=1)
+    b.add_argument("--suite", action="store_true",
+                   help="the whole suite: M/M/8 at 200,000 jobs, the full model at 100,000 "
+                        "and 1,000,000 jobs (throughput, peak memory, growth), 30 idle days")
+    b.add_argument("--quick", action="store_true", help="the suite at a tenth of its sizes")
     return p
 
 
@@ -394,7 +398,16 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from .bench import format_bench, mmc_bench
+    from .bench import format_bench, format_suite, mmc_bench, suite
+
+    if args.suite or args.quick:
+        figures = suite(quick=args.quick, progress=lambda line: print(line, flush=True))
+        for line in format_suite(figures):
+            print(line)
+        below = [f.name for f in figures if not f.meets]
+        print(f"\n{len(figures) - len(below)} of {len(figures)} figures meet their target"
+              + (f"; below target: {'; '.join(below)}" if below else ""))
+        return OK
 
     result = mmc_bench(jobs=args.jobs, replications=args.replications, seed=args.seed,
                        progress=lambda line: print(line, flush=True))

@@ -42,7 +42,7 @@ SUMMARY_SHAPE: dict[str, Any] = {
     "completions": {"done": None, "rejected_by_guard": None, "row_gone": None},
     "crash_recovery": {"stranded_jobs": None, "unrecovered": None, "delay": _DIST},
     "acquisition": {k: None for k in ("attempts", "empty", "rows", "lost_races", "errors",
-                                      "full", "unacquired")},
+                                      "full", "unacquired", "rows_per_s")},
     "polls": {"total": None, "skipped": None, "by_node": {ANY: None}},
     "latency": {"start_delay": _DIST, "end_to_end": _DIST,
                 "by_priority": {ANY: {"jobs": None, "start_delay": _DIST}}},

@@ -49,6 +49,16 @@ def jobs_frame(hist: Histories) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(JOB_COLUMNS))
 
 
+def _claim_rate(t: np.ndarray, got: np.ndarray) -> float | None:
+    """Rows claimed per second while claims were getting rows: from the first attempt to the
+    last one that got any (None if none did, or all did at one instant)."""
+    hit = np.flatnonzero(got > 0)
+    if len(hit) == 0:
+        return None
+    span = float(t[hit[-1]] - t[0])
+    return _r(float(got.sum()) / span) if span > 0 else None
+
+
 def _r(x: float) -> float | None:
     """Round for the summary (exact decimal text, stable across platforms)."""
     if x is None or (isinstance(x, float) and math.isnan(x)):
@@ -134,6 +144,7 @@ def summary(trace: Trace, hist: Histories, violations: list[Violation], *,
                         "rows": int(got.sum()), "lost_races": int(cols["c"][acq].sum()),
                         "errors": int(cols["attempt"][acq].sum()),
                         "full": int((got == cols["a"][acq]).sum()),
+                        "rows_per_s": _claim_rate(cols["time"][acq], got),
                         "unacquired": int(sum(1 for t in cols["text"][kind == K["unlocked"]]
                                               if trace.texts[t] == "queue full"))},
         "statements": statements,
