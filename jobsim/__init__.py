@@ -1,0 +1,38 @@
+"""jobsim — a deterministic discrete-event simulator of database-backed job executors.
+
+The public API, for notebooks and scripts (the command line is ``jobsim``):
+
+- scenarios: ``load(path)``, ``load_variants(path)``, ``loads(yaml_text)``,
+  ``from_dict(document, sets=["executor.lock_time=30s"])``;
+- a run: ``run(scenario, seed=None)`` → a ``RunResult`` (its ``trace``, final ``store``…);
+- what it means: ``analyse(result)`` → an ``Analysis`` (``.summary`` figures,
+  ``.violations`` of the invariants, ``.histories``), ``jobs_frame(analysis.histories)`` and
+  ``trace_frame(result.trace)`` as pandas tables, ``narrate(result.trace)`` as the lesson's
+  transcript, ``write(analyses, folder)`` as a report;
+- figures: ``plots`` (pure matplotlib ``Figure`` objects);
+- statistics: ``erlang_c_wait``, ``mean_ci``, ``mmc_scenario``;
+- ``fast()``: whether to run notebooks small (the test suite sets ``JOBSIM_FAST=1``).
+"""
+
+from __future__ import annotations
+
+import os
+
+from . import plots
+from .bench import erlang_c_wait, mean_ci, mmc_scenario
+from .history import histories
+from .metrics import jobs_frame, trace_frame
+from .narrative import narrate
+from .report import Analysis, analyse, write
+from .scenario import from_dict, load, load_variants, loads
+from .world import RunResult, run
+
+__all__ = ["Analysis", "RunResult", "analyse", "erlang_c_wait", "fast", "from_dict",
+           "histories", "jobs_frame", "load", "load_variants", "loads", "mean_ci",
+           "mmc_scenario", "narrate", "plots", "run", "trace_frame", "write"]
+
+
+def fast() -> bool:
+    """True when ``JOBSIM_FAST`` is set to something other than ``0``: notebooks then use
+    fewer replications and smaller workloads (the test suite runs them so)."""
+    return os.environ.get("JOBSIM_FAST", "0") not in ("", "0")
