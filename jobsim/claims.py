@@ -31,32 +31,16 @@ from collections.abc import Generator
 from typing import Any
 
 from .db import Database
+from .sql import STRATEGY_SQL
 from .store import JOB, Locked
 
 SQL = {
-    "guarded_update": (
-        "UPDATE job SET locked_by = :me, lock_until = :now + :lock_time, version = version + 1 "
-        "WHERE id IN (SELECT id FROM job WHERE due <= :now AND (locked_by IS NULL OR "
-        "lock_until < :now) ORDER BY :order LIMIT :n) AND (locked_by IS NULL OR "
-        "lock_until < :now)"),
-    "unguarded_update": (
-        "UPDATE job SET locked_by = :me, lock_until = :now + :lock_time, version = version + 1 "
-        "WHERE id IN (SELECT id FROM job WHERE due <= :now AND (locked_by IS NULL OR "
-        "lock_until < :now) ORDER BY :order LIMIT :n)"),
-    "read_then_write": (
-        "SELECT id FROM job WHERE due <= :now AND (locked_by IS NULL OR lock_until < :now) "
-        "ORDER BY :order LIMIT :n; "
-        "UPDATE job SET locked_by = :me, lock_until = :now + :lock_time, version = version + 1 "
-        "WHERE id IN (:ids)"),
-    "skip_locked": (
-        "SELECT id FROM job WHERE due <= :now AND (locked_by IS NULL OR lock_until < :now) "
-        "ORDER BY :order LIMIT :n FOR UPDATE SKIP LOCKED; UPDATE job SET locked_by = :me, "
-        "lock_until = :now + :lock_time, version = version + 1 WHERE id = ANY(:ids); COMMIT"),
-    "optimistic": (
-        "SELECT id, version FROM job WHERE due <= :now AND (locked_by IS NULL OR "
-        "lock_until < :now) ORDER BY :order LIMIT :n; then per row: "
-        "UPDATE job SET locked_by = :me, lock_until = :now + :lock_time, version = version + 1 "
-        "WHERE id = :id AND version = :v"),
+    # the statements themselves are in ``sql`` (what ``jobsim race`` runs on real databases)
+    "guarded_update": STRATEGY_SQL["guarded_update"],
+    "unguarded_update": STRATEGY_SQL["unguarded_update"],
+    "read_then_write": STRATEGY_SQL["read_then_write"],
+    "skip_locked": STRATEGY_SQL["skip_locked"],
+    "optimistic": STRATEGY_SQL["optimistic"],
     "optimistic_batch": (
         "SELECT RES.* FROM ACT_RU_JOB RES WHERE LOCK_EXP_TIME_ is null LIMIT :n; then, in the "
         "same transaction, per row: update ACT_RU_JOB SET REV_ = :rev + 1, LOCK_EXP_TIME_ = "

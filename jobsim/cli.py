@@ -76,6 +76,26 @@ def _parser() -> argparse.ArgumentParser:
     sw.add_argument("--seed", type=_seed, help="the base seed (default: the scenario's)")
     sw.add_argument("--set", dest="sets", action="append", default=[],
                     metavar="PATH=VALUE", help="override one value of the base scenario")
+    rc = sub.add_parser("race", help="race real worker processes on a real SQLite or "
+                                     "PostgreSQL with a strategy's SQL, beside the "
+                                     "simulator's prediction")
+    rc.add_argument("--db", required=True, metavar="sqlite:PATH|postgresql://…",
+                    help="the database: a SQLite file, or a PostgreSQL DSN")
+    rc.add_argument("--strategy", required=True, action="append", metavar="S",
+                    help="guarded_update, unguarded_update, read_then_write, optimistic or "
+                         "skip_locked (repeatable)")
+    rc.add_argument("--workers", type=_positive, action="append", metavar="K",
+                    help="worker processes (repeatable; default 2, 4 and 8)")
+    rc.add_argument("--jobs", type=_positive, default=2000, help="due jobs to claim")
+    rc.add_argument("--batch", type=_positive, default=10, help="rows per claim")
+    rc.add_argument("--repeat", type=_positive, default=1, help="runs of each race")
+    rc.add_argument("--isolation", default="read_committed",
+                    help="PostgreSQL: read_committed, repeatable_read or serializable")
+    rc.add_argument("--begin", default="autocommit",
+                    help="SQLite's read_then_write: autocommit, deferred or immediate")
+    rc.add_argument("--time-limit", type=float, default=120.0,
+                    help="seconds a race may take")
+    rc.add_argument("--plot", metavar="PNG", help="also draw real beside simulated")
     b = sub.add_parser("bench", help="jobsim beside a bare SimPy M/M/c, as a ratio")
     b.add_argument("--jobs", type=_positive, default=100_000, help="jobs per run")
     b.add_argument("--replications", type=_at_least_two, default=5,
@@ -131,6 +151,8 @@ def main(argv: list[str] | None = None) -> int:
             return _reports(args)
         if args.command == "sweep":
             return _sweep(args)
+        if args.command == "race":
+            return _race(args)
         return _bench(args)
     except ScenarioError as exc:
         print(f"jobsim: {len(exc.problems)} problem(s) in {exc.source}:", file=sys.stderr)
@@ -301,6 +323,51 @@ def _sweep(args: argparse.Namespace) -> int:
         print(f"\nfirst error: {first}")
     print(f"\nsweep: {out}/sweep.md (runs.csv, runs.parquet, points.csv)")
     return FAILED if failed else OK
+
+
+def _race(args: argparse.Namespace) -> int:
+    from .race import RaceError, predict, race
+
+    rows = []
+    try:
+        kind = "sqlite" if args.db.startswith("sqlite:") else "postgres"
+        for strategy in args.strategy:
+            for k in args.workers or [2, 4, 8]:
+                for rep in range(args.repeat):
+                    real = race(args.db, strategy, k, args.jobs, args.batch,
+                                isolation=args.isolation, begin=args.begin,
+                                time_limit=args.time_limit)
+                    sim = predict(kind, strategy, k, args.jobs, args.batch,
+                                  isolation=args.isolation, begin=args.begin, seed=1 + rep)
+                    rows.append((strategy, k, rep + 1, real, sim))
+                    print(f"{strategy} K={k} run {rep + 1}: real {real.doubled_jobs} doubled "
+                          f"jobs, {real.errors} errors, {real.lost_races} lost races; "
+                          f"simulated {sim.doubled_jobs}, {sim.errors}, {sim.lost_races}",
+                          flush=True)
+    except RaceError as exc:
+        print(f"jobsim: {exc}", file=sys.stderr)
+        return BAD_INPUT
+    print()
+    print(f"{kind}, {args.jobs:,} due jobs, batches of {args.batch}"
+          + (f", {args.isolation}" if kind == "postgres" else f", {args.begin}"))
+    head = ["strategy", "K", "run", "", "doubled jobs (share)", "lost races", "errors",
+            "empty / partial / full attempts", "claims/s"]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for strategy, k, rep, real, sim in rows:
+        for o in (real, sim):
+            a = max(o.attempts - o.errors, 1)
+            print(f"| {strategy} | {k} | {rep} | {o.source} | {o.doubled_jobs} "
+                  f"({o.double_share:.3f}) | {o.lost_races} | {o.errors} | "
+                  f"{o.empty / a:.2f} / {o.partial / a:.2f} / {o.full / a:.2f} | "
+                  f"{o.per_second:,.0f} |")
+    if args.plot:
+        from .plots import race_bars, save
+
+        save(race_bars([(f"{s} K={k}", r.double_share, m.double_share)
+                        for s, k, _, r, m in rows]), args.plot)
+        print(f"\nplot: {args.plot}")
+    return OK
 
 
 def _validate(args: argparse.Namespace) -> int:

@@ -590,3 +590,23 @@ def sweep_bands(series: Sequence[tuple[str, np.ndarray, np.ndarray, np.ndarray, 
     if len(series) > 1 or series[0][0] != ylabel:
         ax.legend(fontsize=9)
     return fig
+
+
+def race_bars(rows: Sequence[tuple[str, float, float]]) -> Figure:
+    """The share of jobs claimed twice or more, real beside simulated, one pair per race."""
+    fig, ax = _figure(max(7.0, min(16.0, 1.5 + 0.9 * len(rows))), 4.8)
+    title = "Jobs claimed twice or more: a real database beside the simulator"
+    if not rows:
+        return _no_data(fig, ax, title)
+    x = np.arange(len(rows), dtype=float)
+    real = ax.bar(x - 0.2, [r[1] for r in rows], 0.4, label="real")
+    sim = ax.bar(x + 0.2, [r[2] for r in rows], 0.4, label="simulated")
+    ax.bar_label(real, fmt="%.2f", fontsize=8, padding=2)
+    ax.bar_label(sim, fmt="%.2f", fontsize=8, padding=2)
+    ax.set_xticks(x, [r[0] for r in rows], rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel("share of the jobs")
+    ax.set_ylim(0, 1.1)
+    ax.grid(True, axis="y", alpha=0.35)
+    ax.legend()
+    ax.set_title(title)
+    return fig
