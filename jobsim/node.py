@@ -361,17 +361,14 @@ class Node:
         emit, k_acquire, code = self.trace.emit, K["acquire"], self.code
         strategy_text = self._timer_text if timers else self._strategy_text
         global_lock = cfg.global_lock
+        watch_rejects, rejected = cfg.on_queue_full == "unacquire", 0
         if timers:
             instant = None  # the timer table goes through the statement path
         while True:
             if self._paused is not None:
                 yield self._paused
-            if timers:
-                free = batch
-            elif size:
-                free = size - len(queue)
-            else:
-                free = len(self.idle) - len(queue)
+            free = size - len(queue) if size and not timers else \
+                batch if timers else len(self.idle) - len(queue)
             if free <= 0:
                 if notify or not size:  # no local queue: fetch again when a thread frees
                     yield self._slot_freed()
@@ -380,7 +377,8 @@ class Node:
                 continue
             asked = batch if batch < free else free
             self.polls += 1
-            rejected = self.rejected
+            if watch_rejects:
+                rejected = self.rejected
             if instant is not None:  # the hot path: one statement, applied at once
                 got = len(instant(db, me, asked, lock_time))
                 emit((env.now, k_acquire, code, -1, 0, asked, got, 0, 0.0, strategy_text))
@@ -407,7 +405,7 @@ class Node:
                 got = len(att.locked)
                 if global_lock:  # "to let other nodes have the ability to fill the queue"
                     yield env.timeout(cfg.global_lock_poll)
-            if self.rejected > rejected:  # the pool refused some: Flowable waits 5 s
+            if watch_rejects and self.rejected > rejected:  # refused: Flowable waits 5 s
                 yield env.timeout(cfg.queue_full_wait)
                 continue
             if got == asked:
@@ -444,8 +442,9 @@ class Node:
                 yield changed  # the common idle wait: one event, no helper
             else:
                 yield self._first((changed,), target - now)
-            self._asleep.pop(table, None)
-            self._replan.pop(table, None)
+            del self._asleep[table]
+            if replan is not None:
+                del self._replan[table]
             now = env.now
             if replan is not None and replan.triggered:
                 # Paused while asleep: the polls before the pause found nothing; a poll that

@@ -123,6 +123,8 @@ class Store:
         #: the table's order), so that a claim does not step over them again and again
         self._parked: dict[str, list[tuple[float, float, int, int]]] = {}
         self.has_queues = False
+        #: a claim must take the general path (serial queues, count at fetch, no expiry)
+        self._general = count_at_fetch or not self.expiry
         self.rows: dict[int, Row] = {}
         self._ix = {t: _Index() for t in ACQUIRABLE}
         self._count = {t: 0 for t in TABLES}
@@ -295,7 +297,8 @@ class Store:
             if at == math.inf:
                 break  # locked for good (a Zeebe-like activation): only a write frees it
             if self._valid(rid, stamp, table) is not None:
-                return min(soonest, math.nextafter(at, math.inf) if strict else at)
+                at = math.nextafter(at, math.inf) if strict else at
+                return at if at < soonest else soonest
             heapq.heappop(ix.pending)
         return None if soonest == math.inf else soonest
 
@@ -310,7 +313,7 @@ class Store:
         row.locked_by = owner
         row.lock_until = lock_until if owner is not None else -math.inf
         if row.queue is not None:
-            self.has_queues = True
+            self.has_queues = self._general = True
             if owner is not None:
                 self._queue_holder[row.queue] = row.id
         self.rows[row.id] = row
@@ -320,8 +323,7 @@ class Store:
     def claim(self, owner: str, now: float, n: int, lock_until: float,
               table: str = JOB) -> list[Locked]:
         """The guarded UPDATE, applied at one instant: lock the next ``n`` eligible rows."""
-        if self.has_queues or self.count_at_fetch or not self.expiry or (
-                self.routes and owner in self.routes):
+        if self._general or (self.routes and owner in self.routes):
             # routing by task name, serial queues, attempts counted at fetch or locks only a
             # reset clears: the general path
             ids = [r.id for r in self._take(table, now, n, keep=True,

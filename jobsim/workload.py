@@ -41,16 +41,24 @@ def stream(world: "World", spec: StreamSpec) -> Generator[Any, Any, None]:
     nodes = spec.nodes or (None,)  # the nodes that create its jobs, in turn
     h, kind, prio, due_in, queue = spec.handler, spec.kind, spec.priority, spec.due_in, \
         spec.queue
+    plain = not spec.nodes and queue is None  # the common case: no keywords to pass
     if spec.rate is None:
         for i in range(spec.count):
-            create(h, kind, prio, due_in, node=nodes[i % len(nodes)], queue=queue)
+            if plain:
+                create(h, kind, prio, due_in)
+            else:
+                create(h, kind, prio, due_in, node=nodes[i % len(nodes)], queue=queue)
     else:
         rng = world.streams.stream(f"workload/{spec.name}")
         mean = 1.0 / spec.rate
         timeout = env.timeout
+        exponential = rng.exponential
         for i in range(spec.count):
-            yield timeout(mean * rng.exponential())
-            create(h, kind, prio, due_in, node=nodes[i % len(nodes)], queue=queue)
+            yield timeout(mean * exponential())
+            if plain:
+                create(h, kind, prio, due_in)
+            else:
+                create(h, kind, prio, due_in, node=nodes[i % len(nodes)], queue=queue)
     world.source_done()
 
 

@@ -132,17 +132,21 @@ class World:
                   queue)
         if name is not None:
             self.names[name] = jid
-        creator = self._by_name.get(node) if node is not None else None
-        if creator is not None and not (creator.alive and creator.cfg.hint):
-            creator = None  # a node that is down creates nothing; without hint: unlocked
-        table = TIMER if kind == "timer" and self._timer_table else JOB
-        if failed is not None:
-            table = FAILED
-        if creator is not None and table == JOB and row.due <= now:
-            self.store.insert(row, JOB, creator.name, now + creator.cfg.lock_time)
+        creator = None
+        if node is None and failed is None and (kind != "timer" or not self._timer_table):
+            self.store.insert(row, JOB)  # the common case: a client's insert
         else:
-            creator = None
-            self.store.insert(row, table)
+            creator = self._by_name.get(node) if node is not None else None
+            if creator is not None and not (creator.alive and creator.cfg.hint):
+                creator = None  # a node that is down creates nothing; without hint: unlocked
+            table = TIMER if kind == "timer" and self._timer_table else JOB
+            if failed is not None:
+                table = FAILED
+            if creator is not None and table == JOB and row.due <= now:
+                self.store.insert(row, JOB, creator.name, now + creator.cfg.lock_time)
+            else:
+                creator = None
+                self.store.insert(row, table)
         self.db.commits += 1  # a client's INSERT commits too (SQLite's snapshots see it)
         self.created += 1
         self.live += 1

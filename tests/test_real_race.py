@@ -64,6 +64,7 @@ PG_CASES = [  # (strategy, isolation, safe?, shape)
     ("optimistic", "read_committed", True, "lost_races"),
     ("skip_locked", "read_committed", True, "full_disjoint"),
     ("guarded_update", "repeatable_read", True, "errors"),
+    ("guarded_update", "serializable", True, "errors"),
 ]
 
 
