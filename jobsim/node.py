@@ -97,7 +97,9 @@ class Node:
         self.alive = True
         if self.cfg.handles is not None:
             self.db.store.routes[self.name] = frozenset(self.cfg.handles)
-        self.db.lock_listeners[self.name] = self._on_locked
+        plain = not self.timer_table and self.cfg.on_queue_full != "unacquire"
+        self.db.lock_listeners[self.name] = self._on_locked_plain if plain else \
+            self._on_locked
         self._procs = [env.process(self._life(self._acquisition_loop(JOB)))]
         if self.timer_table:
             self._procs.append(env.process(self._life(self._acquisition_loop(TIMER))))
@@ -225,6 +227,24 @@ class Node:
                 idle.popleft().succeed(item)
             elif reject and len(queue) >= size:
                 self._reject(lk.id)
+            else:
+                queue.append(item)
+
+    def _on_locked_plain(self, locked: list) -> None:
+        """``_on_locked`` for a node with no timer loop and a local queue that takes what
+        comes (the hot path of most runs)."""
+        if not self.alive:
+            return
+        now, emit, code, k_locked, node = (self.env.now, self.trace.emit, self.code,
+                                           K["locked"], self.trace.node)
+        idle, queue = self.idle, self.queue
+        for lk in locked:
+            prev = -1 if lk.previous_owner is None else node(lk.previous_owner)
+            emit((now, k_locked, code, lk.id, 0, prev, int(lk.previous_valid), 0, lk.lock_until,
+                  -1))
+            item = (lk.id, lk.handler, lk.kind)
+            if idle:
+                idle.popleft().succeed(item)
             else:
                 queue.append(item)
 
@@ -362,13 +382,16 @@ class Node:
         strategy_text = self._timer_text if timers else self._strategy_text
         global_lock = cfg.global_lock
         watch_rejects, rejected = cfg.on_queue_full == "unacquire", 0
+        sized = bool(size) and not timers
         if timers:
             instant = None  # the timer table goes through the statement path
         while True:
             if self._paused is not None:
                 yield self._paused
-            free = size - len(queue) if size and not timers else \
-                batch if timers else len(self.idle) - len(queue)
+            if sized:
+                free = size - len(queue)
+            else:
+                free = batch if timers else len(self.idle) - len(queue)
             if free <= 0:
                 if notify or not size:  # no local queue: fetch again when a thread frees
                     yield self._slot_freed()

@@ -283,10 +283,11 @@ class Store:
         it), or ``None`` if the table holds nothing acquirable."""
         ix = self._promote(table, now)
         soonest = math.inf
-        for q in self._parked:  # a busy queue frees when its holder's lock expires
-            holder = self.rows.get(self._queue_holder.get(q, -1))
-            if holder is not None and self.expiry and holder.lock_until < math.inf:
-                soonest = min(soonest, math.nextafter(holder.lock_until, math.inf))
+        if self._parked:
+            for q in self._parked:  # a busy queue frees when its holder's lock expires
+                holder = self.rows.get(self._queue_holder.get(q, -1))
+                if holder is not None and self.expiry and holder.lock_until < math.inf:
+                    soonest = min(soonest, math.nextafter(holder.lock_until, math.inf))
         while ix.ready:
             e = ix.ready[0]
             if self._valid(e[2], e[3], table) is not None:
