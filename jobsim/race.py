@@ -99,9 +99,12 @@ def _connect(kind: str, target: str, autocommit: bool = True) -> Any:
     if kind == "sqlite":
         import sqlite3
 
-        conn = sqlite3.connect(target, isolation_level=None, timeout=30.0)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA busy_timeout=30000")
+        try:
+            conn = sqlite3.connect(target, isolation_level=None, timeout=30.0)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA busy_timeout=30000")
+        except sqlite3.Error as exc:
+            raise RaceError(f"cannot open the SQLite database {target}: {exc}") from exc
         return conn
     try:
         import psycopg
@@ -120,6 +123,7 @@ def load(kind: str, target: str, jobs: int, distinct: bool = False) -> None:
     prio = "(1000000 - i)" if distinct else "(i %% 7)"
     conn = _connect(kind, target)
     try:
+        _refuse_foreign_table(kind, conn)
         if kind == "sqlite":
             conn.execute("DROP TABLE IF EXISTS job")
             conn.execute("CREATE TABLE job (id INTEGER PRIMARY KEY, priority INTEGER NOT NULL,"
@@ -131,6 +135,8 @@ def load(kind: str, target: str, jobs: int, distinct: bool = False) -> None:
                              [(i, 1_000_000 - i if distinct else i % 7, now)
                               for i in range(1, jobs + 1)])
             conn.execute("COMMIT")
+            conn.execute("CREATE INDEX job_order ON job (priority DESC, id)")
+            conn.execute("CREATE TABLE IF NOT EXISTS jobsim_race (made_by TEXT)")
         else:
             conn.execute("DROP TABLE IF EXISTS job")
             conn.execute("CREATE TABLE job (id BIGINT PRIMARY KEY, priority INT NOT NULL,"
@@ -139,9 +145,28 @@ def load(kind: str, target: str, jobs: int, distinct: bool = False) -> None:
             conn.execute(f"INSERT INTO job (id, priority, due) SELECT i, {prio}, "
                          "now() - interval '1 second' FROM generate_series(1, %s) i",
                          (jobs,))
+            conn.execute("CREATE INDEX job_order ON job (priority DESC, id)")
+            conn.execute("CREATE TABLE IF NOT EXISTS jobsim_race (made_by TEXT)")
             conn.execute("ANALYZE job")
+    except RaceError:
+        raise
+    except Exception as exc:  # sqlite3.Error, psycopg.Error: reported, not a traceback
+        raise RaceError(f"cannot load the jobs table: {str(exc).strip()}") from exc
     finally:
         conn.close()
+
+
+def _refuse_foreign_table(kind: str, conn: Any) -> None:
+    """The race drops and re-creates the table ``job``: only one it made itself."""
+    if kind == "sqlite":
+        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    else:
+        names = {r[0] for r in conn.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = "
+            "current_schema()")}
+    if "job" in names and "jobsim_race" not in names:
+        raise RaceError("the database has a table 'job' that jobsim race did not create; "
+                        "race on an empty database (the race drops and re-creates it)")
 
 
 # --- a worker -----------------------------------------------------------------------------
@@ -280,6 +305,11 @@ def race(db: str, strategy: str, workers: int, jobs: int, batch: int = 10,
         raise RaceError("--strategy skip_locked: SQLite has no FOR UPDATE SKIP LOCKED")
     if isolation not in ISOLATIONS or begin not in BEGINS:
         raise RaceError(f"--isolation: one of {ISOLATIONS}; --begin: one of {BEGINS}")
+    if isolation != "read_committed" and (kind != "postgres" or strategy != "guarded_update"):
+        raise RaceError("--isolation repeatable_read or serializable: the reference runs them "
+                        "for the guarded UPDATE on PostgreSQL only (F_RR, F_SER)")
+    if begin != "autocommit" and (kind != "sqlite" or strategy != "read_then_write"):
+        raise RaceError("--begin deferred or immediate: SQLite's read_then_write only")
     if not (1 <= workers <= 64 and 1 <= jobs <= 1_000_000 and 1 <= batch <= 1000):
         raise RaceError("bounds: 1 ≤ workers ≤ 64, 1 ≤ jobs ≤ 1,000,000, 1 ≤ batch ≤ 1000")
     load(kind, target, jobs)

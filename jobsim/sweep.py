@@ -90,10 +90,35 @@ def parse_grid(items: Iterable[str], where: str = "the command line") -> list[Ax
         axes.append(Axis(path.strip(), tuple(parsed)))
     if problems:
         raise ScenarioError(problems, where)
+    check_axes(axes, where)
+    return axes
+
+
+#: columns of the results table an axis may not be named after
+RESERVED = ("point", "replication", "seed", "ok", "error", "violations")
+
+
+def check_axes(axes: Iterable[Axis], where: str = "the command line") -> None:
+    """Each path once, not a reserved column (a sweep's seeds come from its replications),
+    each value once."""
+    axes = list(axes)
+    problems = []
     names = [a.path for a in axes]
     if len(set(names)) != len(names):
-        raise ScenarioError([Problem("--grid", "each path once", ", ".join(names))], where)
-    return axes
+        problems.append(Problem("--grid", "each path once", ", ".join(names)))
+    for a in axes:
+        if a.path in RESERVED:
+            problems.append(Problem(f"--grid {a.path}", "a path of the scenario other than "
+                                    + ", ".join(RESERVED) + " (replications vary the seed)",
+                                    a.path))
+        texts = [json.dumps(v, sort_keys=True, default=str) for v in a.values]
+        if len(set(texts)) != len(texts):
+            problems.append(Problem(f"--grid {a.path}", "each value once",
+                                    ", ".join(map(str, a.values))))
+        if not a.values:
+            problems.append(Problem(f"--grid {a.path}", "at least one value", "none"))
+    if problems:
+        raise ScenarioError(problems, where)
 
 
 def replication_seed(base: int, replication: int) -> int:
@@ -199,7 +224,8 @@ def _execute(tasks: list[tuple[str, tuple]], cache: _Cache, workers: int, dask: 
     def finish(key: str, row: dict[str, Any]) -> None:
         nonlocal done
         rows[key] = row
-        cache.put(key, row)
+        if row.get("ok"):  # a failure may be transient: it is tried again next time
+            cache.put(key, row)
         done += 1
         if progress:
             progress(done, total)
@@ -296,6 +322,7 @@ def sweep(doc: dict[str, Any], axes: list[Axis], replications: int, *,
         raise ValueError("replications must be at least 1")
     base_seed = int(doc.get("seed", 0)) if seed is None else seed
     axes = tuple(axes)
+    check_axes(axes, source)
     combos = list(itertools.product(*[[(a.path, v) for v in a.values] for a in axes])) or [()]
     # Build every point's scenario now (no run), so that a bad path or value anywhere in
     # the grid is reported, all at once, before any work.

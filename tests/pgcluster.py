@@ -28,36 +28,24 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@contextmanager
-def cluster():
-    """Yield a DSN for a fresh server, or None when PostgreSQL cannot be started here."""
-    if os.environ.get("JOBSIM_PG_DSN"):
-        yield os.environ["JOBSIM_PG_DSN"]
-        return
-    initdb, pg_ctl = _bin("initdb"), _bin("pg_ctl")
-    if initdb is None or pg_ctl is None:
-        yield None
-        return
-    as_user: list[str] = []
-    if os.geteuid() == 0:
-        runuser = shutil.which("runuser")
-        try:
-            import pwd
+def _as_user() -> list[str] | None:
+    """The command prefix that runs the server as a user PostgreSQL accepts, or None."""
+    if os.geteuid() != 0:
+        return []
+    runuser = shutil.which("runuser")
+    try:
+        import pwd
 
-            pwd.getpwnam("postgres")
-        except KeyError:
-            runuser = None
-        if runuser is None:
-            yield None
-            return
-        as_user = [runuser, "-u", "postgres", "--"]
-    tmp = Path(tempfile.mkdtemp(prefix="jobsim-pg-"))
-    data = tmp / "data"
-    port = _free_port()
-    if as_user:
-        shutil.chown(tmp, "postgres")
-    log = tmp / "server.log"
-    started = False
+        pwd.getpwnam("postgres")
+    except KeyError:
+        return None
+    return [runuser, "-u", "postgres", "--"] if runuser else None
+
+
+def _start(tmp: Path, as_user: list[str]) -> str | None:
+    """initdb and start; the DSN, or None if the server would not start."""
+    initdb, pg_ctl = _bin("initdb"), _bin("pg_ctl")
+    data, log, port = tmp / "data", tmp / "server.log", _free_port()
     try:
         subprocess.run(as_user + [initdb, "-D", str(data), "-U", "jobsim", "-A", "trust",
                                   "--no-sync", "-E", "UTF8"],
@@ -67,21 +55,49 @@ def cluster():
         subprocess.run(as_user + [pg_ctl, "-D", str(data), "-l", str(log), "-o", opts,
                                   "-w", "-t", "60", "start"],
                        check=True, capture_output=True, timeout=90)
-        started = True
-        dsn = f"postgresql://jobsim@127.0.0.1:{port}/postgres"
-        for _ in range(50):
-            try:
-                import psycopg
-
-                psycopg.connect(dsn, connect_timeout=2).close()
-                break
-            except Exception:
-                time.sleep(0.2)
-        yield dsn
     except (subprocess.SubprocessError, OSError):
+        return None
+    dsn = f"postgresql://jobsim@127.0.0.1:{port}/postgres"
+    import psycopg
+
+    for _ in range(50):
+        try:
+            psycopg.connect(dsn, connect_timeout=2).close()
+            return dsn
+        except psycopg.Error:
+            time.sleep(0.2)
+    return None
+
+
+def _stop(tmp: Path, as_user: list[str]) -> None:
+    """Stop the server if one ever started (its pid file is there), then delete it all."""
+    data, pg_ctl = tmp / "data", _bin("pg_ctl")
+    if pg_ctl and (data / "postmaster.pid").exists():
+        subprocess.run(as_user + [pg_ctl, "-D", str(data), "-m", "immediate", "-w", "stop"],
+                       capture_output=True, timeout=60)
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+@contextmanager
+def cluster():
+    """Yield a DSN for a fresh server, or None when PostgreSQL cannot be started here."""
+    if os.environ.get("JOBSIM_PG_DSN"):
+        yield os.environ["JOBSIM_PG_DSN"]
+        return
+    as_user = _as_user()
+    if _bin("initdb") is None or _bin("pg_ctl") is None or as_user is None:
         yield None
+        return
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        yield None
+        return
+    tmp = Path(tempfile.mkdtemp(prefix="jobsim-pg-"))
+    if as_user:
+        shutil.chown(tmp, "postgres")
+    try:
+        dsn = _start(tmp, as_user)
+        yield dsn  # the body's own exceptions pass through untouched
     finally:
-        if started:
-            subprocess.run(as_user + [pg_ctl, "-D", str(data), "-m", "immediate", "-w",
-                                      "stop"], capture_output=True, timeout=60)
-        shutil.rmtree(tmp, ignore_errors=True)
+        _stop(tmp, as_user)

@@ -131,3 +131,14 @@ def test_the_cli_sweeps_with_the_files_own_grid_and_refuses_bad_input(tmp_path, 
         err = capsys.readouterr().err
         assert "Traceback" not in err and "expected" in err
     assert not (tmp_path / "bad").exists()  # nothing half-written
+
+
+def test_reserved_or_repeated_axes_are_refused(capsys, tmp_path):
+    """Review findings: a seed axis crashed the tables; a repeated value dropped a point."""
+    f = tmp_path / "s.yaml"
+    f.write_text(SMALL, encoding="utf-8")
+    for grid in ("seed=1,2", "nodes=2,2", "replication=1"):
+        assert cli.main(["sweep", str(f), "--grid", grid, "--out", str(tmp_path / "o")]) == 2
+        err = capsys.readouterr().err
+        assert "Traceback" not in err and "expected" in err
+    assert not (tmp_path / "o").exists()
