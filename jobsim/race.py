@@ -4,8 +4,8 @@ strategy, dialect, K and batch.
 
 ``race(db, strategy, workers, jobs, batch)`` loads N due jobs into a fresh table, starts the
 workers together, and records every claim each makes: the rows it got, races lost (an
-optimistic update that found its version moved), and errors (SQLSTATE 40001, SQLITE_BUSY,
-SQLITE_BUSY_SNAPSHOT), which the worker retries. A worker stops when nothing claimable is
+optimistic update that found its version moved), and errors (SQLSTATE 40001, a deadlock
+40P01, SQLITE_BUSY, SQLITE_BUSY_SNAPSHOT), which the worker retries. A worker stops when nothing claimable is
 left, or at a time or attempt limit. Two harness checks cannot be skipped: every job was
 claimed, and the server's count of claims (the sum of the rows' versions, one per claim)
 equals the workers' records.
@@ -175,6 +175,10 @@ def _error_kind(exc: Exception) -> str | None:
     text = str(exc)
     if getattr(exc, "sqlstate", None) == "40001" or "could not serialize" in text:
         return "40001"
+    if getattr(exc, "sqlstate", None) == "40P01" or "deadlock detected" in text:
+        # unguarded UPDATEs of overlapping rows in different orders: PostgreSQL breaks the
+        # cycle by failing one; a worker retries, as it does on 40001
+        return "40P01"
     if "database is locked" in text or "SQLITE_BUSY" in text:
         return "SQLITE_BUSY"
     if "snapshot" in text.lower():
