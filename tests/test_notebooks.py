@@ -5,6 +5,7 @@ part of the suite: ``--nbmake`` collects ``notebooks/*.ipynb``.)"""
 
 import json
 import re
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -14,8 +15,11 @@ NOTEBOOKS = ROOT / "notebooks"
 EXPECTED = ["01_the_executor_loop.ipynb", "02_one_guarded_update.ipynb",
             "03_crashes_and_lock_expiry.ipynb", "04_priority_and_the_challenge.ipynb",
             "05_latency.ipynb", "06_executors_side_by_side.ipynb"]
-#: what an absolute path of a developer's machine looks like in a notebook
-MACHINE_PATH = re.compile(r"(/work/|/tmp/|/home/|/root/|/Users/|/private/var/|[A-Z]:\\\\)")
+#: what an absolute path of a developer's machine looks like in a notebook: this checkout,
+#: the home and temporary folders of whoever runs the tests, and the usual roots
+MACHINE_PATH = re.compile("|".join(
+    [re.escape(str(ROOT)), re.escape(str(Path.home())) + "/", re.escape(tempfile.gettempdir())
+     + "/"] + [r"/home/", r"/Users/", r"/private/var/", r"[A-Z]:\\\\"]))
 
 
 def _cells(name):
