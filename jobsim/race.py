@@ -186,6 +186,18 @@ def _error_kind(exc: Exception) -> str | None:
     return None
 
 
+def _optimistic(conn: Any, sql: dict[str, str], p: dict[str, Any]) -> tuple[list[int], int]:
+    """D: read ids and versions, then one version-checked UPDATE per row (autocommit);
+    a row whose update count is 0 is a lost race."""
+    got, lost = [], 0
+    for rid, v in conn.execute(sql["D_SEL"], p).fetchall():
+        if conn.execute(sql["D_UPD"], {**p, "id": rid, "v": v}).rowcount == 1:
+            got.append(rid)
+        else:
+            lost += 1
+    return got, lost
+
+
 def _claim_sqlite(conn: Any, strategy: str, me: str, n: int, begin: str
                   ) -> tuple[list[int], int]:
     """One attempt: (ids claimed, races lost)."""
@@ -195,14 +207,7 @@ def _claim_sqlite(conn: Any, strategy: str, me: str, n: int, begin: str
         q = SQLITE["A" if strategy == "guarded_update" else "B"]
         return [r[0] for r in conn.execute(q, p).fetchall()], 0
     if strategy == "optimistic":
-        got, lost = [], 0
-        for rid, v in conn.execute(SQLITE["D_SEL"], p).fetchall():
-            cur = conn.execute(SQLITE["D_UPD"], {**p, "id": rid, "v": v})
-            if cur.rowcount == 1:
-                got.append(rid)
-            else:
-                lost += 1
-        return got, lost
+        return _optimistic(conn, SQLITE, p)
     if strategy != "read_then_write":
         raise RaceError(f"SQLite has no {strategy} (FOR UPDATE SKIP LOCKED is PostgreSQL's)")
     if begin == "autocommit":
@@ -245,14 +250,7 @@ def _claim_pg(conn: Any, strategy: str, me: str, n: int, isolation: str
             return [], 0
         return [r[0] for r in conn.execute(POSTGRES["C_UPD"], {**p, "ids": ids}).fetchall()], 0
     if strategy == "optimistic":
-        got, lost = [], 0
-        for rid, v in conn.execute(POSTGRES["D_SEL"], p).fetchall():
-            cur = conn.execute(POSTGRES["D_UPD"], {**p, "id": rid, "v": v})
-            if cur.rowcount == 1:
-                got.append(rid)
-            else:
-                lost += 1
-        return got, lost
+        return _optimistic(conn, POSTGRES, p)
     with conn.transaction():
         ids = [r[0] for r in conn.execute(POSTGRES["E_SEL"], p).fetchall()]
         if not ids:

@@ -90,8 +90,7 @@ def parse_grid(items: Iterable[str], where: str = "the command line") -> list[Ax
         axes.append(Axis(path.strip(), tuple(parsed)))
     if problems:
         raise ScenarioError(problems, where)
-    check_axes(axes, where)
-    return axes
+    return axes  # ``sweep`` checks them (the file's grid too)
 
 
 #: columns of the results table an axis may not be named after
@@ -156,15 +155,7 @@ def run_one(doc: dict[str, Any], source: str, overrides: tuple[tuple[str, Any], 
     workers). A run that cannot be built or fails is a row with its error."""
     row: dict[str, Any] = {"seed": seed, "ok": False, "error": None}
     try:
-        d = copy.deepcopy(doc)
-        d.pop("variants", None)  # a sweep runs the base scenario
-        d.pop("sweep", None)
-        problems: list[Problem] = []
-        for path, value in overrides:
-            set_path(d, path, value, f"grid {path}", problems)
-        if problems:
-            raise ScenarioError(problems, source)
-        sc = from_dict(d, source, seed)
+        sc = from_dict(_point_doc(doc, source, overrides), source, seed)
         a = analyse(run(sc))
         row.update(flatten(a.summary))
         row["ok"] = True
@@ -378,19 +369,25 @@ def sweep(doc: dict[str, Any], axes: list[Axis], replications: int, *,
 def run_one_check(doc: dict[str, Any], source: str,
                   combo: tuple[tuple[str, Any], ...]) -> ScenarioError | None:
     """The error building the scenario of ``combo`` would give, or None (no run)."""
+    try:
+        from_dict(_point_doc(doc, source, combo), source)
+    except ScenarioError as exc:
+        return exc
+    return None
+
+
+def _point_doc(doc: dict[str, Any], source: str,
+               combo: tuple[tuple[str, Any], ...]) -> dict[str, Any]:
+    """The base scenario's document (no variants, no sweep) with a grid point's values."""
     d = copy.deepcopy(doc)
-    d.pop("variants", None)
+    d.pop("variants", None)  # a sweep runs the base scenario
     d.pop("sweep", None)
     problems: list[Problem] = []
     for path, value in combo:
         set_path(d, path, value, f"--grid {path}", problems)
     if problems:
-        return ScenarioError(problems, source)
-    try:
-        from_dict(d, source)
-    except ScenarioError as exc:
-        return exc
-    return None
+        raise ScenarioError(problems, source)
+    return d
 
 
 def _table(rows_by_key: dict[str, dict[str, Any]], meta: dict[str, tuple],

@@ -8,8 +8,8 @@ import pytest
 
 from jobsim import scenario
 from jobsim.report import analyse
-from jobsim.trace import K
 from jobsim.world import World, run
+from test_flowable import events
 
 HANDLERS = {
     "ok": {"duration": "1s"},
@@ -30,14 +30,6 @@ def make(policy, jobs, db=None, nodes=("a", "b"), **top):
         doc["db"] = db
     doc.update(top)
     return scenario.from_dict(doc)
-
-
-def events(result, kind, job=None):
-    c = result.trace.arrays()
-    sel = c["kind"] == K[kind]
-    if job is not None:
-        sel &= c["job"] == job
-    return {k: v[sel] for k, v in c.items()}
 
 
 # --- the SKIP LOCKED family ----------------------------------------------------------------

@@ -58,8 +58,8 @@ faults: [{", ".join(faults)}]
 """
 
 
-def _check(seed: int) -> None:
-    text = random_scenario(random.Random(seed))
+def _check(seed: int, generate=None) -> None:
+    text = (generate or random_scenario)(random.Random(seed))
     a = analyse(run(scenario.loads(text)))
     assert a.violations == [], (text, a.violations[:3])
 
@@ -140,18 +140,12 @@ operations: [{{at: 3m, move: all}}, {{at: 3m, retry: all}}, {{at: 4m, suspend: q
 """
 
 
-def _check_policy(seed: int) -> None:
-    text = random_policy_scenario(random.Random(seed))
-    a = analyse(run(scenario.loads(text)))
-    assert a.violations == [], (text, a.violations[:3])
-
-
 @pytest.mark.parametrize("seed", range(25))
 def test_random_policy_scenarios_hold_every_invariant(seed):
-    _check_policy(seed)
+    _check(seed, random_policy_scenario)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", range(2000, 2300))
 def test_many_random_policy_scenarios_hold_every_invariant(seed):
-    _check_policy(seed)
+    _check(seed, random_policy_scenario)
