@@ -14,15 +14,15 @@ With variants, each variant gets a sub-folder like the above, and the top folder
 ``report.md`` that sets them side by side and a ``summary.json`` of all of them.
 
 Everything is written to a temporary folder beside the target and moved into place at the
-end, so an interrupted run never leaves a half-written report.
+end, so an interrupted run never leaves a half-written report. The folder's manifest
+(``.jobsim-manifest.json``, see ``outdir``) lists what jobsim wrote: a later run replaces those
+files and nothing else, and refuses a folder jobsim did not write.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from . import plots
+from . import outdir, plots
 from .checks import Violation, check
 from .expect import NO_FIGURE, Verdict, evaluate, figure
 from .history import CAUSES, Histories, histories
@@ -42,21 +42,16 @@ class ReportError(Exception):
     """The report folder cannot be written where asked (without destroying something)."""
 
 
-def _check_target(out: Path) -> None:
-    """Refuse to replace a folder that is not a run folder, or that holds the working
-    directory: ``--out .`` must never wipe a project."""
-    resolved = out.resolve()
-    cwd = Path.cwd().resolve()
-    if resolved == cwd or resolved in cwd.parents:
-        raise ReportError(f"refusing to write the report into {out}: it is the working "
-                          "folder or one of its parents; choose a new folder for --out")
-    if out.exists():
-        if not out.is_dir():
-            raise ReportError(f"cannot write the report folder {out}: a file is in the way")
-        if any(out.iterdir()) and not ((out / "summary.json").exists() or
-                                      (out / "report.md").exists()):
-            raise ReportError(f"refusing to replace {out}: it is not empty and not a jobsim "
-                              "report folder; choose a new folder for --out")
+def check_target(out: str | Path) -> None:
+    """Raise ReportError unless a report may be written to ``out`` (see ``outdir``): call it
+    before a long run, so that a refusal comes first, not after the work."""
+    try:
+        outdir.check(Path(out), KIND)
+    except outdir.OutputError as exc:
+        raise ReportError(str(exc)) from None
+
+
+KIND = "report"
 
 
 @dataclass
@@ -276,7 +271,7 @@ def markdown(analyses: list[Analysis], plots_of: dict[str, list[tuple[str, str]]
 # --- files ------------------------------------------------------------------------------------
 
 def _write_run(a: Analysis, folder: Path, with_plots: bool) -> list[tuple[str, str]]:
-    folder.mkdir(parents=True, exist_ok=True)
+    outdir.make_dir(folder)
     result = a.result
     (folder / "summary.json").write_text(json.dumps(a.summary, sort_keys=True, indent=2) + "\n",
                                          encoding="utf-8")
@@ -308,10 +303,9 @@ def write(analyses: list[Analysis] | Analysis, out: str | Path, with_plots: bool
     if isinstance(analyses, Analysis):
         analyses = [analyses]
     out = Path(out)
-    _check_target(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
+    check_target(out)
+
+    def fill(tmp: Path) -> None:
         variants = analyses[0].result.scenario.variant is not None
         plots_of: dict[str, list[tuple[str, str]]] = {}
         for a in analyses:
@@ -344,10 +338,9 @@ def write(analyses: list[Analysis] | Analysis, out: str | Path, with_plots: bool
                 json.dumps(combined_summary(analyses), sort_keys=True, indent=2) + "\n",
                 encoding="utf-8")
         (tmp / "report.md").write_text(markdown(analyses, plots_of), encoding="utf-8")
-        if out.exists():
-            shutil.rmtree(out)
-        tmp.rename(out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+
+    try:
+        outdir.replace(out, KIND, fill)
+    except outdir.OutputError as exc:
+        raise ReportError(str(exc)) from None
     return out

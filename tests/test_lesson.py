@@ -56,7 +56,7 @@ def test_cli_prints_transcript_then_summary_and_writes_the_folder(lesson_path, t
     assert printed.startswith(GOLDEN)
     assert "invariants   all 6 hold" in printed
     assert sorted(p.name for p in out.iterdir()) == [
-        "duplicates.png", "jobs.csv", "latency_cdf.png", "report.md", "scenario.yaml",
+        ".jobsim-manifest.json", "duplicates.png", "jobs.csv", "latency_cdf.png", "report.md", "scenario.yaml",
         "summary.json", "table_depth.png", "timeline.png", "trace.csv"]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["jobs"] == {"created": 3, "done": 2, "dead_lettered": 1, "incident": 0,
