@@ -279,6 +279,8 @@ def parse_condition(text: object) -> tuple[str, object] | None:
         return None
     if rest in ("true", "false"):
         return op, rest == "true"
+    if rest.lower().lstrip("+-") in ("nan", "inf", "infinity"):
+        return None  # nan compares false with everything; a figure is never infinite
     try:
         return op, float(rest)
     except ValueError:

@@ -10,6 +10,8 @@ memory. ``schema()`` is the format as JSON Schema, for editors.
 from __future__ import annotations
 
 import copy
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +30,7 @@ from .spec import MISSING, Name, join, show, suggest
 _DEFAULT_EXECUTOR = ExecutorConfig()
 
 
+MAX_FILE_BYTES = 4 * 1024 ** 2  # a scenario file is a page or two; 4 MB is far beyond any
 MAX_NODES = 200_000  # YAML nodes after alias expansion: refuses "billion laughs" documents
 
 
@@ -65,20 +68,54 @@ def _key_problems(node: yaml.Node, path: str, problems: list[Problem],
                                 show(node.value)))
 
 
+def _file_kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
 def read(path: str | Path) -> Any:
     """Read a scenario file into a plain document (checked as YAML, not yet as a scenario)."""
     path = Path(path)
     source = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        # O_NONBLOCK: a FIFO with no writer must not hang the open; then only a regular file
+        # of at most MAX_FILE_BYTES is read (not /dev/zero, not a pipe, not a socket)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
         raise ScenarioError([Problem("", "an existing scenario file", "no such file")],
                             source) from None
     except IsADirectoryError:
         raise ScenarioError([Problem("", "a scenario file", "a directory")], source) from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
+        raise ScenarioError([Problem("", "a readable scenario file", exc.strerror or str(exc))],
+                            source) from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise ScenarioError([Problem("", "a scenario file", "a directory")], source)
+        if not stat.S_ISREG(st.st_mode):
+            raise ScenarioError([Problem("", "a regular file", _file_kind(st.st_mode))], source)
+        if st.st_size > MAX_FILE_BYTES:
+            raise ScenarioError([Problem("", f"a scenario file of at most "
+                                         f"{MAX_FILE_BYTES // 1024 ** 2} MB",
+                                         f"{st.st_size:,} bytes")], source)
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read(MAX_FILE_BYTES + 1)
+        if len(data) > MAX_FILE_BYTES:
+            raise ScenarioError([Problem("", f"a scenario file of at most "
+                                         f"{MAX_FILE_BYTES // 1024 ** 2} MB", "more")], source)
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise ScenarioError([Problem("", "a readable UTF-8 text file", str(exc))],
                             source) from None
+    except OSError as exc:
+        raise ScenarioError([Problem("", "a readable scenario file", exc.strerror or str(exc))],
+                            source) from None
+    finally:
+        os.close(fd)
     return parse(text, source)
 
 

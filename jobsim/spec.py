@@ -83,7 +83,7 @@ class Name(Str):
     def check(self, value, path, problems):
         import re
 
-        if not isinstance(value, str) or not re.match(self.PATTERN, value):
+        if not isinstance(value, str) or not re.fullmatch(self.PATTERN.strip("^$"), value):
             problems.append(Problem(path, "a name of letters, digits, '.', '_' and '-' "
                                     "starting with a letter or digit (it names a folder)",
                                     show(value)))
