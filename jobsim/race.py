@@ -5,8 +5,8 @@ strategy, dialect, K and batch.
 ``race(db, strategy, workers, jobs, batch)`` loads N due jobs into a fresh table, starts the
 workers together, and records every claim each makes: the rows it got, races lost (an
 optimistic update that found its version moved), and errors (SQLSTATE 40001, a deadlock
-40P01, SQLITE_BUSY, SQLITE_BUSY_SNAPSHOT), which the worker retries. A worker stops when nothing claimable is
-left, or at a time or attempt limit. Two harness checks cannot be skipped: every job was
+40P01, SQLITE_BUSY, SQLITE_BUSY_SNAPSHOT), which the worker retries. A worker stops when
+nothing claimable is left, or at a time or attempt limit. Two harness checks cannot be skipped: every job was
 claimed, and the server's count of claims (the sum of the rows' versions, one per claim)
 equals the workers' records.
 
@@ -14,15 +14,27 @@ equals the workers' records.
 (``postgresql://…``, with psycopg). Variants: ``isolation`` (PostgreSQL: read_committed,
 repeatable_read, serializable) and ``begin`` (SQLite's read_then_write: autocommit,
 deferred, immediate), as in a scenario's ``db:`` section.
+
+The database is left as it was found: the race's table ``job`` carries a mark (a comment in
+its SQLite ``CREATE`` text, a ``COMMENT ON TABLE`` on PostgreSQL), a ``job`` without it is
+the user's and is never dropped (the race refuses instead), the table is dropped after the
+race — also after an error or Ctrl-C, which stops the workers — and a SQLite file's journal
+mode (the race switches it to WAL, which persists in the file) is put back.
 """
 
 from __future__ import annotations
 
+import argparse
 import math
 import multiprocessing
 import os
+import signal
+import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -34,9 +46,60 @@ STRATEGIES = ("guarded_update", "unguarded_update", "read_then_write", "optimist
 ISOLATIONS = ("read_committed", "repeatable_read", "serializable")
 BEGINS = ("autocommit", "deferred", "immediate")
 
+# the bounds of a race (the command line checks them before anything runs)
+MAX_JOBS = 1_000_000
+MAX_WORKERS = 64
+MAX_BATCH = 10_000
+MAX_REPEAT = 1_000
+MAX_SECONDS = 86_400.0
+
+TABLE = "job"  # the name the claim SQL (``sql``) uses
+MARK = "made by jobsim race"  # how the race knows its own table
+_SQLITE_CREATE = ("CREATE TABLE job (id INTEGER PRIMARY KEY, priority INTEGER NOT NULL,"
+                  " due REAL NOT NULL, locked_by TEXT, lock_until REAL,"
+                  f" version INTEGER NOT NULL DEFAULT 0 /* {MARK} */)")
+# what jobsim 0.x made, with an empty marker table ``jobsim_race`` beside it: still its own
+_LEGACY_SQLITE = ("CREATE TABLE job (id INTEGER PRIMARY KEY, priority INTEGER NOT NULL,"
+                  " due REAL NOT NULL, locked_by TEXT, lock_until REAL,"
+                  " version INTEGER NOT NULL DEFAULT 0)")
+_LEGACY_MARKER_SQLITE = "CREATE TABLE jobsim_race (made_by TEXT)"
+_COLUMNS = ["id", "priority", "due", "locked_by", "lock_until", "version"]
+_PNG = b"\x89PNG\r\n\x1a\n"
+
 
 class RaceError(Exception):
     """Bad input, an unreachable database, or a failed harness check."""
+
+
+# --- the bounds, for argparse -----------------------------------------------------------------
+
+def count_arg(what: str, most: int) -> Callable[[str], int]:
+    """An argparse ``type``: a whole number of ``what`` from 1 to ``most``."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = 0
+        if not 1 <= value <= most:
+            raise argparse.ArgumentTypeError(
+                f"expected a whole number of {what} from 1 to {most:,} (got {text!r})")
+        return value
+
+    parse.__name__ = what
+    return parse
+
+
+def seconds_arg(text: str) -> float:
+    """An argparse ``type``: a time limit in seconds, finite, > 0 and ≤ a day."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value <= MAX_SECONDS:  # also false for nan; inf is above the bound
+        raise argparse.ArgumentTypeError(
+            f"expected a number of seconds above 0 and at most {MAX_SECONDS:,.0f} (a day) "
+            f"(got {text!r})")
+    return value
 
 
 @dataclass
@@ -95,14 +158,17 @@ def _parse_db(db: str) -> tuple[str, str]:
 
 # --- the table ----------------------------------------------------------------------------
 
-def _connect(kind: str, target: str, autocommit: bool = True) -> Any:
+def _connect(kind: str, target: str, autocommit: bool = True, wal: bool = True) -> Any:
     if kind == "sqlite":
         import sqlite3
 
         try:
             conn = sqlite3.connect(target, isolation_level=None, timeout=30.0)
-            conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA busy_timeout=30000")
+            if wal:
+                conn.execute("PRAGMA journal_mode=WAL")
+            else:
+                conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # a database?
         except sqlite3.Error as exc:
             raise RaceError(f"cannot open the SQLite database {target}: {exc}") from exc
         return conn
@@ -121,14 +187,13 @@ def load(kind: str, target: str, jobs: int, distinct: bool = False) -> None:
     order ``priority DESC, id`` interleaves them, or (``distinct``) all different and falling
     with the id, so that the top 10 are ids 1..10 (the two-session table of §3)."""
     prio = "(1000000 - i)" if distinct else "(i %% 7)"
-    conn = _connect(kind, target)
+    conn = _connect(kind, target, wal=False)
     try:
-        _refuse_foreign_table(kind, conn)
+        _refuse_foreign_table(kind, conn)  # before anything in the file changes
+        _drop_own(kind, conn)
         if kind == "sqlite":
-            conn.execute("DROP TABLE IF EXISTS job")
-            conn.execute("CREATE TABLE job (id INTEGER PRIMARY KEY, priority INTEGER NOT NULL,"
-                         " due REAL NOT NULL, locked_by TEXT, lock_until REAL,"
-                         " version INTEGER NOT NULL DEFAULT 0)")
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(_SQLITE_CREATE)  # the mark is in its text: one statement
             now = time.time() - 1.0
             conn.execute("BEGIN")
             conn.executemany("INSERT INTO job (id, priority, due) VALUES (?, ?, ?)",
@@ -136,17 +201,16 @@ def load(kind: str, target: str, jobs: int, distinct: bool = False) -> None:
                               for i in range(1, jobs + 1)])
             conn.execute("COMMIT")
             conn.execute("CREATE INDEX job_order ON job (priority DESC, id)")
-            conn.execute("CREATE TABLE IF NOT EXISTS jobsim_race (made_by TEXT)")
         else:
-            conn.execute("DROP TABLE IF EXISTS job")
-            conn.execute("CREATE TABLE job (id BIGINT PRIMARY KEY, priority INT NOT NULL,"
-                         " due TIMESTAMPTZ NOT NULL, locked_by TEXT, lock_until TIMESTAMPTZ,"
-                         " version INT NOT NULL DEFAULT 0)")
-            conn.execute(f"INSERT INTO job (id, priority, due) SELECT i, {prio}, "
-                         "now() - interval '1 second' FROM generate_series(1, %s) i",
-                         (jobs,))
-            conn.execute("CREATE INDEX job_order ON job (priority DESC, id)")
-            conn.execute("CREATE TABLE IF NOT EXISTS jobsim_race (made_by TEXT)")
+            with conn.transaction():  # created and marked at once, or not at all
+                conn.execute("CREATE TABLE job (id BIGINT PRIMARY KEY, priority INT NOT NULL,"
+                             " due TIMESTAMPTZ NOT NULL, locked_by TEXT,"
+                             " lock_until TIMESTAMPTZ, version INT NOT NULL DEFAULT 0)")
+                conn.execute(f"COMMENT ON TABLE job IS '{MARK}'")
+                conn.execute(f"INSERT INTO job (id, priority, due) SELECT i, {prio}, "
+                             "now() - interval '1 second' FROM generate_series(1, %s) i",
+                             (jobs,))
+                conn.execute("CREATE INDEX job_order ON job (priority DESC, id)")
             conn.execute("ANALYZE job")
     except RaceError:
         raise
@@ -156,17 +220,165 @@ def load(kind: str, target: str, jobs: int, distinct: bool = False) -> None:
         conn.close()
 
 
+def _owner(kind: str, conn: Any) -> str | None:
+    """Whose is the relation ``job``: None (there is none), "race" (marked as the race's),
+    "legacy" (an older jobsim's, with its empty marker table) or "user"."""
+    if kind == "sqlite":
+        rows = conn.execute("SELECT type, sql FROM sqlite_master WHERE lower(name) = 'job'"
+                            ).fetchall()
+        if not rows:
+            return None
+        kind_, sql = rows[0]
+        if len(rows) > 1 or kind_ != "table":
+            return "user"
+        if sql == _SQLITE_CREATE:
+            return "race"
+        marker = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'jobsim_race'"
+                              ).fetchone()
+        if sql == _LEGACY_SQLITE and marker and marker[0] == _LEGACY_MARKER_SQLITE and \
+                not conn.execute("SELECT count(*) FROM jobsim_race").fetchone()[0]:
+            return "legacy"
+        return "user"
+    row = conn.execute("SELECT c.relkind, obj_description(c.oid, 'pg_class'), c.oid "
+                       "FROM pg_class c WHERE c.oid = to_regclass('job')").fetchone()
+    if row is None:
+        return None
+    relkind, comment, oid = row
+    if relkind != "r":
+        return "user"
+    if comment == MARK:
+        return "race"
+    cols = [r[0] for r in conn.execute(
+        "SELECT attname FROM pg_attribute WHERE attrelid = %s AND attnum > 0 AND NOT "
+        "attisdropped ORDER BY attnum", (oid,))]
+    marker = conn.execute("SELECT to_regclass('jobsim_race')").fetchone()[0]
+    if cols == _COLUMNS and comment is None and marker is not None and not conn.execute(
+            "SELECT count(*) FROM jobsim_race").fetchone()[0]:
+        return "legacy"
+    return "user"
+
+
 def _refuse_foreign_table(kind: str, conn: Any) -> None:
     """The race drops and re-creates the table ``job``: only one it made itself."""
-    if kind == "sqlite":
-        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    else:
-        names = {r[0] for r in conn.execute(
-            "SELECT table_name FROM information_schema.tables WHERE table_schema = "
-            "current_schema()")}
-    if "job" in names and "jobsim_race" not in names:
+    if _owner(kind, conn) == "user":
         raise RaceError("the database has a table 'job' that jobsim race did not create; "
-                        "race on an empty database (the race drops and re-creates it)")
+                        "the race needs that name for its own table (it drops it after the "
+                        "race): race on another database")
+
+
+def _drop_own(kind: str, conn: Any) -> None:
+    """Drop the race's own table ``job`` (an older jobsim's too, with its marker), and
+    nothing else."""
+    owner = _owner(kind, conn)
+    if owner in ("race", "legacy"):
+        conn.execute("DROP TABLE job")
+    if owner == "legacy":
+        conn.execute("DROP TABLE jobsim_race")
+
+
+def _journal_mode(target: str) -> str:
+    """A SQLite file's journal mode as a new connection finds it (only WAL persists)."""
+    conn = _connect("sqlite", target, wal=False)
+    try:
+        return str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower()
+    finally:
+        conn.close()
+
+
+def _clean_up(kind: str, target: str, mode: str | None) -> list[str]:
+    """After a race: its table dropped, a SQLite file's journal mode put back. Returns what
+    could not be done (never raises)."""
+    problems = []
+    try:
+        conn = _connect(kind, target, wal=False)
+        try:
+            if kind == "postgres":  # a stopped worker's backend may hold a lock a moment
+                conn.execute("SET lock_timeout = '30s'")
+            _drop_own(kind, conn)
+        finally:
+            conn.close()
+    except Exception as exc:  # noqa: BLE001 - reported to the caller
+        problems.append(f"could not drop the race's table '{TABLE}': {str(exc).strip()}")
+    if kind == "sqlite" and mode is not None and mode in (
+            "delete", "truncate", "persist", "memory", "wal", "off"):
+        try:
+            conn = _connect(kind, target, wal=False)
+            try:
+                now = str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower()
+                if now != mode:
+                    conn.execute(f"PRAGMA journal_mode={mode}")
+            finally:
+                conn.close()
+        except Exception as exc:  # noqa: BLE001 - reported to the caller
+            problems.append(f"could not put {target} back in journal mode {mode} (it is in "
+                            f"WAL mode now): {str(exc).strip()}")
+    return problems
+
+
+@contextmanager
+def own_table(kind: str, target: str, jobs: int, distinct: bool = False) -> Iterator[None]:
+    """``load`` the race's table for the ``with`` block; afterwards — also after an error or
+    Ctrl-C — drop it and put a SQLite file's journal mode back."""
+    mode = _journal_mode(target) if kind == "sqlite" else None
+    try:
+        load(kind, target, jobs, distinct)
+        yield
+    except BaseException as primary:
+        problems = _clean_up(kind, target, mode)
+        if problems:
+            text = "; ".join(problems)
+            if isinstance(primary, KeyboardInterrupt):
+                raise KeyboardInterrupt(text) from None
+            if isinstance(primary, RaceError):
+                raise RaceError(f"{primary}; and then {text}") from primary
+            primary.add_note(text)
+        raise
+    problems = _clean_up(kind, target, mode)
+    if problems:
+        raise RaceError("; ".join(problems))
+
+
+# --- the plot file ------------------------------------------------------------------------------
+
+def check_plot(path: str | os.PathLike) -> Path:
+    """Raise RaceError unless the plot may be written to ``path``: its folder exists, and the
+    path is new or a regular file holding a PNG (a user's other file is never replaced)."""
+    p = Path(path)
+    if str(path) == "" or p.name in ("", ".", ".."):
+        raise RaceError(f"--plot {str(path)!r}: expected a file name, e.g. race.png")
+    if not p.parent.is_dir():
+        raise RaceError(f"--plot {p}: the folder {p.parent} does not exist")
+    if p.is_symlink() or (p.exists() and not p.is_file()):
+        raise RaceError(f"--plot {p}: it exists and is not a regular file; choose a new file")
+    if p.exists():
+        try:
+            with open(p, "rb") as f:
+                head = f.read(len(_PNG))
+        except OSError as exc:
+            raise RaceError(f"--plot {p}: cannot read it: {exc.strerror or exc}") from None
+        if head != _PNG:
+            raise RaceError(f"--plot {p}: it exists and is not a PNG; jobsim will not "
+                            "overwrite it, choose a new file")
+    if not os.access(p.parent, os.W_OK):
+        raise RaceError(f"--plot {p}: the folder {p.parent} is not writable")
+    return p
+
+
+def save_plot(fig: Any, path: str | os.PathLike) -> Path:
+    """Write ``fig`` as a PNG to ``path`` (checked again, then a temporary file renamed)."""
+    from .plots import save
+
+    p = check_plot(path)
+    tmp = p.parent / f".{p.name}.{os.getpid()}.tmp"
+    try:
+        save(fig, tmp)
+        os.replace(tmp, p)
+    except OSError as exc:
+        raise RaceError(f"--plot {p}: cannot write it: {exc.strerror or exc}") from None
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return p
 
 
 # --- a worker -----------------------------------------------------------------------------
@@ -295,10 +507,11 @@ def _worker(args: tuple) -> dict[str, Any]:
 
 # --- the race -------------------------------------------------------------------------------
 
-def race(db: str, strategy: str, workers: int, jobs: int, batch: int = 10,
-         isolation: str = "read_committed", begin: str = "autocommit",
-         time_limit: float = 120.0, max_attempts: int = 1_000_000) -> Outcome:
-    """One real race; raises ``RaceError`` on bad input or a failed harness check."""
+def check(db: str, strategy: str, workers: int, jobs: int, batch: int = 10,
+          isolation: str = "read_committed", begin: str = "autocommit",
+          time_limit: float = 120.0) -> tuple[str, str]:
+    """Raise RaceError unless these are a race's valid settings (nothing is opened);
+    return the database's kind and target."""
     kind, target = _parse_db(db)
     if strategy not in STRATEGIES:
         raise RaceError(f"--strategy: expected one of {', '.join(STRATEGIES)} "
@@ -312,18 +525,72 @@ def race(db: str, strategy: str, workers: int, jobs: int, batch: int = 10,
                         "for the guarded UPDATE on PostgreSQL only (F_RR, F_SER)")
     if begin != "autocommit" and (kind != "sqlite" or strategy != "read_then_write"):
         raise RaceError("--begin deferred or immediate: SQLite's read_then_write only")
-    if not (1 <= workers <= 64 and 1 <= jobs <= 1_000_000 and 1 <= batch <= 1000):
-        raise RaceError("bounds: 1 ≤ workers ≤ 64, 1 ≤ jobs ≤ 1,000,000, 1 ≤ batch ≤ 1000")
-    load(kind, target, jobs)
-    start_at = time.time() + 0.3 + 0.05 * workers
-    deadline = start_at + time_limit
-    args = [(kind, target, strategy, f"w{i + 1}", batch, isolation, begin, start_at, deadline,
-             max_attempts) for i in range(workers)]
+    if not (1 <= workers <= MAX_WORKERS and 1 <= jobs <= MAX_JOBS and
+            1 <= batch <= MAX_BATCH):
+        raise RaceError(f"bounds: 1 ≤ workers ≤ {MAX_WORKERS}, 1 ≤ jobs ≤ {MAX_JOBS:,}, "
+                        f"1 ≤ batch ≤ {MAX_BATCH:,}")
+    if not 0 < time_limit <= MAX_SECONDS:  # also false for nan
+        raise RaceError(f"the time limit must be above 0 and at most {MAX_SECONDS:,.0f} "
+                        f"seconds (got {time_limit})")
+    return kind, target
+
+
+def _ignore_sigint() -> None:
+    """In a worker: Ctrl-C is the parent's to handle (it stops the workers)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _collect(pending: Any, timeout: float) -> list[dict[str, Any]]:
+    """Wait for the workers' records (a hook the tests replace to interrupt a race)."""
+    return pending.get(timeout)
+
+
+def _run_workers(args: list[tuple], timeout: float) -> list[dict[str, Any]]:
+    """The workers, one process each; on any way out (Ctrl-C too) they are stopped and
+    reaped before this returns."""
     ctx = multiprocessing.get_context("fork" if "fork" in
                                       multiprocessing.get_all_start_methods() else "spawn")
-    with ctx.Pool(workers) as pool:
-        results = pool.map(_worker, args)
-    wall = time.time() - start_at
+    main = threading.current_thread() is threading.main_thread()
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+    try:  # forked workers inherit "ignore Ctrl-C"; the initializer says it again
+        pool = ctx.Pool(len(args), initializer=_ignore_sigint)
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, old)
+    try:
+        return _collect(pool.map_async(_worker, args), timeout)
+    except multiprocessing.TimeoutError:
+        raise RaceError(f"the workers did not stop within {timeout:,.0f} seconds") from None
+    except RaceError:
+        raise
+    except Exception as exc:  # a worker's unexpected database error: reported, no traceback
+        raise RaceError(f"a worker failed: {type(exc).__name__}: {str(exc).strip()}") from exc
+    finally:
+        pool.terminate()
+        pool.join()
+
+
+def race(db: str, strategy: str, workers: int, jobs: int, batch: int = 10,
+         isolation: str = "read_committed", begin: str = "autocommit",
+         time_limit: float = 120.0, max_attempts: int = 1_000_000) -> Outcome:
+    """One real race; raises ``RaceError`` on bad input or a failed harness check. The
+    database is left as it was found (see the module's note), also on Ctrl-C, which is
+    re-raised once the workers are stopped."""
+    kind, target = check(db, strategy, workers, jobs, batch, isolation, begin, time_limit)
+    with own_table(kind, target, jobs):
+        start_at = time.time() + 0.3 + 0.05 * workers
+        deadline = start_at + time_limit
+        args = [(kind, target, strategy, f"w{i + 1}", batch, isolation, begin, start_at,
+                 deadline, max_attempts) for i in range(workers)]
+        results = _run_workers(args, deadline - time.time() + 60.0)
+        wall = time.time() - start_at
+        out = _tally(results, jobs, workers, batch, wall)
+        _check(kind, target, out)
+    return out
+
+
+def _tally(results: list[dict[str, Any]], jobs: int, workers: int, batch: int,
+           wall: float) -> Outcome:
     out = Outcome("real", jobs, workers, batch, seconds=wall)
     count = np.zeros(jobs + 1, dtype=np.int64)
     for res in results:
@@ -343,7 +610,6 @@ def race(db: str, strategy: str, workers: int, jobs: int, batch: int = 10,
     out.jobs_claimed = int((count[1:] > 0).sum())
     out.doubled_jobs = int((count[1:] > 1).sum())
     out.extra_claims = int(np.clip(count[1:] - 1, 0, None).sum())
-    _check(kind, target, out)
     return out
 
 
@@ -354,6 +620,8 @@ def _check(kind: str, target: str, out: Outcome) -> None:
         unclaimed = conn.execute("SELECT count(*) FROM job WHERE locked_by IS NULL"
                                  ).fetchone()[0]
         server = conn.execute("SELECT coalesce(sum(version), 0) FROM job").fetchone()[0]
+    except Exception as exc:  # sqlite3.Error, psycopg.Error: reported, no traceback
+        raise RaceError(f"harness check: cannot read the table: {str(exc).strip()}") from exc
     finally:
         conn.close()
     if unclaimed:
@@ -436,9 +704,12 @@ def two_sessions_pg(dsn: str, strategy: str, s1_end: str, isolation: str = "read
     S2 runs the same strategy (under ``isolation``); an observer looks in pg_stat_activity
     whether S2 waits on a lock; then S1 commits or rolls back. Returns (S1 claimed, S2
     blocked?, S2 got, S2's error, rows both hold)."""
-    import threading
+    with own_table("postgres", dsn, 40, distinct=True):
+        return _two_sessions(dsn, strategy, s1_end, isolation, n)
 
-    load("postgres", dsn, 40, distinct=True)
+
+def _two_sessions(dsn: str, strategy: str, s1_end: str, isolation: str, n: int
+                  ) -> tuple[list[int], bool, list[int], str | None, int]:
     s1 = _connect("postgres", dsn, autocommit=False)
     s2 = _connect("postgres", dsn)
     watch = _connect("postgres", dsn)
