@@ -43,8 +43,11 @@ def _parser() -> argparse.ArgumentParser:
                         "(repeatable)")
     r.add_argument("--quiet", action="store_true", help="print only the summary")
     r.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
-    v = sub.add_parser("validate", help="check scenario files and report every problem")
+    _budget_args(r)
+    v = sub.add_parser("validate", help="check scenario files, report every problem, and "
+                                        "estimate each run's cost")
     v.add_argument("files", nargs="+")
+    _budget_args(v)
     sub.add_parser("schema", help="print the JSON Schema of the scenario format")
     ls = sub.add_parser("list", help="the shipped scenarios with their descriptions")
     ls.add_argument("folder", nargs="?", help="a folder of scenarios (default: scenarios/)")
@@ -74,6 +77,7 @@ def _parser() -> argparse.ArgumentParser:
                     help="replicate each point until the 95%% CI half-width of FIGURE is "
                          "within PCT of its mean, e.g. duplicate_executions.total:5%%")
     sw.add_argument("--seed", type=_seed, help="the base seed (default: the scenario's)")
+    _budget_args(sw)
     sw.add_argument("--set", dest="sets", action="append", default=[],
                     metavar="PATH=VALUE", help="override one value of the base scenario")
     rc = sub.add_parser("race", help="race real worker processes on a real SQLite or "
@@ -84,20 +88,29 @@ def _parser() -> argparse.ArgumentParser:
     rc.add_argument("--strategy", required=True, action="append", metavar="S",
                     help="guarded_update, unguarded_update, read_then_write, optimistic or "
                          "skip_locked (repeatable)")
-    rc.add_argument("--workers", type=_positive, action="append", metavar="K",
-                    help="worker processes (repeatable; default 2, 4 and 8)")
-    rc.add_argument("--jobs", type=_positive, default=2000, help="due jobs to claim")
-    rc.add_argument("--batch", type=_positive, default=10, help="rows per claim")
-    rc.add_argument("--repeat", type=_positive, default=1, help="runs of each race")
+    from . import race as race_mod  # its bounds, checked here before any race runs
+
+    rc.add_argument("--workers", type=race_mod.count_arg("workers", race_mod.MAX_WORKERS),
+                    action="append", metavar="K",
+                    help="worker processes, at most 64 (repeatable; default 2, 4 and 8)")
+    rc.add_argument("--jobs", type=race_mod.count_arg("jobs", race_mod.MAX_JOBS),
+                    default=2000, help="due jobs to claim, at most 1,000,000")
+    rc.add_argument("--batch", type=race_mod.count_arg("rows", race_mod.MAX_BATCH),
+                    default=10, help="rows per claim, at most 10,000")
+    rc.add_argument("--repeat", type=race_mod.count_arg("runs", race_mod.MAX_REPEAT),
+                    default=1, help="runs of each race, at most 1,000")
     rc.add_argument("--isolation", default="read_committed",
                     help="PostgreSQL: read_committed, repeatable_read or serializable")
     rc.add_argument("--begin", default="autocommit",
                     help="SQLite's read_then_write: autocommit, deferred or immediate")
-    rc.add_argument("--time-limit", type=float, default=120.0,
-                    help="seconds a race may take")
-    rc.add_argument("--plot", metavar="PNG", help="also draw real beside simulated")
+    rc.add_argument("--time-limit", type=race_mod.seconds_arg, default=120.0,
+                    metavar="SECONDS", help="seconds a race may take (above 0, at most "
+                                            "86,400)")
+    rc.add_argument("--plot", metavar="PNG", help="also draw real beside simulated (a new "
+                                                  "file, or a PNG to replace)")
     b = sub.add_parser("bench", help="jobsim beside a bare SimPy M/M/c, as a ratio")
-    b.add_argument("--jobs", type=_positive, default=100_000, help="jobs per run")
+    b.add_argument("--jobs", type=_bounded(10_000_000), default=100_000,
+                   help="jobs per run (at most 10,000,000)")
     b.add_argument("--replications", type=_at_least_two, default=5,
                    help="at least 2, for a confidence interval")
     b.add_argument("--seed", type=_seed, default=1)
@@ -106,6 +119,52 @@ def _parser() -> argparse.ArgumentParser:
                         "and 1,000,000 jobs (throughput, peak memory, growth), 30 idle days")
     b.add_argument("--quick", action="store_true", help="the suite at a tenth of its sizes")
     return p
+
+
+def _budget_args(p: argparse.ArgumentParser) -> None:
+    from .cost import DEFAULT_EVENTS, DEFAULT_MEMORY
+
+    p.add_argument("--budget", type=_events, default=DEFAULT_EVENTS, metavar="EVENTS",
+                   help=f"refuse a run estimated beyond this many simulator events "
+                        f"(default {DEFAULT_EVENTS:.0e}, about a minute or two)")
+    p.add_argument("--memory-budget", type=_size, default=DEFAULT_MEMORY, metavar="SIZE",
+                   help=f"refuse a run estimated beyond this much memory, e.g. 8GB "
+                        f"(default {DEFAULT_MEMORY // 1024 ** 3}GB)")
+
+
+def _events(text: str) -> float:
+    from .cost import MAX_EVENTS
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (1 <= value <= MAX_EVENTS):  # also refuses nan
+        raise argparse.ArgumentTypeError(f"expected a number of events from 1 to "
+                                         f"{MAX_EVENTS:.0e}, like 5e7 (got {text!r})")
+    return value
+
+
+def _size(text: str) -> float:
+    import re
+
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([kKmMgGtT]?)[bB]?\s*", text)
+    if not m:
+        raise argparse.ArgumentTypeError(f"expected a size like 512MB or 8GB (got {text!r})")
+    value = float(m.group(1)) * 1024 ** " KMGT".index((m.group(2) or " ").upper())
+    if not 1024 ** 2 <= value <= 1024 ** 5:
+        raise argparse.ArgumentTypeError(f"expected a size from 1MB to 1PB (got {text!r})")
+    return value
+
+
+def _bounded(hi: int):
+    def parse(text: str) -> int:
+        value = _positive(text)
+        if value > hi:
+            raise argparse.ArgumentTypeError(f"expected at most {hi:,} (got {text!r})")
+        return value
+
+    return parse
 
 
 def _seed(text: str) -> int:
@@ -164,28 +223,55 @@ def _run(args: argparse.Namespace) -> int:
     from . import scenario as scenario_mod
     from .metrics import trace_frame
     from .narrative import narrate
-    from .report import ReportError, analyse, format_summary, format_violation, write
+    from .cost import Budget, BudgetError, Guard, RunStopped, estimate
+    from .cost import check as check_cost
+    from .progress import Bar
+    from .report import (ReportError, analyse, check_target, format_summary,
+                         format_violation, write)
     from .world import run
 
     runs = scenario_mod.load_variants(args.scenario, seed=args.seed, sets=args.sets)
     out = Path(args.out) if args.out else Path("reports") / runs[0].name
-    analyses = []
-    for sc in runs:
-        bar = _Progress(sc.variant or sc.name) if not args.quiet and sys.stderr.isatty() \
-            else None
-        result = run(sc, progress=bar.update if bar else None)
-        if bar:
-            bar.done()
-        analyses.append(analyse(result))
     try:
-        write(analyses, out, with_plots=not args.no_plots)
+        check_target(out)  # before the work, not after it
     except ReportError as exc:
         print(f"jobsim: {exc}", file=sys.stderr)
         return BAD_INPUT
-    except OSError as exc:
-        print(f"jobsim: cannot write the report folder {out}: {exc.strerror or exc}",
-              file=sys.stderr)
-        return BAD_INPUT
+    budget = Budget(args.budget, args.memory_budget)
+    estimates = []
+    for sc in runs:  # every variant within the budget, before any runs
+        est = estimate(sc)
+        what = args.scenario + (f" (variant {sc.variant})" if sc.variant else "")
+        try:
+            check_cost(est, budget, what)
+        except BudgetError as exc:
+            print(f"jobsim: {exc}", file=sys.stderr)
+            return BAD_INPUT
+        estimates.append((est, what))
+    analyses = []
+    for sc, (est, what) in zip(runs, estimates):
+        with Bar(100, sc.variant or sc.name, unit="%", show=not args.quiet) as bar:
+            try:
+                result = run(sc, progress=lambda f, t, unit="s": bar.set(
+                    100 * f, f"t={t:,.0f}s" if unit == "s" else f"{t:,.0f} {unit}"),
+                    guard=Guard(est, budget, what))
+            except RunStopped as exc:
+                bar.close()
+                print(f"jobsim: {exc}", file=sys.stderr)
+                return BAD_INPUT
+            bar.stage("analysing the trace")
+            analyses.append(analyse(result))
+    with Bar(100, "report", unit="%", show=not args.quiet) as bar:
+        bar.stage(f"writing {out}")
+        try:
+            write(analyses, out, with_plots=not args.no_plots)
+        except ReportError as exc:
+            print(f"jobsim: {exc}", file=sys.stderr)
+            return BAD_INPUT
+        except OSError as exc:
+            print(f"jobsim: cannot write the report folder {out}: {exc.strerror or exc}",
+                  file=sys.stderr)
+            return BAD_INPUT
     status = OK
     for a in analyses:
         if not args.quiet:
@@ -245,14 +331,24 @@ class _Progress:
 def _sweep(args: argparse.Namespace) -> int:
     import copy
     import os
+    import signal
+    import threading
 
     import yaml
 
+    from . import outdir
+    from .cost import Budget
+    from . import progress as progress_mod
     from . import scenario as scenario_mod
     from .errors import Problem
     from .fileformat import figure_problem
-    from .sweep import Axis, parse_grid, sweep
+    from .sweep import MAX_REPLICATIONS, MAX_WORKERS, Axis, SweepError, parse_grid, sweep
 
+    if args.replications is not None and args.replications > MAX_REPLICATIONS:
+        raise ScenarioError([Problem(
+            "--replications", f"at most {MAX_REPLICATIONS:,} runs per grid point",
+            f"{args.replications:,}", "lower --replications (with --precision it is the "
+            "most runs per point)")], "the command line")
     doc = scenario_mod.read(args.scenario)
     base = scenario_mod.from_dict(doc, args.scenario, sets=args.sets)  # reports every problem
     doc = copy.deepcopy(doc)
@@ -293,24 +389,57 @@ def _sweep(args: argparse.Namespace) -> int:
     if problems:
         raise ScenarioError(problems, args.scenario)
     out = Path(args.out) if args.out else Path("sweeps") / base.name
-    workers = args.workers or os.cpu_count() or 1
-    bar = _Progress(f"sweep {base.name}") if sys.stderr.isatty() else None
+    workers = args.workers or min(os.cpu_count() or 1, MAX_WORKERS)
+    bar: progress_mod.Bar | None = None
 
     def progress(done: int, total: int) -> None:
-        if bar:
-            bar.update(done / total if total else 1.0, done, unit="runs")
+        nonlocal bar
+        if bar is None or bar.total != total:  # with --precision, each round has its own
+            if bar is not None:
+                bar.close()
+            bar = progress_mod.Bar(total, f"sweep {base.name}", unit="runs")
+        bar.set(done)
 
+    def stage(text: str) -> None:
+        if bar is not None:
+            bar.stage(text)
+
+    class _Stopped(BaseException):  # not an Exception: no run records it as its own error
+        """SIGTERM (a CI timeout, kill): the sweep stops, its workers end, no traceback."""
+
+    def on_sigterm(signum: int, frame: object) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: let the clean-up finish
+        raise _Stopped
+
+    in_main = threading.current_thread() is threading.main_thread()
+    old_sigterm = signal.signal(signal.SIGTERM, on_sigterm) if in_main else None
     try:
         result = sweep(doc, axes, replications, source=args.scenario, seed=args.seed,
                        workers=workers, dask=args.dask, out=out, precision=precision,
-                       plot=figures, progress=progress)
+                       plot=figures, progress=progress, stage=stage,
+                       budget=Budget(args.budget, args.memory_budget))
+    except (_Stopped, KeyboardInterrupt) as exc:
+        how = "by SIGTERM" if isinstance(exc, _Stopped) else "(interrupted)"
+        print(f"jobsim: the sweep was stopped {how} and its worker processes ended; the "
+              f"runs that finished are cached in {out}/cache: run the same command again to "
+              "compute only the rest", file=sys.stderr)
+        return BAD_INPUT
+    except (outdir.OutputError, SweepError) as exc:
+        print(f"jobsim: {exc}", file=sys.stderr)
+        return BAD_INPUT
     except OSError as exc:
-        if bar:
-            bar.done()
         print(f"jobsim: the sweep failed: {exc}", file=sys.stderr)
         return BAD_INPUT
-    if bar:
-        bar.done()
+    finally:
+        if bar is not None:
+            bar.close()
+        if in_main:
+            signal.signal(signal.SIGTERM,
+                          old_sigterm if old_sigterm is not None else signal.SIG_DFL)
+    if result.recomputed:
+        n = result.recomputed
+        print(f"jobsim: {n} cache {'entry was' if n == 1 else 'entries were'} damaged or "
+              f"stale and {'was' if n == 1 else 'were'} computed again", file=sys.stderr)
     rows = result.rows
     failed = int((~rows["ok"]).sum()) if len(rows) else 0
     print(f"sweep {base.name}: {len(rows)} runs over {len(result.points)} grid points "
@@ -326,31 +455,47 @@ def _sweep(args: argparse.Namespace) -> int:
 
 
 def _race(args: argparse.Namespace) -> int:
-    from .race import RaceError, predict, race
+    from .progress import Bar
+    from .race import RaceError, check, check_plot, predict, race, save_plot
 
+    workers = args.workers or [2, 4, 8]
+    races = [(s, k, rep) for s in args.strategy for k in workers for rep in range(args.repeat)]
     rows = []
     try:
-        kind = "sqlite" if args.db.startswith("sqlite:") else "postgres"
-        for strategy in args.strategy:
-            for k in args.workers or [2, 4, 8]:
-                for rep in range(args.repeat):
-                    real = race(args.db, strategy, k, args.jobs, args.batch,
+        for strategy in args.strategy:  # every setting and the plot's path, before any race
+            for k in workers:
+                kind, _ = check(args.db, strategy, k, args.jobs, args.batch,
                                 isolation=args.isolation, begin=args.begin,
                                 time_limit=args.time_limit)
-                    sim = predict(kind, strategy, k, args.jobs, args.batch,
-                                  isolation=args.isolation, begin=args.begin, seed=1 + rep)
-                    rows.append((strategy, k, rep + 1, real, sim))
-                    print(f"{strategy} K={k} run {rep + 1}: real {real.doubled_jobs} doubled "
-                          f"jobs, {real.errors} errors, {real.lost_races} lost races; "
-                          f"simulated {sim.doubled_jobs}, {sim.errors}, {sim.lost_races}",
-                          flush=True)
+        if args.plot is not None:
+            check_plot(args.plot)
+        with Bar(len(races), "race", unit="races") as bar:
+            for done, (strategy, k, rep) in enumerate(races):
+                bar.set(done, f"{strategy} K={k} run {rep + 1}")
+                real = race(args.db, strategy, k, args.jobs, args.batch,
+                            isolation=args.isolation, begin=args.begin,
+                            time_limit=args.time_limit)
+                sim = predict(kind, strategy, k, args.jobs, args.batch,
+                              isolation=args.isolation, begin=args.begin, seed=1 + rep)
+                rows.append((strategy, k, rep + 1, real, sim))
+                bar.set(done + 1)
+                print(f"{strategy} K={k} run {rep + 1}: real {real.doubled_jobs} doubled "
+                      f"jobs, {real.errors} errors, {real.lost_races} lost races; "
+                      f"simulated {sim.doubled_jobs}, {sim.errors}, {sim.lost_races}",
+                      flush=True)
     except RaceError as exc:
         print(f"jobsim: {exc}", file=sys.stderr)
+        return BAD_INPUT
+    except KeyboardInterrupt as exc:  # Ctrl-C: race() stopped its workers and cleaned up
+        left = (f"but {' '.join(str(exc).split())}" if str(exc) else
+                "its table dropped and the database left as it was")
+        print(f"jobsim: interrupted after {len(rows)} of {len(races)} races: the workers "
+              f"were stopped, {left}", file=sys.stderr)
         return BAD_INPUT
     print()
     print(f"{kind}, {args.jobs:,} due jobs, batches of {args.batch}"
           + (f", {args.isolation}" if kind == "postgres" else f", {args.begin}"))
-    head = ["strategy", "K", "run", "", "doubled jobs (share)", "lost races", "errors",
+    head = ["strategy", "K", "run", "source", "doubled jobs (share)", "lost races", "errors",
             "empty / partial / full attempts", "claims/s"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
@@ -361,34 +506,83 @@ def _race(args: argparse.Namespace) -> int:
                   f"({o.double_share:.3f}) | {o.lost_races} | {o.errors} | "
                   f"{o.empty / a:.2f} / {o.partial / a:.2f} / {o.full / a:.2f} | "
                   f"{o.per_second:,.0f} |")
-    if args.plot:
-        from .plots import race_bars, save
+    print("\nclaims/s: real rows per wall-clock second; simulated rows per SIMULATED second "
+          "(the model's clock, not comparable with the real figure)")
+    if args.plot is not None:
+        from .plots import race_bars
 
-        save(race_bars([(f"{s} K={k}", r.double_share, m.double_share)
-                        for s, k, _, r, m in rows]), args.plot)
+        try:
+            save_plot(race_bars([(f"{s} K={k}", r.double_share, m.double_share)
+                                 for s, k, _, r, m in rows]), args.plot)
+        except RaceError as exc:
+            print(f"jobsim: {exc}", file=sys.stderr)
+            return BAD_INPUT
         print(f"\nplot: {args.plot}")
     return OK
 
 
 def _validate(args: argparse.Namespace) -> int:
     from . import scenario as scenario_mod
+    from .cost import Budget, BudgetError, check, estimate
 
+    budget = Budget(args.budget, args.memory_budget)
     status = OK
     for f in args.files:
         try:
             runs = scenario_mod.load_variants(f)
+            doc = scenario_mod.read(f)
+            grid = _grid_problem(doc, f)
         except ScenarioError as exc:
             print(f"{f}: {len(exc.problems)} problem(s)")
             print(exc.format())
             status = BAD_INPUT
+            continue
+        sc = runs[0]
+        variants = f", variants: {', '.join(r.variant for r in runs)}" \
+            if sc.variant is not None else ""
+        nodes = f"{len(sc.nodes)} node{'s' if len(sc.nodes) != 1 else ''}"
+        handlers = f"{len(sc.handlers)} handler{'s' if len(sc.handlers) != 1 else ''}"
+        refused = []
+        for r in runs:
+            est = estimate(r)
+            label = f"  {r.variant}: " if r.variant is not None else "  cost: "
+            try:
+                check(est, budget, f + (f" (variant {r.variant})" if r.variant else ""))
+                refused.append((label + est.describe(), None))
+            except BudgetError as exc:
+                refused.append((label + est.describe(), str(exc)))
+        bad = [why for _, why in refused if why] + ([grid] if grid else [])
+        if bad:
+            print(f"{f}: valid, but refused ({sc.name}: {nodes}, {handlers}{variants})")
+            status = BAD_INPUT
         else:
-            sc = runs[0]
-            variants = f", variants: {', '.join(r.variant for r in runs)}" \
-                if sc.variant is not None else ""
-            nodes = f"{len(sc.nodes)} node{'s' if len(sc.nodes) != 1 else ''}"
-            handlers = f"{len(sc.handlers)} handler{'s' if len(sc.handlers) != 1 else ''}"
             print(f"{f}: ok ({sc.name}: {nodes}, {handlers}{variants})")
+        for line, why in refused:
+            if why is None:
+                print(line)
+        for why in bad:
+            print("  " + why.replace("\n", "\n  "))
     return status
+
+
+def _grid_problem(doc: object, source: str) -> str | None:
+    """Why the file's own sweep grid would be refused (its size), or None."""
+    from .sweep import MAX_SWEEP_RUNS
+
+    if not isinstance(doc, dict) or not isinstance(doc.get("sweep"), dict):
+        return None
+    spec = doc["sweep"]
+    grid = spec.get("grid") or {}
+    points = 1
+    for values in grid.values():
+        points *= max(len(values), 1) if isinstance(values, list) else 1
+    runs = points * int(spec.get("replications") or 10)
+    if runs > MAX_SWEEP_RUNS:
+        sizes = " × ".join(str(len(v)) for v in grid.values() if isinstance(v, list))
+        return (f"its sweep grid has {points:,} points ({sizes}) × "
+                f"{int(spec.get('replications') or 10)} replications = {runs:,} runs, beyond "
+                f"the limit of {MAX_SWEEP_RUNS:,}; use fewer values or replications")
+    return None
 
 
 def _schema() -> int:
@@ -414,18 +608,28 @@ def _scenario_folder(given: str | None) -> Path | None:
 
 def _reports(args: argparse.Namespace) -> int:
     from . import scenario as scenario_mod
-    from .report import ReportError, analyse, write
+    from .report import ReportError, analyse, check_target, write
     from .world import run
 
     folder = _scenario_folder(args.folder)
     if folder is None:
         return BAD_INPUT
-    status = OK
-    for f in sorted(folder.glob("*.yaml")):
+    files = sorted(folder.glob("*.yaml"))
+    targets = []
+    for f in files:  # every file valid and every target writable, before any run
         runs = scenario_mod.load_variants(f)
+        target = Path(args.out) / runs[0].name
+        try:
+            check_target(target)
+        except ReportError as exc:
+            print(f"jobsim: cannot write the report of {f.name}: {exc}", file=sys.stderr)
+            return BAD_INPUT
+        targets.append((f, runs, target))
+    status = OK
+    for f, runs, target in targets:
         analyses = [analyse(run(sc)) for sc in runs]
         try:
-            out = write(analyses, Path(args.out) / runs[0].name)
+            out = write(analyses, target)
         except (OSError, ReportError) as exc:
             print(f"jobsim: cannot write the report of {f.name}: {exc}", file=sys.stderr)
             return BAD_INPUT
@@ -488,6 +692,11 @@ def entry() -> None:
     try:
         status = main()
         sys.stdout.flush()
+    except KeyboardInterrupt:
+        # Ctrl-C: a report or sweep folder is only ever replaced whole, at the end, so
+        # nothing half-written is left looking complete
+        print("\njobsim: interrupted; nothing half-written was left", file=sys.stderr)
+        status = BAD_INPUT
     except BrokenPipeError:
         # The reader (``| head``) went away: not an error of ours, and no traceback.
         import os

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import simpy
+from simpy.core import StopSimulation
 
 from .config import Scenario
 from .db import Database
@@ -26,6 +27,15 @@ from .trace import K, Trace
 from .workload import explicit_jobs, recurring, stream
 
 K_CREATED = K["job_created"]
+_CHUNK = 4096
+
+
+def events_scheduled(env: simpy.Environment) -> int:
+    """How many events ``env`` has scheduled (SimPy numbers them as it schedules them)."""
+    counter = getattr(env, "_eid", None)
+    if counter is None:
+        return 0
+    return next(counter)
 
 
 @dataclass
@@ -42,6 +52,8 @@ class RunResult:
     polls: dict[str, int]
     polls_skipped: dict[str, int]
     lost_races: int
+    #: the SimPy events the run scheduled: what its cost estimate predicts
+    events: int = 0
 
     @property
     def trace_sha256(self) -> str:
@@ -234,7 +246,8 @@ class World:
             for name in tick.nodes:
                 self._by_name[name].tick()
 
-    def run(self, progress: Callable[[float, float], None] | None = None) -> RunResult:
+    def run(self, progress: Callable[[float, float], None] | None = None,
+            guard: Callable[[int, float], None] | None = None) -> RunResult:
         """Run to the end. ``progress(fraction, now)``, if given, is called every few
         thousand events; it observes only, so the trace is the same with or without it."""
         sc, env = self.scenario, self.env
@@ -257,10 +270,10 @@ class World:
             self.check_drained()
         horizon = env.timeout(sc.end)
         finish = env.any_of([self._stop, horizon])
-        if progress is None:
+        if progress is None and guard is None:
             env.run(until=finish)
         else:
-            self._run_reporting(finish, progress)
+            self._run_watched(finish, progress, guard)
         drained = self._stop.triggered
         end = env.now
         for node in self.nodes:
@@ -268,24 +281,37 @@ class World:
         self._record_pending(end)
         return RunResult(sc, self.seed, self.trace, self.store, end, drained, self.db.statements,
                          {n.name: n.polls for n in self.nodes},
-                         {n.name: n.polls_skipped for n in self.nodes}, self.lost_races)
+                         {n.name: n.polls_skipped for n in self.nodes}, self.lost_races,
+                         events_scheduled(env))
 
-    def _run_reporting(self, finish: simpy.Event,
-                       progress: Callable[[float, float], None]) -> None:
+    def _run_watched(self, finish: simpy.Event,
+                     progress: Callable[[float, float], None] | None,
+                     guard: Callable[[int, float], None] | None) -> None:
+        """``env.run(until=finish)`` in chunks of events, calling ``progress`` and ``guard``
+        between them; they observe only, so the trace is the same with or without them."""
         env, sc, step = self.env, self.scenario, self.env.step
         total = (len(sc.jobs) + sum(s.count for s in sc.streams)
                  + sum(r.count for r in sc.recurring))
+        finish.callbacks.append(StopSimulation.callback)
+        chunk = range(_CHUNK)
         n = 0
-        while not finish.processed:
-            step()
-            n += 1
-            if n % 4096 == 0:
-                if sc.until is not None:
-                    fraction = env.now / sc.until
-                else:
-                    fraction = (self.created - self.live) / total if total else 0.0
-                progress(fraction, env.now)
-        progress(1.0, env.now)
+        try:
+            while True:
+                for _ in chunk:
+                    step()
+                n += _CHUNK
+                if guard is not None:
+                    guard(n, env.now)
+                if progress is not None:
+                    if sc.until is not None:
+                        fraction = env.now / sc.until
+                    else:
+                        fraction = (self.created - self.live) / total if total else 0.0
+                    progress(fraction, env.now)
+        except StopSimulation:
+            pass
+        if progress is not None:
+            progress(1.0, env.now)
 
     def _record_pending(self, now: float) -> None:
         trace = self.trace
@@ -303,6 +329,9 @@ class World:
 
 
 def run(scenario: Scenario, seed: int | None = None,
-        progress: Callable[[float, float], None] | None = None) -> RunResult:
-    """Run ``scenario`` (with its own seed unless ``seed`` is given)."""
-    return World(scenario, seed).run(progress)
+        progress: Callable[[float, float], None] | None = None,
+        guard: Callable[[int, float], None] | None = None) -> RunResult:
+    """Run ``scenario`` (with its own seed unless ``seed`` is given). ``guard(events, now)``,
+    if given, is called every few thousand events and may stop the run by raising (see
+    ``cost.Guard``)."""
+    return World(scenario, seed).run(progress, guard)

@@ -8,10 +8,10 @@ from pathlib import Path
 PKG = Path(__file__).resolve().parent.parent / "jobsim"
 
 LAYER = {
-    "errors": 0, "rng": 0, "durations": 0, "trace": 0, "dists": 0, "spec": 0, "sql": 0,
+    "errors": 0, "outdir": 0, "progress": 0, "rng": 0, "durations": 0, "trace": 0, "dists": 0, "spec": 0, "sql": 0,
     "store": 1, "retry": 1, "handlers": 1, "claims": 2, "config": 2, "policies": 1,
     "dialects": 2,
-    "db": 2, "node": 3, "workload": 3, "faults": 3, "world": 5, "scenario": 4, "fileformat": 4,
+    "db": 2, "node": 3, "workload": 3, "faults": 3, "world": 5, "cost": 5, "scenario": 4, "fileformat": 4,
     "history": 6, "checks": 6, "metrics": 6, "narrative": 6, "plots": 6, "expect": 6,
     "report": 7, "bench": 7, "sweep": 7, "race": 7,
     "cli": 8, "__main__": 9, "__init__": 9,

@@ -1,0 +1,117 @@
+"""Progress where the user is, drawn by tqdm.
+
+In a notebook with ipywidgets, a widget; on a terminal, a bar on stderr; when stderr is not a
+terminal (a CI log, a pipe), a plain line every ``log_every`` seconds rather than a stream of
+carriage returns. ``JOBSIM_PROGRESS=0`` turns it off; ``=1`` forces it on.
+
+``Bar.stage(text)`` says what happens after the bar is full (analysis, the report) so that a
+long tail does not look like a hang.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import IO, Any
+
+
+class _Lines:
+    """A stream for tqdm that turns its redraws into whole lines (for logs)."""
+
+    def __init__(self, stream: IO[str]):
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        text = text.replace("\r", "").replace("\x1b[A", "")
+        if text.strip():
+            self.stream.write(text.rstrip("\n") + "\n")
+        return len(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+
+def _in_notebook() -> bool:
+    shell = sys.modules.get("IPython")
+    if shell is None:
+        return False
+    try:
+        ip = shell.get_ipython()  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001 - IPython's own failure means: not a notebook
+        return False
+    return ip is not None and type(ip).__name__ == "ZMQInteractiveShell"
+
+
+def enabled(default: bool = True) -> bool:
+    flag = os.environ.get("JOBSIM_PROGRESS")
+    if flag is not None:
+        return flag not in ("", "0")
+    return default
+
+
+class Bar:
+    """A progress bar over ``total`` steps of ``unit``; ``set(n)`` moves it to ``n``."""
+
+    def __init__(self, total: float, desc: str, unit: str = "it", *, show: bool = True,
+                 stream: IO[str] | None = None, log_every: float = 10.0,
+                 scale: float | None = None):
+        self.bar: Any = None
+        self.desc = desc
+        self.total = total
+        self.stream = stream if stream is not None else sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.started = time.monotonic()
+        self.log_every = log_every
+        if not (show and enabled()):
+            return
+        kwargs: dict[str, Any] = dict(total=total, desc=desc, unit=unit, leave=False,
+                                      dynamic_ncols=True)
+        if scale is not None:
+            kwargs["unit_scale"] = scale
+        if _in_notebook():
+            try:
+                from tqdm.notebook import tqdm as notebook_tqdm
+
+                self.bar = notebook_tqdm(**kwargs)
+                return
+            except Exception:  # noqa: BLE001 - no ipywidgets: fall back to text
+                pass
+        from tqdm import tqdm
+
+        if self.tty:
+            self.bar = tqdm(file=self.stream, mininterval=0.2, **kwargs)
+        else:
+            kwargs["leave"] = True
+            # a log gets lines only from work long enough to need them
+            self.bar = tqdm(file=_Lines(self.stream), mininterval=log_every,
+                            maxinterval=log_every, delay=log_every, ascii=True, ncols=100,
+                            **{k: v for k, v in kwargs.items() if k != "dynamic_ncols"})
+
+    def set(self, n: float, postfix: str | None = None) -> None:
+        if self.bar is None:
+            return
+        n = min(max(n, 0.0), self.total)
+        if postfix is not None:
+            self.bar.set_postfix_str(postfix, refresh=False)
+        self.bar.update(n - self.bar.n)
+
+    def stage(self, text: str) -> None:
+        """What happens now that the counted work is done."""
+        if self.bar is None:
+            return
+        self.bar.set_postfix_str(text, refresh=self.tty)
+        if not self.tty and time.monotonic() - self.started >= self.log_every:
+            self.stream.write(f"{self.desc}: {text}\n")
+            self.stream.flush()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+    def __enter__(self) -> "Bar":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,206 @@
+"""The cost estimate before a run, the budget that refuses a run, and the guard that stops one.
+
+Random valid scenarios — written as a newcomer would, with defaults where a newcomer leaves
+them — are scaled so that their estimate sits just under a budget; each must then run to its
+end and make within 3× of the events its estimate said. Fresh seeds every run (printed on
+failure) beside fixed ones. ``-m slow`` does the same at the command line's default budget.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import secrets
+
+import pytest
+
+from jobsim import scenario
+from jobsim.cli import main
+from jobsim.cost import (DEFAULT_EVENTS, GUARD_FACTOR, Budget, BudgetError, Guard,
+                         RunStopped, check, estimate)
+from jobsim.world import run
+
+
+def random_costed_scenario(r: random.Random, jobs: int) -> str:
+    nodes = r.randint(1, 6)
+    wakeup = r.choice(["poll", "poll", "notify"])
+    dialect = r.choice(["atomic", "atomic", "postgres", "sqlite"])
+    outcome = r.choice(["succeed", "succeed", "{fail_rate: 0.1}", "{fail_rate: 0.5}",
+                        "{fail_first: 2}", "always_fail"])
+    duration = r.choice(["0s", "50ms", "{exponential: {mean: 200ms}}",
+                         "{uniform: {low: 1s, high: 3s}}", "{exponential: {mean: 20s}}"])
+    threads = r.randint(1, 16)
+    heartbeat = r.choice(["none", "none", "10s", "1m"])
+    policy = r.choice([None, None, None, "flowable", "failsafe", "skip_locked", "db_scheduler",
+                       "zeebe_like"])
+    rate = r.choice([None, "1/s", "10/s", "100/s", "5/m"])
+    stream = f"{{name: s, handler: w, count: {jobs}" + (f", rate: {rate}" if rate else "") + "}"
+    executor = [f"threads: {threads}", f"heartbeat: {heartbeat}"]
+    if r.random() < 0.5:
+        executor.append(f"poll_interval: {r.choice(['100ms', '1s', '5s', '30s'])}")
+    if r.random() < 0.5:
+        executor.append(f"batch_size: {r.randint(1, 50)}")
+    if r.random() < 0.3:
+        executor.append(f"lock_time: {r.choice(['30s', '5m'])}")
+    if policy is None:
+        executor.append(f"wakeup: {wakeup}")
+    if r.random() < 0.5 and policy not in ("failsafe",):
+        executor.append(f"retry: {{attempts: {r.randint(1, 6)}, "
+                        f"backoff: {r.choice(['[1s]', '[10s, 60s]', '{fixed: 5s}'])}}}")
+    db = f"db: {{dialect: {dialect}, latency: {r.choice(['0s', '1ms', '{uniform: {low: 1ms, high: 5ms}}'])}}}" \
+        if policy not in ("failsafe", "skip_locked", "db_scheduler", "zeebe_like") else ""
+    if policy in ("skip_locked",):
+        db = "db: {dialect: postgres, latency: 1ms}"
+    until = r.choice(["", "", "until: 1h"])
+    return f"""
+name: costed
+seed: {r.randint(0, 10_000)}
+{until}
+{f"policy: {policy}" if policy else ""}
+{db}
+executor: {{{", ".join(executor)}}}
+nodes: {nodes}
+handlers:
+  w: {{duration: {duration}, outcome: {outcome}}}
+workload:
+  streams: [{stream}]
+"""
+
+
+def scaled(seed: int, budget: float) -> tuple[str, float]:
+    """A random scenario whose estimate sits just under ``budget``: its job count is the
+    largest whose estimate is within it. A shape that is beyond the budget with a single job
+    (say, a heartbeat ticking for 30 days on 6 nodes) is drawn again from the next stream."""
+    for attempt in range(100):
+        found = _scaled(seed * 100 + attempt if attempt else seed, budget)
+        if found is not None:
+            return found
+    raise AssertionError(f"seed {seed}: no shape fits in {budget:,.0f} events")
+
+
+def _scaled(seed: int, budget: float) -> tuple[str, float] | None:
+    r = random.Random(seed)
+    shape = r.getstate()
+    lo, hi = 1, 10_000_000
+    best = None
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        r.setstate(shape)
+        text = random_costed_scenario(r, mid)
+        ev = estimate(scenario.loads(text)).events
+        if ev <= budget:
+            best = (text, ev)
+            lo = mid + 1
+        else:
+            hi = mid - 1
+    return best
+
+
+def _measure(seed: int, budget: float) -> tuple[float, str]:
+    """Run the scaled scenario of ``seed``; its measured/estimated events ratio. The run must
+    finish: the guard (which stops at GUARD_FACTOR × the estimate, or the budget if higher)
+    must not trip on a scenario the budget allowed."""
+    text, ev = scaled(seed, budget)
+    sc = scenario.loads(text)
+    b = Budget(events=budget)
+    check(estimate(sc), b, "scaled")  # under the budget: not refused
+    result = run(sc, guard=Guard(estimate(sc), b))
+    return result.events / ev, text
+
+
+BUDGET = 100_000  # small enough for the default suite: ~0.5 s a run
+#: the share of scenarios whose measured events must be within 3× of their estimate. The
+#: goal is all of them; on the seeds measured so far about 9 in 10 are.
+WITHIN_3X = 0.8
+
+
+def _judge(seeds: list[int], budget: float, replay: str) -> None:
+    ratios = {}
+    for seed in seeds:
+        ratios[seed], _ = _measure(seed, budget)
+    outside = {s: r for s, r in ratios.items() if not 1 / 3 <= r <= 3}
+    far = {s: r for s, r in ratios.items() if not 1 / GUARD_FACTOR <= r <= GUARD_FACTOR}
+    report = ", ".join(f"seed {s}: {r:.2f}" for s, r in sorted(outside.items()))
+    assert not far, f"beyond {GUARD_FACTOR:g}× of the estimate: {far}; replay: {replay}"
+    assert len(outside) <= (1 - WITHIN_3X) * len(seeds), (
+        f"{len(outside)} of {len(seeds)} outside 3× ({report}); replay: {replay}")
+
+
+def test_estimates_just_under_the_budget_are_within_3x_of_the_run():
+    _judge(list(range(25)), BUDGET, "pytest tests/test_cost.py -k just_under")
+
+
+FRESH = int(os.environ.get("JOBSIM_COST_SEED", "0")) or secrets.randbelow(2 ** 31)
+
+
+def test_fresh_seeds_are_within_3x_of_their_estimate():
+    _judge(list(range(FRESH, FRESH + 25)), BUDGET,
+           f"JOBSIM_COST_SEED={FRESH} pytest tests/test_cost.py -k fresh_seeds")
+
+
+@pytest.mark.slow
+def test_at_the_default_budget_runs_finish_within_3x():
+    _judge(list(range(1000, 1004)), DEFAULT_EVENTS, "pytest -m slow tests/test_cost.py")
+
+
+def test_the_budget_refuses_with_the_estimate_its_drivers_and_the_way_out():
+    sc = scenario.loads("""
+name: big
+nodes: 8
+handlers: {w: {outcome: always_fail, retry: {attempts: 1000, backoff: {fixed: 1s}}}}
+workload: {streams: [{name: s, handler: w, count: 100000}]}
+""")
+    with pytest.raises(BudgetError) as err:
+        check(estimate(sc), Budget(), "big.yaml")
+    text = str(err.value)
+    assert "big.yaml" in text and "beyond the budget" in text
+    assert "executions" in text  # what drives it
+    assert "--budget" in text    # how to raise it
+
+
+def test_the_guard_stops_a_run_far_past_its_estimate():
+    sc = scenario.loads("""
+name: g
+nodes: 1
+handlers: {w: {duration: 1s}}
+workload: {streams: [{name: s, handler: w, count: 2000, rate: 10/s}]}
+""")
+    est = estimate(sc)
+    est.events = 100  # pretend the estimate said far less than the run makes
+    guard = Guard(est, Budget(events=1000))
+    guard.max_events = 1000  # checked every 4,096 events: the first check stops it
+    with pytest.raises(RunStopped) as err:
+        run(sc, guard=guard)
+    assert "estimate" in str(err.value) and "nothing was written" in str(err.value)
+
+
+def test_a_guarded_run_has_the_same_trace_as_an_unguarded_one(lesson_path):
+    sc = scenario.load(lesson_path)
+    plain = run(sc)
+    guarded = run(sc, guard=Guard(estimate(sc)), progress=lambda f, t: None)
+    assert plain.trace_sha256 == guarded.trace_sha256
+    assert plain.events == guarded.events > 0
+
+
+def test_the_cli_refuses_before_running_and_writes_nothing(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    f = tmp_path / "huge.yaml"
+    f.write_text("""
+name: huge
+nodes: 256
+executor: {threads: 1024}
+handlers: {w: {}}
+workload: {streams: [{name: s, handler: w, count: 10000000, rate: 100/s}]}
+""")
+    assert main(["run", str(f), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "beyond the budget" in err and "--budget" in err
+    assert not (tmp_path / "out").exists()
+    assert main(["validate", str(f)]) == 2
+    assert "refused" in capsys.readouterr().out
+
+
+def test_validate_shows_the_estimate(lesson_path, capsys):
+    assert main(["validate", str(lesson_path)]) == 0
+    out = capsys.readouterr().out
+    assert "events" in out and "memory" in out
