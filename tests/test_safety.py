@@ -1,0 +1,208 @@
+"""A user's files are sacred, and no input makes jobsim hang, blow up or print a traceback.
+
+jobsim writes into a folder only if it is new, empty, or carries jobsim's manifest, and it
+replaces only files the manifest lists while they still hold what it wrote. Every input an
+audit found unbounded or crashing answers with exit 2 and a clear message, within 5 s and
+500 MB, measured on a child process.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from jobsim import outdir
+from jobsim.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+LESSON = ROOT / "scenarios" / "lesson.yaml"
+
+
+def _users_folder(folder: Path) -> dict[str, bytes]:
+    folder.mkdir(parents=True)
+    (folder / "report.md").write_text("# my thesis notes\n")
+    (folder / "thesis.tex").write_text("\\documentclass{article}\n")
+    (folder / "src").mkdir()
+    (folder / "src" / "main.c").write_text("int main(void) { return 0; }\n")
+    return _snapshot(folder)
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_run_never_replaces_a_users_folder_that_has_a_report_md(tmp_path, capsys):
+    folder = tmp_path / "mine"
+    before = _users_folder(folder)
+    assert main(["run", str(LESSON), "--quiet", "--out", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert str(folder) in err and "did not write it" in err
+    assert _snapshot(folder) == before
+
+
+def test_reports_never_replaces_a_users_folder(tmp_path, capsys):
+    scenarios = tmp_path / "scenarios"
+    scenarios.mkdir()
+    (scenarios / "lesson.yaml").write_bytes(LESSON.read_bytes())
+    before = _users_folder(tmp_path / "reports" / "lesson")
+    assert main(["reports", str(scenarios), "--out", str(tmp_path / "reports")]) == 2
+    assert "lesson" in capsys.readouterr().err
+    assert _snapshot(tmp_path / "reports" / "lesson") == before
+
+
+def test_a_second_run_replaces_its_own_files_and_keeps_the_users(tmp_path):
+    out = tmp_path / "r"
+    assert main(["run", str(LESSON), "--quiet", "--out", str(out)]) == 0
+    (out / "my-notes.txt").write_text("keep me")
+    assert main(["run", str(LESSON), "--quiet", "--out", str(out), "--seed", "3"]) == 0
+    assert (out / "my-notes.txt").read_text() == "keep me"
+    manifest = outdir.read_manifest(out)
+    assert "my-notes.txt" not in manifest["files"] and "report.md" in manifest["files"]
+    assert "seed: 3" in (out / "scenario.yaml").read_text()
+
+
+def test_a_report_the_user_edited_is_not_replaced(tmp_path, capsys):
+    out = tmp_path / "r"
+    assert main(["run", str(LESSON), "--quiet", "--out", str(out)]) == 0
+    (out / "report.md").write_text("my edits")
+    assert main(["run", str(LESSON), "--quiet", "--out", str(out)]) == 2
+    assert "report.md changed since jobsim wrote it" in capsys.readouterr().err
+    assert (out / "report.md").read_text() == "my edits"
+
+
+def test_folders_get_the_users_umask_not_0700(tmp_path):
+    old = os.umask(0o022)
+    try:
+        out = tmp_path / "deep" / "r"
+        assert main(["run", str(LESSON), "--quiet", "--out", str(out)]) == 0
+    finally:
+        os.umask(old)
+    for d in (tmp_path / "deep", out):
+        assert stat.S_IMODE(d.stat().st_mode) == 0o755, oct(d.stat().st_mode)
+
+
+def test_an_interrupted_write_leaves_the_old_report_and_no_temporary_folder(tmp_path,
+                                                                            monkeypatch):
+    out = tmp_path / "r"
+    assert main(["run", str(LESSON), "--quiet", "--out", str(out)]) == 0
+    before = _snapshot(out)
+    from jobsim import report
+
+    def boom(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(report, "markdown", boom)
+    with pytest.raises(KeyboardInterrupt):
+        main(["run", str(LESSON), "--quiet", "--out", str(out), "--seed", "5"])
+    assert _snapshot(out) == before
+    assert [p.name for p in tmp_path.iterdir()] == ["r"]
+
+
+# --- inputs that once hung, grew without bound or printed a traceback -----------------------
+
+SCENARIOS = {
+    "huge-cluster": """name: a
+nodes: 256
+executor: {threads: 1024}
+handlers: {w: {}}
+workload: {streams: [{name: s, handler: w, count: 10000000, rate: 100/s}]}
+""",
+    "nanosecond-heartbeat": """name: a
+nodes: 2
+until: 3650d
+horizon: 3650d
+executor: {heartbeat: PT0.000000001S}
+handlers: {w: {outcome: hang}}
+workload: {jobs: [{handler: w}]}
+""",
+    "nanosecond-recurrence": """name: a
+nodes: 2
+handlers: {w: {}}
+workload: {recurring: [{name: r, handler: w, every: PT0.000000001S, count: 10000000}]}
+""",
+    "million-attempts": """name: a
+nodes: 2
+handlers: {w: {outcome: always_fail, retry: {attempts: 1000000, backoff: {fixed: 1s}}}}
+workload: {streams: [{name: s, handler: w, count: 10000000}]}
+""",
+    "name-with-a-newline": 'name: "advnl\\n"\nnodes: 1\nhandlers: {w: {}}\n'
+                           'workload: {jobs: [{handler: w}]}\n',
+    "expect-nan": "name: a\nnodes: 1\nhandlers: {w: {}}\nworkload: {jobs: [{handler: w}]}\n"
+                  "expect: {jobs.done: '== nan'}\n",
+    "sweep-grid-3x1000": "name: a\nnodes: 1\nhandlers: {w: {}}\n"
+                         "workload: {jobs: [{handler: w}]}\nsweep:\n  grid:\n"
+                         + "".join(f"    {p}: [{', '.join(str(i) for i in range(1, 1001))}]\n"
+                                   for p in ("executor.threads", "executor.batch_size",
+                                             "executor.queue_size")),
+}
+
+
+def _cases(tmp: Path) -> dict[str, list[str]]:
+    files = {}
+    for name, text in SCENARIOS.items():
+        f = tmp / f"{name}.yaml"
+        f.write_text(text)
+        files[name] = str(f)
+    fifo = tmp / "fifo.yaml"
+    os.mkfifo(fifo)
+    return {
+        **{f"run {n}": ["run", f, "--out", str(tmp / "out")] for n, f in files.items()
+           if n != "sweep-grid-3x1000"},
+        "validate sweep-grid-3x1000": ["validate", files["sweep-grid-3x1000"]],
+        "sweep sweep-grid-3x1000": ["sweep", files["sweep-grid-3x1000"],
+                                    "--out", str(tmp / "sw")],
+        "run /dev/zero": ["run", "/dev/zero"],
+        "run /dev/urandom": ["run", "/dev/urandom"],
+        "run a FIFO with no writer": ["run", str(fifo)],
+        "sweep --replications 1e8": ["sweep", str(LESSON), "--grid", "executor.threads=1,2",
+                                     "--replications", "100000000", "--out", str(tmp / "sw")],
+        "sweep --grid of 1e9 points": ["sweep", str(LESSON), "--out", str(tmp / "sw")] + [
+            a for i, p in enumerate(("executor.threads", "executor.batch_size",
+                                     "executor.queue_size"))
+            for a in ("--grid", f"{p}=" + ",".join(str(v) for v in range(1, 1001)))],
+        "sweep --dask garbage://x": ["sweep", str(LESSON), "--grid", "executor.threads=1,2",
+                                     "--dask", "garbage://x", "--out", str(tmp / "sw")],
+        "bench --jobs 1e12": ["bench", "--jobs", "1000000000000"],
+        "race --time-limit -1": ["race", "--db", f"sqlite:{tmp / 'r.db'}", "--strategy",
+                                 "guarded_update", "--time-limit", "-1"],
+        "race --plot into a missing folder": ["race", "--db", f"sqlite:{tmp / 'r.db'}",
+                                              "--strategy", "guarded_update",
+                                              "--plot", str(tmp / "nope" / "x.png")],
+        "run --budget nan": ["run", str(LESSON), "--budget", "nan"],
+    }
+
+
+def test_every_listed_input_answers_exit_2_quickly_in_little_memory(tmp_path):
+    """Each input in a child process: exit 2, a message, no traceback, within 5 s and with a
+    peak resident memory under 500 MB (the kernel's accounting of that child alone)."""
+    import threading
+
+    bad = []
+    for name, argv in _cases(tmp_path).items():
+        log = tmp_path / "log.txt"
+        with open(log, "wb") as f:
+            started = time.monotonic()
+            proc = subprocess.Popen([sys.executable, "-m", "jobsim", *argv], cwd=tmp_path,
+                                    stdin=subprocess.DEVNULL, stdout=f, stderr=f,
+                                    env={**os.environ, "JOBSIM_PROGRESS": "0"})
+            killer = threading.Timer(30, proc.kill)
+            killer.start()
+            _, status, usage = os.wait4(proc.pid, 0)
+            killer.cancel()
+            took = time.monotonic() - started
+        proc.returncode = code = os.waitstatus_to_exitcode(status)
+        text = log.read_text(errors="replace")
+        peak_mb = usage.ru_maxrss / 1024  # kB on Linux
+        if code != 2 or "Traceback" in text or not text.strip():
+            bad.append(f"{name}: exit {code}\n{text}")
+        elif took > 5 or peak_mb > 500:
+            bad.append(f"{name}: {took:.1f} s, {peak_mb:.0f} MB")
+    assert not bad, "\n".join(bad)
+    assert not (tmp_path / "out").exists() and not (tmp_path / "sw").exists()
