@@ -105,10 +105,18 @@ class Database:
                 wreq = self.write_lock.request()
                 yield wreq
             lat = yield from self.transit(node)
-            if self.row_locks:
-                for rid in rows:
-                    while (holder := self.row_locks.get(rid)) is not None:
-                        yield holder.end  # Lock:transactionid, then the newest version
+            # Lock:transactionid, then the newest version. The statement applies in one
+            # instant, when none of its rows is held: while it waits for one row's holder,
+            # another transaction may take a row it already passed, so all are looked at
+            # again after every wait (else a heartbeat could extend a row that a claim's
+            # open transaction has just selected as expired, and the claim then takes it
+            # from the node that still runs it).
+            while self.row_locks:
+                holder = next((h for rid in rows
+                               if (h := self.row_locks.get(rid)) is not None), None)
+                if holder is None:
+                    break
+                yield holder.end
             result = apply(env.now)
             applied = True
         finally:

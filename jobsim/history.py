@@ -13,7 +13,8 @@ second's), from the job's last lock conflict:
   node's local queue (prefetched, behind long runs), which runs it later all the same;
 - ``pause`` — the same, while the holder was paused (a stop-the-world stall: a zombie);
 - ``crash`` — an earlier execution was lost with its node; the job ran again once the lock
-  expired;
+  expired. When the lost one had succeeded (its completion never reached the table), every
+  later run of the job is a duplicate of that success, a failed re-run and its retries too;
 
 A run that starts after the job was dead-lettered is a duplicate too (its cause is the lock
 conflict that let two nodes hold the job).
@@ -129,6 +130,10 @@ def histories(trace: Trace) -> Histories:
     conflict: dict[int, tuple[str, list[int]]] = {}
     crashed: dict[int, int] = {}  # job -> seq of the crash that lost an execution of it
     lost_commit: dict[int, int] = {}  # job -> seq of its completion that failed
+    #: job -> seq of the crash that lost a successful run's completion: every later run of
+    #: the job is a duplicate of that success (``crashed`` explains only the first re-run)
+    lost_success: dict[int, int] = {}
+    ended_ok: set[int] = set()  # jobs whose uncommitted run (``uncommitted``) succeeded
     paused: set[int] = set()
     stranded_at: dict[int, float] = {}
     waiting: dict[int, int] = {}  # job -> node that locked it and has not started it yet
@@ -239,6 +244,8 @@ def histories(trace: Trace) -> Histories:
                     found = ("crash", [crashed[j]])
                 if found is None and j in lost_commit:
                     found = ("partition", [lost_commit[j]])
+                if found is None and j in succeeded and j in lost_success:
+                    found = ("crash", [lost_success[j]])
                 cause, evidence = found or ("unexplained", [])
                 crashed.pop(j, None)
                 dups.append(Duplicate(seq, t, j, name, "execution", cause, evidence + [seq]))
@@ -260,6 +267,7 @@ def histories(trace: Trace) -> Histories:
                     runs[node] -= 1
                 succeeded.add(j)
                 uncommitted[j] = node
+                ended_ok.add(j)
         elif k == KEND:
             uncommitted[j] = node
             runs = running.get(j)
@@ -267,7 +275,9 @@ def histories(trace: Trace) -> Histories:
                 runs[node] -= 1
             if a_[i] == 1:
                 succeeded.add(j)
+                ended_ok.add(j)
             else:
+                ended_ok.discard(j)
                 story(j).failures += 1
         elif k == KC2:
             if uncommitted.get(j) == node:
@@ -291,8 +301,9 @@ def histories(trace: Trace) -> Histories:
             if k == KR:
                 holder.pop(j, None)
         elif k == KD:
-            if uncommitted.get(j) == node:
-                del uncommitted[j]
+            rescued = s_[i] == discard_text
+            if uncommitted.get(j) == node and not rescued:
+                del uncommitted[j]  # the run's own outcome (a rescue's discard is not one)
             dead.add(j)
             if a_[i] == 1:
                 incidents.add(j)
@@ -303,9 +314,12 @@ def histories(trace: Trace) -> Histories:
             s = story(j)
             s.outcome, s.end = ("dead_lettered", "incident", "failed")[a_[i]], t
             prev = holder.pop(j, None)
-            if prev is not None and s_[i] == discard_text and prev[1] < t and (
-                    running.get(j, {}).get(prev[0], 0) > 0 or waiting.get(j) == prev[0]):
-                # a rescue discarded a job whose expired lock's holder still runs or holds it
+            if prev is not None and rescued and prev[1] < t and (
+                    running.get(j, {}).get(prev[0], 0) > 0 or uncommitted.get(j) == prev[0]
+                    or waiting.get(j) == prev[0]):
+                # a rescue discarded a job whose expired lock's holder still runs or holds it,
+                # or has run it and not yet committed the outcome (a success the table then
+                # refuses: revived, the job runs again)
                 why = "pause" if prev[0] in paused else "lock_expired"
                 conflict[j] = (why, [prev[2], seq])
         elif k == KCR:
@@ -318,6 +332,8 @@ def histories(trace: Trace) -> Histories:
             for job in [jb for jb, n in uncommitted.items() if n == node]:
                 del uncommitted[job]  # ran, but died before its outcome was committed
                 crashed[job] = seq
+                if job in ended_ok:  # a success the table never heard of
+                    lost_success.setdefault(job, seq)
             for job, (owner, until, _) in holder.items():
                 if owner == node and until >= t and job not in stranded_at:
                     stranded_at[job] = t

@@ -19,8 +19,11 @@ executions are lost, the locks stay in the table until they expire — and ``res
 starts a fresh incarnation. ``pause(d)`` is a stop-the-world stall: whatever wakes during it
 (a handler's end, a poll, a heartbeat) goes on only when it ends, and then as if nothing
 happened, committing work whose lock has meanwhile expired unless completion is guarded by
-owner. A statement that fails (the node is cut off from the database) is traced; a lost
-completion leaves the job locked until its lock expires.
+owner. When attempts are counted at fetch (Oban, River) the completion and the failure are
+always guarded by the fetch they belong to (the row still locked by this node, and not
+fetched again since): a stale execution's write to a row that a rescue or an operator's
+move released is a no-op. A statement that fails (the node is cut off from the database) is
+traced; a lost completion leaves the job locked until its lock expires.
 
 Everything a node does is written to the trace.
 """
@@ -71,7 +74,8 @@ class Node:
         self._rejects: list[int] = []
         self._reject_wake: simpy.Event | None = None
         self.rejected = 0
-        self.queue: deque[tuple[int, str, str]] = deque()
+        #: (job id, handler, kind, the row's ``fetched`` at this node's claim of it)
+        self.queue: deque[tuple[int, str, str, int]] = deque()
         self.idle: deque[Any] = deque()
         #: job id -> executions of it running here (kept when a heartbeat needs it)
         self.running: dict[int, int] = {}
@@ -79,7 +83,8 @@ class Node:
         self.alive = False
         self._procs: list[simpy.Process] = []
         self._paused: simpy.Event | None = None
-        self._tick = None
+        #: per acquisition loop (job table, timer table): the event its next tick fires
+        self._ticks: dict[str, simpy.Event] = {}
         self._slot = None
         self.polls = 0
         self.polls_skipped = 0
@@ -138,7 +143,8 @@ class Node:
         self._timers_locked.clear()
         self._rejects.clear()
         self._replan.clear()
-        self._tick = self._slot = self._paused = self._reject_wake = None
+        self._ticks = {}
+        self._slot = self._paused = self._reject_wake = None
         self.trace.add(self.env.now, K["node_crashed"], self.code, a=lost_runs, b=lost_queued)
         self.world.check_drained()
 
@@ -169,10 +175,13 @@ class Node:
             ev.succeed()
 
     def tick(self) -> None:
-        """Run one acquisition round now (the fake clock)."""
-        ev, self._tick = self._tick, None
-        if ev is not None:
-            ev.succeed()
+        """Run one acquisition round now (the fake clock), in each acquisition loop waiting
+        for it: the job table's and, with a timer table, the timer table's."""
+        ticks, self._ticks = self._ticks, {}
+        for table in (TIMER, JOB):  # due timers first: moved, they may run this tick
+            ev = ticks.get(table)
+            if ev is not None:
+                ev.succeed()
 
     # --- acquisition ----------------------------------------------------------------------
 
@@ -183,20 +192,26 @@ class Node:
             return len(self.idle) - len(self.queue)
         return self.cfg.queue_size - len(self.queue)
 
-    def _round(self) -> Generator[Any, Any, tuple[int, int]]:
-        """One acquisition attempt; returns (asked, got)."""
-        n = min(self.cfg.batch_size, self._free())
+    def _round(self, table: str = JOB) -> Generator[Any, Any, tuple[int, int]]:
+        """One acquisition attempt on ``table``; returns (asked, got). Timers are not bounded
+        by the local queue: the timer loop moves what it locked to the job table (as a poll
+        of the timer table does), where they reach the pool only while it has room."""
+        timers = table == TIMER
+        n = self.cfg.batch_size if timers else min(self.cfg.batch_size, self._free())
         self.polls += 1
-        if self._instant is not None:
+        if self._instant is not None and not timers:
             locked = self._instant(self.db, self.name, n, self.cfg.lock_time)
             att = Attempt(n, locked, 0, 1, 0.0)
         else:
             try:
-                att = yield from self._acquire(self.db, self.name, n, self.cfg.lock_time)
+                att = yield from self._acquire(self.db, self.name, n, self.cfg.lock_time,
+                                               table=table)
             except StatementFailed:
                 self._failed("acquire")
                 return n, 0
-        self._trace_attempt(att)
+        self._trace_attempt(att, self._timer_text if timers else None)
+        if timers and self._timers_locked:
+            yield from self._move_timers()
         return att.asked, len(att.locked)
 
     def _failed(self, statement: str, job: int = -1, attempt: int = 0) -> None:
@@ -222,7 +237,7 @@ class Node:
             if timers and self.db.store.rows[lk.id].table == TIMER:
                 self._timers_locked.append(lk.id)
                 continue
-            item = (lk.id, lk.handler, lk.kind)
+            item = (lk.id, lk.handler, lk.kind, lk.fetched)
             if idle:
                 idle.popleft().succeed(item)
             elif reject and len(queue) >= size:
@@ -242,7 +257,7 @@ class Node:
             prev = -1 if lk.previous_owner is None else node(lk.previous_owner)
             emit((now, k_locked, code, lk.id, 0, prev, int(lk.previous_valid), 0, lk.lock_until,
                   -1))
-            item = (lk.id, lk.handler, lk.kind)
+            item = (lk.id, lk.handler, lk.kind, lk.fetched)
             if idle:
                 idle.popleft().succeed(item)
             else:
@@ -251,7 +266,8 @@ class Node:
     def hint(self, row: Any) -> None:
         """Flowable's hint path: a job this node's transaction created was inserted locked by
         it; on commit it goes straight to the local pool."""
-        self._on_locked([Locked(row.id, None, False, row.lock_until, row.handler, row.kind)])
+        self._on_locked([Locked(row.id, None, False, row.lock_until, row.handler, row.kind,
+                                row.fetched)])
 
     def _reject(self, jid: int) -> None:
         """The pool refused the job (RejectedExecutionException): unacquire it in a new
@@ -360,13 +376,16 @@ class Node:
         if self.start_at > 0:
             yield env.timeout(self.start_at)
         if cfg.wakeup == "ticks":
+            # each loop waits for its own tick: with a timer table there are two loops, and
+            # one shared event left the job table's loop waiting forever (and the timer
+            # loop claiming job rows, so that no timer ever came due)
             while True:
-                self._tick = env.event()
-                yield self._tick
+                self._ticks[table] = ev = env.event()
+                yield ev
                 if self._paused is not None:
                     yield self._paused
-                while self._free() > 0:
-                    asked, got = yield from self._round()
+                while table == TIMER or self._free() > 0:
+                    asked, got = yield from self._round(table)
                     if got < asked:
                         break
             return
@@ -592,18 +611,23 @@ class Node:
         k_start, k_side, k_end, k_done = (K["exec_start"], K["side_effect"], K["exec_end"],
                                           K["completed"])
         owner = self.name if self.cfg.complete_guard == "owner" else None
+        # Counted at fetch (Oban, River), the completion is guarded by the fetch it belongs
+        # to: ``WHERE state = 'executing' AND attempt = ?`` (this node's lock, and no claim
+        # of the row since). A stale execution's write to a row that a rescue or an
+        # operator's move/retry released, or that was fetched again since, is a no-op.
+        by_fetch = store.count_at_fetch
         inf, nan = math.inf, math.nan
         hstreams, says = world._hstreams, world._says
         track = self.track_running
 
-        def complete(now: float, jid: int) -> tuple[bool, int]:
+        def complete(now: float, jid: int, fetched: int) -> tuple[bool, int]:
             """DELETE; and why nothing was deleted, or whose lock it overrode (see the
             ``completed`` event: 0 none / row gone, 1 another node's lock, 2 not ours)."""
             row = store.get(jid)
             if row is None:
                 return False, 0
             why = 1 if row.locked_by is not None and row.locked_by != me else 0
-            deleted = store.delete(jid, owner)
+            deleted = store.delete(jid, me, fetched) if by_fetch else store.delete(jid, owner)
             if not deleted and why == 0:
                 why = 2  # still there, but unlocked (rescheduled) or moved: not ours
             if deleted and row.queue is not None:
@@ -612,7 +636,7 @@ class Node:
 
         while True:
             if queue:
-                jid, hname, kind = queue.popleft()
+                jid, hname, kind, fetched = queue.popleft()
                 slot, self._slot = self._slot, None
                 if slot is not None:
                     slot.succeed()
@@ -622,7 +646,7 @@ class Node:
                 slot, self._slot = self._slot, None
                 if slot is not None:  # an idle thread is room too (no local queue)
                     slot.succeed()
-                jid, hname, kind = yield ev
+                jid, hname, kind, fetched = yield ev
             if self._paused is not None:  # a stalled node starts nothing until it resumes
                 yield self._paused
             attempt = executions.get(jid, 0) + 1
@@ -664,10 +688,10 @@ class Node:
             # The execution counts as running (for a crash, a heartbeat and the drain) until
             # its completion or failure statement has returned.
             if not ok:
-                yield from self._fail(jid, hname, attempt, error or "")
+                yield from self._fail(jid, hname, attempt, error or "", fetched)
             elif db.instant:
                 db.statements += 1
-                deleted, other = complete(env.now, jid)
+                deleted, other = complete(env.now, jid, fetched)
                 emit((env.now, k_done, code, jid, attempt, int(deleted), int(other), 0, nan,
                       -1))
                 if deleted:
@@ -677,7 +701,7 @@ class Node:
             else:
                 try:
                     (deleted, other), _ = yield from db.run(
-                        me, lambda now: complete(now, jid), rows=(jid,))
+                        me, lambda now: complete(now, jid, fetched), rows=(jid,))
                 except StatementFailed:
                     self._failed("complete", jid, attempt)
                 else:
@@ -706,8 +730,8 @@ class Node:
                                                        now + self.cfg.lock_time)):
             db.touch()
 
-    def _fail(self, jid: int, hname: str, attempt: int,
-              error: str) -> Generator[Any, Any, None]:
+    def _fail(self, jid: int, hname: str, attempt: int, error: str,
+              fetched: int = 0) -> Generator[Any, Any, None]:
         world, store, me = self.world, self.world.store, self.name
         owner = me if self.cfg.complete_guard == "owner" else None
         policy = world.scenario.retry_for(me, hname)
@@ -723,8 +747,15 @@ class Node:
         def apply(now: float) -> tuple[str, int, float]:
             row = store.get(jid)
             if row is None or row.table not in (JOB, TIMER) or (
-                    owner and row.locked_by != owner):
-                return "stale", 0, 0.0  # e.g. withdrawn: the server answers 404
+                    owner and row.locked_by != owner) or (
+                    counted and (row.locked_by != me or row.fetched != fetched)):
+                # e.g. withdrawn: the server answers 404. Counted at fetch, the failure
+                # belongs to the fetch that counted it (Oban's error_job: ``WHERE state =
+                # 'executing'``, with the job's attempt): once a rescue or an operator's
+                # move/retry has released the row, or a claim has fetched it again,
+                # ``row.retries`` is no longer what this fetch left, and a stale failure must
+                # not reschedule (or dead-letter) the row from it
+                return "stale", 0, 0.0
             d = policy.on_failure(row.retries + counted, row.failures + 1, stream)
             if d.dead:
                 store.move(jid, terminal, error=error)

@@ -20,6 +20,7 @@ Backoff forms:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from .durations import format_duration
@@ -64,16 +65,28 @@ class ExponentialBackoff:
     offset: float = 0.0
 
     def _raw(self, failure: int) -> float:
-        return min(self.cap, self.offset + self.base * self.factor ** (failure - 1))
+        """``min(cap, offset + base × factor^(failure−1))``, safe for any failure count: the
+        power is taken before the cap, and ``2.0 ** 1024`` raises OverflowError (a job's
+        1,025th failure used to crash the run). A power beyond a float's range is infinite,
+        so the delay is then the cap, or infinite when there is none (never due again)."""
+        try:
+            grown = self.factor ** (failure - 1)
+        except OverflowError:
+            grown = math.inf
+        return min(self.cap, self.offset + (self.base * grown if self.base else 0.0))
 
     def delay(self, failure: int, stream: Stream | None = None) -> float:
         d = self._raw(failure)
         if self.jitter and stream is not None:
-            d *= 1.0 + self.jitter * (2.0 * stream.uniform() - 1.0)
+            scale = 1.0 + self.jitter * (2.0 * stream.uniform() - 1.0)
+            if d < math.inf:  # inf × 0 is nan: an infinite wait stays infinite
+                d *= scale
         return min(self.cap, d)
 
     def bounds(self, failure: int) -> tuple[float, float]:
         d = self._raw(failure)
+        if d == math.inf:
+            return d, d
         return d * (1.0 - self.jitter), min(self.cap, d * (1.0 + self.jitter))
 
     def describe(self) -> str:

@@ -39,7 +39,8 @@ class Row:
     """One job row. Columns as in Flowable's ACT_RU_JOB, plus what policies need."""
 
     __slots__ = ("id", "kind", "handler", "priority", "created", "due", "retries", "failures",
-                 "locked_by", "lock_until", "version", "table", "error", "stamp", "queue")
+                 "locked_by", "lock_until", "version", "table", "error", "stamp", "queue",
+                 "fetched")
 
     def __init__(self, id: int, kind: str, handler: str, priority: int, created: float,
                  due: float, retries: int, queue: str | None = None):
@@ -59,6 +60,9 @@ class Row:
         self.stamp = 0
         #: a serial queue (failsafe-executor's registerQueue): one of its rows runs at a time
         self.queue = queue
+        #: claims counted at fetch so far (Oban's ``attempt``, River's): it only goes up, so
+        #: an execution's final write can tell its own fetch from a later one
+        self.fetched = 0
 
     def lock_valid(self, now: float) -> bool:
         """True while a lock is held and has not expired (expired means ``lock_until < now``)."""
@@ -84,6 +88,8 @@ class Locked(NamedTuple):
     lock_until: float
     handler: str
     kind: str
+    #: the row's ``fetched`` after this lock (counted at fetch: the fetch it stands for)
+    fetched: int = 0
 
 
 class _Index:
@@ -367,8 +373,10 @@ class Store:
             if versions is not None and row.version != versions[rid]:
                 continue
             valid = row.lock_valid(now) and row.locked_by != owner
-            out.append(Locked(rid, row.locked_by, valid, lock_until, row.handler, row.kind))
+            previous = row.locked_by
             self._take_lock(row, owner, lock_until)
+            out.append(Locked(rid, previous, valid, lock_until, row.handler, row.kind,
+                              row.fetched))
         return out
 
     def _take_lock(self, row: Row, owner: str, lock_until: float) -> None:
@@ -378,6 +386,7 @@ class Store:
             self._queue_holder[row.queue] = row.id
         if self.count_at_fetch and row.table == JOB:
             row.retries -= 1
+            row.fetched += 1
         self._reindex(row)
 
     def expired(self, now: float, n: int) -> list[int]:
@@ -423,12 +432,15 @@ class Store:
         self._reindex(row)
         return True
 
-    def delete(self, rid: int, owner: str | None = None) -> bool:
-        """``DELETE FROM job WHERE id = ?`` [AND locked_by = owner]: a job done."""
+    def delete(self, rid: int, owner: str | None = None, fetched: int | None = None) -> bool:
+        """``DELETE FROM job WHERE id = ?`` [AND locked_by = owner] [AND fetched = ?]: a job
+        done (by the execution of that fetch, when attempts are counted at fetch)."""
         row = self.rows.get(rid)
         if row is None or row.table not in ACQUIRABLE:
             return False
         if owner is not None and row.locked_by != owner:
+            return False
+        if fetched is not None and row.fetched != fetched:
             return False
         del self.rows[rid]
         self._count[row.table] -= 1

@@ -1,8 +1,18 @@
 """Random scenarios — every dialect, every safe strategy, crashes, pauses, a slow database,
 partitions — must run without an exception and hold every invariant. A small fixed sample
-runs by default; ``-m slow`` runs many more."""
+runs by default; ``-m slow`` runs many more.
 
+Beside the fixed seeds, a fresh tier draws new seeds on every run (``JOBSIM_FUZZ_N``
+scenarios per generator, 200 by default; ``JOBSIM_FUZZ_SEED=S`` replays seeds ``S`` …
+``S + N - 1``). A failure names its seed and the command that replays it."""
+
+import os
 import random
+import secrets
+import shlex
+import sys
+import traceback
+from pathlib import Path
 
 import pytest
 
@@ -149,3 +159,55 @@ def test_random_policy_scenarios_hold_every_invariant(seed):
 @pytest.mark.parametrize("seed", range(2000, 2300))
 def test_many_random_policy_scenarios_hold_every_invariant(seed):
     _check(seed, random_policy_scenario)
+
+
+# --- the fresh tier: new seeds every run ------------------------------------------------------
+
+GENERATORS = {"plain": random_scenario, "policy": random_policy_scenario}
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _env_int(name: str, default: int | None) -> int | None:
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        return int(text, 0)
+    except ValueError:
+        raise pytest.UsageError(f"{name} must be an integer (got {text!r})") from None
+
+
+def _replay_command(kind: str, seed: int) -> str:
+    python = Path(sys.executable)
+    try:
+        python = python.relative_to(ROOT)
+    except ValueError:
+        pass
+    test = f"tests/test_fuzz.py::test_fresh_random_scenarios_hold_every_invariant[{kind}]"
+    return (f"cd {shlex.quote(str(ROOT))} && JOBSIM_FUZZ_SEED={seed} JOBSIM_FUZZ_N=1 "
+            f"{shlex.quote(str(python))} -m pytest -q {shlex.quote(test)}")
+
+
+@pytest.mark.parametrize("kind", sorted(GENERATORS))
+def test_fresh_random_scenarios_hold_every_invariant(kind):
+    """``JOBSIM_FUZZ_N`` scenarios from seeds never run before (drawn from the OS), or from
+    ``JOBSIM_FUZZ_SEED`` on: each must run and hold every invariant. The first failure
+    stops the test with its seed, its violations or traceback, the scenario, and the command
+    that replays it."""
+    n = _env_int("JOBSIM_FUZZ_N", 200)
+    base = _env_int("JOBSIM_FUZZ_SEED", None)
+    if base is None:
+        base = secrets.randbits(48)
+    print(f"fresh fuzz ({kind}): seeds {base}..{base + n - 1}")
+    for seed in range(base, base + n):
+        text = GENERATORS[kind](random.Random(seed))
+        try:
+            violations = analyse(run(scenario.loads(text))).violations
+            problem = "\n".join(f"  {v.invariant}: {v.message} (events {list(v.events)})"
+                                for v in violations[:5])
+        except Exception:
+            problem = traceback.format_exc()
+        if problem:
+            pytest.fail(f"{kind} scenario of seed {seed} failed:\n{problem}\n"
+                        f"replay: {_replay_command(kind, seed)}\n"
+                        f"scenario ({kind} generator, seed {seed}):{text}", pytrace=False)

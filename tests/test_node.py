@@ -1,6 +1,7 @@
 """Nodes: wake-ups, the local queue, the connection pool, hung handlers, idle polls."""
 
 import numpy as np
+import pytest
 
 from jobsim import scenario
 from jobsim.checks import check
@@ -105,3 +106,87 @@ def test_a_hung_job_stays_explained():
     s = a.summary
     assert s["jobs"]["pending"] == 1 and s["jobs"]["lost"] == 0
     assert s["duplicate_executions"]["by_cause"]["lock_expired"] >= 1
+
+
+TICKS = """
+name: ticks
+seed: {seed}
+until: 10m
+db: {{dialect: {dialect}, latency: {latency}}}
+policy: lesson
+executor: {{batch_size: 10, queue_size: {queue}, threads: {threads}, lock_time: 5m,
+           retry: {{attempts: 3, backoff: [20s]}}}}
+nodes: [{{name: a}}, {{name: b}}]
+clock: {{ticks: [{ticks}]}}
+handlers: {{w: {{duration: {{exponential: {{mean: 8s}}}}, outcome: {{fail_rate: 0.2}}}}}}
+workload: {{streams: [{{name: s, handler: w, count: 40, rate: 0.5/s}}]}}
+"""
+
+
+def _peak_queues(monkeypatch):
+    """Wrap the nodes' lock listeners (the only way into a local queue) to record each
+    node's longest local queue."""
+    from jobsim.node import Node
+
+    peak: dict[str, int] = {}
+    for name in ("_on_locked", "_on_locked_plain"):
+        original = getattr(Node, name)
+
+        def wrapped(self, locked, original=original):
+            original(self, locked)
+            peak[self.name] = max(peak.get(self.name, 0), len(self.queue))
+
+        monkeypatch.setattr(Node, name, wrapped)
+    return peak
+
+
+@pytest.mark.parametrize("dialect,latency", [("atomic", "0s"), ("atomic", "50ms"),
+                                             ("postgres", "{uniform: {low: 1ms, high: 2s}}"),
+                                             ("sqlite", "20ms")])
+@pytest.mark.parametrize("queue,threads", [(0, 1), (0, 3), (1, 1), (2, 2), (3, 1)])
+def test_a_ticking_node_never_claims_more_than_its_free_slots(monkeypatch, dialect, latency,
+                                                              queue, threads):
+    """The fake clock's path (the lesson policy's ``tick``) with ``queue_size`` below
+    ``batch_size``: every claim asks for at most the free slots — the local queue never holds
+    more than ``queue_size`` (with no local queue, nothing waits in it at all) — and every
+    job is still run."""
+    peak = _peak_queues(monkeypatch)
+    ticks = ", ".join(f"{{at: {t}s, nodes: [a, b]}}" for t in range(0, 590, 7))
+    sc = scenario.loads(TICKS.format(seed=queue * 10 + threads, dialect=dialect,
+                                     latency=latency, queue=queue, threads=threads,
+                                     ticks=ticks))
+    result = run(sc)
+    a = analyse(result)
+    assert a.violations == []
+    assert a.summary["jobs"]["done"] + a.summary["jobs"]["dead_lettered"] == 40
+    assert peak and max(peak.values()) <= queue
+    cols = result.trace.arrays()
+    acq = cols["kind"] == K["acquire"]
+    assert cols["a"][acq].max() <= max(queue, threads) < 10  # never the whole batch
+    if queue:
+        assert max(peak.values()) == queue  # the queue did fill: the bound was tested
+
+
+def test_a_ticking_node_with_a_timer_table_runs_its_timers():
+    """With a timer table a node has two acquisition loops; on the fake clock they shared
+    one tick event, so the job table's loop never woke again and the timer loop claimed job
+    rows: no timer ever came due. Each loop now waits for its own tick."""
+    sc = scenario.loads("""
+name: timer-ticks
+until: 10m
+policy: flowable
+executor: {wakeup: ticks, batch_size: 10, queue_size: 2, threads: 1, hint: false}
+nodes: [{name: a}]
+clock: {ticks: [{at: 0s, nodes: [a]}, {at: 20s, nodes: [a]}, {at: 40s, nodes: [a]}]}
+handlers: {w: {duration: 1s}}
+workload:
+  jobs: [{name: now, handler: w}, {name: later, handler: w, kind: timer, due_in: 10s},
+         {name: next, handler: w, at: 5s}]
+""")
+    a = analyse(run(sc))
+    assert a.violations == []
+    assert a.summary["jobs"]["done"] == 3
+    named = a.summary["named"]
+    # the timer is moved and run at the first tick after it fell due (20 s); the job that
+    # arrived at 5 s is claimed at that tick too and waits in the local queue for it (1 s)
+    assert named["later"]["start_delay"] == 10.0 and named["next"]["start_delay"] == 16.0

@@ -1,5 +1,7 @@
 """Defects found in review, each held by the smallest scenario that showed it."""
 
+import random
+
 import pytest
 
 from jobsim import scenario
@@ -257,3 +259,258 @@ faults: [{at: 5s, pause: node-A, for: 120s}]
     lines = narrate(r.trace, limit=None)
     assert any("no longer locked by this node" in line for line in lines)
     assert analyse(r).summary["completions"]["rejected_by_guard"] >= 1
+
+
+# --- found by the random-scenario generators on seeds beyond the suite's ----------------------
+
+def _job_events(result, job=1):
+    """(time, kind name, node, attempt) of one job's events, in order."""
+    from jobsim.trace import KIND_NAMES
+
+    cols = result.trace.arrays()
+    out = []
+    for seq in (cols["job"] == job).nonzero()[0].tolist():
+        node = int(cols["node"][seq])
+        out.append((float(cols["time"][seq]), KIND_NAMES[cols["kind"][seq]],
+                    result.trace.nodes[node] if node >= 0 else None,
+                    int(cols["attempt"][seq])))
+    return out
+
+
+STALE_AFTER_MOVE = """
+name: stale-failure-after-move
+until: drained
+horizon: 1h
+policy: skip_locked
+executor: {reset_interval: 5s, lock_time: 20s, threads: 1}
+nodes: NODES
+handlers:
+  w: {duration: DURATION, outcome: {fail_first: 1}, retry: {attempts: 1}}
+  other: {}
+workload: {jobs: [{name: j, handler: w}]}
+faults: FAULTS
+operations: [{at: 60s, move: all}]
+"""
+
+
+@pytest.mark.parametrize("nodes,duration,faults,threads,refetched_by", [
+    # node a runs the job past its lock while paused; b's rescue discards it (no attempts
+    # left, counted at fetch); the operator moves it back at 60 s; a resumes at 65 s and its
+    # run fails. Before: that stale failure rescheduled the revived row from its fresh
+    # retries ("1 retries left after failure 1; the policy says 0": policy seeds 100252,
+    # 100324, 100465, 100792, 101257 …). b runs only other tasks, so nothing fetched it again.
+    ("[{name: a}, {name: b, handles: [other]}]", "10s", "[{at: 5s, pause: a, for: 60s}]", 1,
+     None),
+    # … and b fetches the revived row at once: before, a's stale failure dead-lettered the
+    # row b was running (no violation, but a job that then succeeded ended dead-lettered)
+    ("[{name: a}, {name: b, start_at: 1s}]", "10s", "[{at: 5s, pause: a, for: 60s}]", 1, "b"),
+    # … and a's own second thread fetches it again (seed 36: the first run lasts 69 s, the
+    # second 13 s): a guard by owner alone lets the stale failure through; the fetch (the
+    # row's attempt) tells them apart
+    ("[{name: a}]", "{exponential: {mean: 40s}}", "[]", 2, "a"),
+], ids=["revived-unfetched", "refetched-by-another-node", "refetched-by-the-same-node"])
+def test_a_stale_failure_is_a_no_op_on_a_moved_dead_letter(nodes, duration, faults, threads,
+                                                            refetched_by):
+    text = (STALE_AFTER_MOVE.replace("NODES", nodes).replace("DURATION", duration)
+            .replace("FAULTS", faults).replace("threads: 1", f"threads: {threads}"))
+    if refetched_by == "a":
+        text = text.replace("name: stale-failure-after-move", "name: s\nseed: 36")
+    sc, r = _run(text)
+    a = analyse(r)
+    assert a.violations == []
+    ev = _job_events(r)
+    kinds = [k for _, k, _, _ in ev]
+    # the rescue discarded it, the operator revived it
+    assert kinds.count("dead_lettered") == 1 and kinds.index("dead_lettered") < \
+        kinds.index("revived")
+    revived_at = ev[kinds.index("revived")][0]
+    # the first execution's failure comes after the revival and is refused: no retry, no
+    # dead letter from it
+    fail = next(e for e in ev if e[1] == "exec_end" and e[3] == 1)
+    assert fail[0] > revived_at
+    assert ("stale_write", fail[0]) in {(k, t) for t, k, _, _ in ev}
+    assert "retry_scheduled" not in kinds
+    assert [e for e in ev if e[1] == "dead_lettered" and e[3] == 1] == []
+    # the revived job's own run succeeds and completes it
+    second = [e for e in ev if e[1] == "exec_start" and e[3] == 2]
+    assert len(second) == 1
+    if refetched_by is not None:
+        assert second[0][0] == revived_at and second[0][2] == refetched_by
+        assert second[0][0] < fail[0]  # fetched again before the stale failure arrived
+    assert a.summary["jobs"]["done"] == 1 and kinds[-1] == "completed"
+
+
+def test_a_stale_completion_is_a_no_op_on_a_row_fetched_again():
+    """Counted at fetch, a completion is guarded by its fetch too: a run that outlived its
+    lock, was rescued back to available and fetched again, cannot delete the row the new
+    fetch is running (it would end a job whose current run may still fail)."""
+    from jobsim.store import Row, Store
+
+    s = Store(lock_expiry="reset", count_at_fetch=True)
+    s.insert(Row(1, "async", "h", 0, 0.0, 0.0, 3))
+    first = s.lock([1], "a", 0.0, 10.0)[0]
+    assert first.fetched == 1 and s.get(1).retries == 2
+    assert s.unlock(1)  # the rescue: back to available
+    second = s.lock([1], "a", 20.0, 30.0)[0]
+    assert second.fetched == 2 and s.get(1).retries == 1
+    assert s.delete(1, "a", first.fetched) is False  # the stale run: a no-op
+    assert s.delete(1, "a", second.fetched) is True
+
+
+def test_a_statement_waits_until_every_row_it_writes_is_free():
+    """Plain seed 100119 (PostgreSQL, a heartbeat, a pause): the heartbeat's UPDATE of rows
+    [6, 37] waited for a claim holding 37; meanwhile the next claim selected 6 (its lock had
+    expired during the pause) and locked it; the heartbeat then applied without looking at 6
+    again, and the claim took the row from the node still running it — a duplicate with "no
+    known cause". A statement applies only when none of its rows is held."""
+    import simpy
+
+    from jobsim.db import Database
+    from jobsim.dialects import Txn, _finish, _lock_row
+    from jobsim.rng import Streams
+    from jobsim.store import Store
+
+    env = simpy.Environment()
+    db = Database(env, Store(), Streams(0), dialect="postgres")
+    applied = []
+
+    def holder(rid, start, end):
+        if start:
+            yield env.timeout(start)
+        txn = Txn(env)
+        _lock_row(db, rid, txn)
+        yield env.timeout(end - start)
+        _finish(db, txn, True)
+
+    def heartbeat():
+        yield from db.run("a", lambda now: applied.append(now), rows=[1, 2])
+
+    env.process(holder(2, 0.0, 2.0))  # holds row 2 from 0 s to 2 s
+    env.process(heartbeat())  # waits for row 2 …
+    env.process(holder(1, 1.0, 3.0))  # … while another transaction takes row 1 at 1 s
+    env.run()
+    assert applied == [3.0]  # not 2.0: row 1 was held then
+
+
+def test_a_success_lost_to_a_crash_explains_every_later_run():
+    """Plain seed 105106 in small: job 1 succeeds on a, whose completion is in flight when a
+    crashes; b runs it again (a duplicate caused by the crash), fails, and retries: each
+    later run is a duplicate of the lost success, caused by the crash too (before: the crash
+    explained only the first re-run, and the retries had "no known cause")."""
+    _, r = _run("""
+name: lost-success
+seed: 0
+until: drained
+horizon: 1h
+db: {latency: 1s}
+executor: {poll_interval: 1s, lock_time: 10s, retry: {attempts: 4, backoff: [5s]}}
+nodes: [{name: a}, {name: b, start_at: 1s}]
+handlers: {w: {duration: 1s, outcome: {fail_rate: 0.5}, side_effect: {at: end}}}
+workload: {jobs: [{name: j, handler: w}]}
+faults: [{at: 2.5s, crash: a}]
+""")
+    a = analyse(r)
+    assert a.violations == []
+    ends = [(t, node, att) for t, k, node, att in _job_events(r) if k == "exec_end"]
+    cols = r.trace.arrays()
+    from jobsim.trace import K
+    ok = {int(cols["attempt"][i]): int(cols["a"][i])
+          for i in (cols["kind"] == K["exec_end"]).nonzero()[0].tolist()}
+    assert ends[0][1] == "a" and ok[1] == 1 and ok[2] == 0  # a succeeded, then a failure
+    crash = float(cols["time"][cols["kind"] == K["node_crashed"]][0])
+    assert ends[0][0] < crash  # the success ended before the crash, its completion not
+    dups = [d for d in a.histories.duplicates if d.what == "execution"]
+    assert len(dups) == len(ends) - 1 >= 3
+    assert {d.cause for d in a.histories.duplicates} == {"crash"}
+    assert a.summary["jobs"]["done"] == 1
+
+
+def test_a_rescue_between_a_success_and_its_completion_explains_the_rerun():
+    """Policy seed 102799 in small: a paused node's run outlives its lock and ends with a
+    success as the node resumes; the rescue discards the job (no attempts left) before the
+    completion commits (refused: the row is a dead letter); moved back, the job runs again.
+    That re-run's cause is the expired lock (before: "no known cause", the rescue's own
+    dead-letter event having cleared the run's pending outcome)."""
+    _, r = _run("""
+name: discarded-before-its-completion
+seed: 8
+until: drained
+horizon: 1h
+policy: skip_locked
+db: {latency: {uniform: {low: 1ms, high: 20ms}}}
+executor: {reset_interval: 5s, lock_time: 20s, threads: 1}
+nodes: [{name: a}]
+handlers: {w: {duration: 15s, retry: {attempts: 1}, side_effect: {at: end}}}
+workload: {jobs: [{name: j, handler: w}]}
+faults: [{at: 10s, pause: a, for: 40s}]
+operations: [{at: 100s, move: all}]
+""")
+    a = analyse(r)
+    assert a.violations == []
+    kinds = [k for _, k, _, _ in _job_events(r)]
+    assert kinds[kinds.index("exec_end"):kinds.index("revived")] == \
+        ["exec_end", "dead_lettered", "completed"]
+    assert {d.cause for d in a.histories.duplicates} == {"lock_expired"}
+    assert a.summary["jobs"]["done"] == 1
+
+
+@pytest.mark.parametrize("kind,seed", [
+    ("policy", 100252), ("policy", 100324), ("policy", 102799),
+    ("plain", 100119), ("plain", 105106),
+])
+def test_generator_seeds_that_broke_an_invariant(kind, seed):
+    from test_fuzz import GENERATORS
+
+    text = GENERATORS[kind](random.Random(seed))
+    a = analyse(run(scenario.loads(text)))
+    assert a.violations == []
+    assert "unexplained" not in {d.cause for d in a.histories.duplicates}
+
+
+# --- exponential backoff: the power before the cap ---------------------------------------------
+
+def test_exponential_backoff_survives_thousands_of_failures():
+    """``base × factor^(n−1)`` was computed before the cap: ``2.0 ** 1024`` raises
+    OverflowError, so a job's 1,025th failure crashed the run."""
+    import math
+
+    from jobsim.retry import ExponentialBackoff, RetryPolicy
+    from jobsim.rng import Streams
+
+    oban = ExponentialBackoff(2.0, 2.0, offset=15.0)  # uncapped
+    capped = ExponentialBackoff(2.0, 2.0, cap=3600.0, jitter=0.1)
+    steep = ExponentialBackoff(0.001, 100.0, cap=86400.0)
+    stream = Streams(0).stream("retry/jitter/a")
+    for b in (oban, capped, steep):
+        delays = [b.delay(k, stream) for k in range(1, 5001)]
+        assert all(d > 0 and not math.isnan(d) for d in delays)
+        assert all(d <= b.cap for d in delays)
+        for k in (1, 2, 10, 1024, 1025, 1026, 5000):
+            lo, hi = b.bounds(k)
+            assert lo <= b.delay(k) <= hi
+    assert [oban.delay(k) for k in (1, 2, 3, 10)] == [17.0, 19.0, 23.0, 1039.0]
+    assert oban.delay(1025) == oban.delay(5000) == math.inf  # never due again, no crash
+    assert capped.delay(5000) == 3600.0 and steep.delay(5000) == 86400.0
+    assert [d for d in (capped.delay(k, stream) for k in range(13, 5001))
+            if not 3600.0 * 0.9 <= d <= 3600.0] == []
+    policy = RetryPolicy(6000, capped)
+    decisions = [policy.on_failure(6000 - f + 1, f) for f in range(1, 5001)]
+    assert [d.left for d in decisions[:2]] == [5999, 5998] and decisions[-1].left == 1000
+    assert decisions[-1].delay == 3600.0
+
+
+def test_a_job_failing_five_thousand_times_runs_to_its_dead_letter():
+    _, r = _run("""
+name: many-failures
+until: drained
+horizon: 2d
+executor: {wakeup: notify, poll_interval: 1s, lock_time: 1m,
+           retry: {attempts: 5000, backoff: {exponential: {base: 1ms, factor: 2, cap: 1s}}}}
+nodes: 1
+handlers: {f: {outcome: always_fail, duration: 0s}}
+workload: {jobs: [{name: f, handler: f}]}
+""")
+    a = analyse(r)
+    assert a.violations == []
+    assert a.summary["jobs"]["dead_lettered"] == 1
+    assert a.histories.jobs[1].failures == 5000
