@@ -298,36 +298,6 @@ def _run(args: argparse.Namespace) -> int:
     return status
 
 
-class _Progress:
-    """A progress bar on the terminal's stderr, redrawn at most five times a second."""
-
-    def __init__(self, label: str):
-        import time
-
-        self._clock = time.monotonic
-        self.label = label
-        self.last = 0.0
-        self.shown = False
-
-    def update(self, fraction: float, sim_time: float, unit: str = "s") -> None:
-        now = self._clock()
-        if now - self.last < 0.2 and fraction < 1.0:
-            return
-        self.last = now
-        width = 30
-        filled = int(width * min(max(fraction, 0.0), 1.0))
-        where = f"t={sim_time:,.0f}s" if unit == "s" else f"{sim_time:,.0f} {unit}"
-        sys.stderr.write(f"\r{self.label}: [{'#' * filled}{'.' * (width - filled)}] "
-                         f"{fraction:6.1%}  {where} ")
-        sys.stderr.flush()
-        self.shown = True
-
-    def done(self) -> None:
-        if self.shown:
-            sys.stderr.write("\r" + " " * 79 + "\r")
-            sys.stderr.flush()
-
-
 def _sweep(args: argparse.Namespace) -> int:
     import copy
     import os
@@ -529,8 +499,8 @@ def _validate(args: argparse.Namespace) -> int:
     status = OK
     for f in args.files:
         try:
-            runs = scenario_mod.load_variants(f)
             doc = scenario_mod.read(f)
+            runs = scenario_mod.variants_of(doc, f)
             grid = _grid_problem(doc, f)
         except ScenarioError as exc:
             print(f"{f}: {len(exc.problems)} problem(s)")
@@ -565,23 +535,16 @@ def _validate(args: argparse.Namespace) -> int:
     return status
 
 
-def _grid_problem(doc: object, source: str) -> str | None:
-    """Why the file's own sweep grid would be refused (its size), or None."""
-    from .sweep import MAX_SWEEP_RUNS
+def _grid_problem(doc: dict, source: str) -> str | None:
+    """Why the file's own (valid) sweep grid would be refused for its size, or None."""
+    from .sweep import Axis, check_size
 
-    if not isinstance(doc, dict) or not isinstance(doc.get("sweep"), dict):
-        return None
-    spec = doc["sweep"]
-    grid = spec.get("grid") or {}
-    points = 1
-    for values in grid.values():
-        points *= max(len(values), 1) if isinstance(values, list) else 1
-    runs = points * int(spec.get("replications") or 10)
-    if runs > MAX_SWEEP_RUNS:
-        sizes = " × ".join(str(len(v)) for v in grid.values() if isinstance(v, list))
-        return (f"its sweep grid has {points:,} points ({sizes}) × "
-                f"{int(spec.get('replications') or 10)} replications = {runs:,} runs, beyond "
-                f"the limit of {MAX_SWEEP_RUNS:,}; use fewer values or replications")
+    spec = doc.get("sweep") or {}
+    axes = [Axis(path, tuple(values)) for path, values in (spec.get("grid") or {}).items()]
+    try:
+        check_size(axes, spec.get("replications") or 10, source)
+    except ScenarioError as exc:
+        return "its sweep: " + exc.format().strip()
     return None
 
 

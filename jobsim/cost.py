@@ -285,11 +285,7 @@ def estimate(sc: Scenario) -> Estimate:
     parts["executions"] = executions * per_exec
     parts["jobs created"] = created_by_event * EVENTS_PER_JOB
 
-    # --- polls that cannot be skipped: while a claimable row waits in the table ---
-    arrival_span = max(arrivals_end, 1e-9)
-    local = sum(n.executor.queue_size + n.executor.threads for n in nodes)
-    served = threads * arrival_span / mean_d if mean_d > 0 else math.inf
-    backlog = max(0.0, executions - served - local)
+    # --- polls that cannot be skipped: a node sleeps through idle polls until a change ---
     polls = 0.0
     per_poll = EVENTS_PER_POLL if latency > 0 else EVENTS_PER_INSTANT_POLL
     for n in nodes:

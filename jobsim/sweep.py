@@ -830,16 +830,6 @@ def sweep(doc: dict[str, Any], axes: list[Axis], replications: int, *,
     return result
 
 
-def run_one_check(doc: dict[str, Any], source: str,
-                  combo: tuple[tuple[str, Any], ...]) -> ScenarioError | None:
-    """The error building the scenario of ``combo`` would give, or None (no run)."""
-    try:
-        from_dict(_point_doc(doc, source, combo), source)
-    except ScenarioError as exc:
-        return exc
-    return None
-
-
 def _point_doc(doc: dict[str, Any], source: str,
                combo: tuple[tuple[str, Any], ...]) -> dict[str, Any]:
     """The base scenario's document (no variants, no sweep) with a grid point's values."""
@@ -899,7 +889,7 @@ def _write(folder: outdir.Folder, result: SweepResult, figures: list[str],
             folder.write_with(name, lambda p, fig=fig: plots.save(fig, p))
             made.append(name)
     result.plots = made
-    lines = [f"# sweep", "",
+    lines = ["# sweep", "",
              f"{len(rows)} runs: {len(result.points)} grid points × replications "
              f"({result.computed} computed, {result.cached} from the cache); "
              f"{int((~rows['ok']).sum()) if len(rows) else 0} failed.", ""]

@@ -2,7 +2,8 @@
 
 from conftest import ROOT, SCENARIOS
 from jobsim import scenario
-from jobsim.cli import _Progress, main
+from jobsim.cli import main
+from jobsim.progress import Bar
 from jobsim.report import analyse
 from jobsim.world import run
 
@@ -42,9 +43,17 @@ def test_no_progress_bar_off_a_terminal(tmp_path, capsys):
     assert capsys.readouterr().err == ""
 
 
-def test_the_progress_bar_draws_and_clears(capsys):
-    bar = _Progress("race")
-    bar.update(0.5, 100.0)
-    bar.done()
-    err = capsys.readouterr().err
-    assert "race: [" in err and "50.0%" in err and err.endswith("\r")
+def test_the_progress_bar_draws_and_clears():
+    import io
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    term = Terminal()
+    bar = Bar(100, "race", unit="%", stream=term)
+    bar.set(50, "t=100s")
+    bar.bar.refresh()
+    bar.close()
+    err = term.getvalue()
+    assert "race:" in err and "50%" in err and err.endswith("\r")

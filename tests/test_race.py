@@ -415,20 +415,6 @@ def test_race_progress_table_header_and_the_simulated_clock(tmp_path, capsys, mo
     assert "not comparable" in note
 
 
-@pytest.fixture(scope="module")
-def pg():
-    try:
-        import psycopg  # noqa: F401
-    except ImportError:
-        pytest.skip("psycopg is not installed")
-    from pgcluster import cluster
-
-    with cluster() as dsn:
-        if dsn is None:
-            pytest.skip("no PostgreSQL here (no initdb, or it would not start)")
-        yield dsn
-
-
 def _pg_tables(dsn: str) -> dict[str, list]:
     import psycopg
 

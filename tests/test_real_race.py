@@ -8,22 +8,9 @@ import pytest
 
 from jobsim import cli
 from jobsim.race import RaceError, predict, race, two_sessions_pg, verdict
-from pgcluster import cluster
 from test_two_sessions import CASES, two_sessions
 
 JOBS = 1500
-
-
-@pytest.fixture(scope="module")
-def pg():
-    try:
-        import psycopg  # noqa: F401
-    except ImportError:
-        pytest.skip("psycopg is not installed")
-    with cluster() as dsn:
-        if dsn is None:
-            pytest.skip("no PostgreSQL here (no initdb, or it would not start)")
-        yield dsn
 
 
 def _both(db, dialect, strategy, k, **kw):
