@@ -299,7 +299,7 @@ def _run_count(sc: Scenario) -> int:
 
 def suite(quick: bool = False, progress: Callable[[str], None] | None = None,
           only: tuple[str, ...] = ("mmc", "full", "idle")) -> list[Figure]:
-    """The benchmark suite (shared/DESIGN.md §7): every figure beside a baseline measured in
+    """The benchmark suite: every figure beside a baseline measured in
     the same run, with its target. ``quick`` runs a tenth of the sizes."""
     say = progress or (lambda line: None)
     figures: list[Figure] = []

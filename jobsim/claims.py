@@ -1,7 +1,7 @@
 """Acquisition strategies: the statements a node issues to claim jobs.
 
 Each strategy is a generator over ``Database.run`` and returns an ``Attempt``. The SQL each
-stands for (from shared/reference/db-semantics.md §2) is in ``SQL``; traces and docs show it.
+stands for is in ``sql.SQL``; traces and docs show it.
 
 Under the ``atomic`` dialect:
 

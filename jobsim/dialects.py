@@ -1,8 +1,8 @@
 """How concurrent claims interact on a real database: PostgreSQL and SQLite.
 
 The ``atomic`` dialect (``claims``) applies each statement at one instant. Real databases
-overlap statements; what they do then is in shared/reference/db-semantics.md, and this
-module follows its rules (§5):
+overlap statements; what real PostgreSQL and SQLite do then, as documented and measured,
+this module follows:
 
 **PostgreSQL, READ COMMITTED.** A statement reads the snapshot taken at its start — the
 committed rows at that instant — and takes row locks as it writes them, held until commit.

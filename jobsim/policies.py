@@ -1,8 +1,8 @@
 """Policies: named presets of executor settings for the systems jobsim simulates.
 
 A scenario names one with ``policy:``; its ``executor:`` section and each node then override
-any setting. The defaults come from the systems' own code (shared/reference/executors.md,
-cited by section); what each preset models and leaves out is in docs/policies.md.
+any setting. The defaults come from the systems' own code (their
+acquisition, retry and lock code); what each preset models and leaves out is in docs/policies.md.
 """
 
 from __future__ import annotations

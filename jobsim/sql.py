@@ -1,4 +1,4 @@
-"""The SQL each claim strategy stands for, in one place (shared/reference/db-semantics.md §2).
+"""The SQL each claim strategy stands for, in one place.
 
 These are the statements ``jobsim race`` runs against a real SQLite or PostgreSQL, and the
 texts ``claims.SQL`` shows for each strategy: the model's strategies are these statements.

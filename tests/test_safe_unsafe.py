@@ -1,4 +1,4 @@
-"""The safe/unsafe table of shared/reference/db-semantics.md §1: K = 2, 4, 8 nodes race over
+"""Which claim strategies are safe on real PostgreSQL and SQLite: K = 2, 4, 8 nodes race over
 10,000 due jobs with ORDER BY priority DESC, id LIMIT 10.
 
 Nodes here only claim (each runs one day-long job and keeps claiming into its local queue),

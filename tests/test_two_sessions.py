@@ -1,4 +1,4 @@
-"""The deterministic two-session interleavings of shared/reference/db-semantics.md §3.
+"""The deterministic two-session interleavings that real PostgreSQL and SQLite show.
 
 The table has 40 due rows with distinct priorities, so the top 10 (ORDER BY priority DESC) are
 ids 1..10. Session S1 claims a batch and keeps its transaction open; S2 runs the same strategy;
