@@ -16,8 +16,8 @@ import pytest
 
 from jobsim import scenario
 from jobsim.cli import main
-from jobsim.cost import (DEFAULT_EVENTS, DEFAULT_MEMORY, GUARD_FACTOR, Budget, BudgetError, Guard,
-                         RunStopped, check, estimate)
+from jobsim.cost import (DEFAULT_EVENTS, DEFAULT_MEMORY, Budget, BudgetError, Guard, RunStopped,
+                         check, estimate)
 from jobsim.world import run
 
 
@@ -69,8 +69,10 @@ workload:
 
 def scaled(seed: int, budget: float) -> tuple[str, float]:
     """A random scenario whose estimate sits just under ``budget``: its job count is the
-    largest whose estimate is within it. A shape that is beyond the budget with a single job
-    (say, a heartbeat ticking for 30 days on 6 nodes) is drawn again from the next stream."""
+    largest whose estimate is within it (events, or memory in proportion). A shape that is
+    beyond the budget with a single job (say, a heartbeat ticking for 30 days on 6 nodes), or
+    that cannot come near it (5 jobs a minute for an hour), is drawn again from the next
+    stream."""
     for attempt in range(100):
         found = _scaled(seed * 100 + attempt if attempt else seed, budget)
         if found is not None:
@@ -92,15 +94,22 @@ def _scaled(seed: int, budget: float) -> tuple[str, float] | None:
         r.setstate(shape)
         text = random_costed_scenario(r, mid)
         est = estimate(scenario.loads(text))
-        ev = est.events
         # within the events and a memory budget in proportion (a burst of millions of rows
         # costs memory, not events)
         if est.over(_budget(budget)) is None:
-            best = (text, ev)
+            best = (text, est)
             lo = mid + 1
         else:
             hi = mid - 1
-    return best
+    if best is None:
+        return None
+    text, est = best
+    near = est.events >= NEAR * budget or est.memory_bytes >= NEAR * _budget(budget).memory
+    return (text, est.events) if near else None
+
+
+#: "just under the budget": at least this share of it, in events or in memory
+NEAR = 0.5
 
 
 def _measure(seed: int, budget: float) -> tuple[float, str]:
@@ -116,23 +125,22 @@ def _measure(seed: int, budget: float) -> tuple[float, str]:
 
 
 BUDGET = 100_000  # small enough for the default suite: ~0.5 s a run
-#: the share of scenarios whose measured events must be within 3× of their estimate. The
-#: goal is all of them; on the seeds measured so far about 9 in 10 are, so 7 in 10 of 25
-#: fresh seeds fails by chance about once in 500 runs.
-WITHIN_3X = 0.7
 
 
-def _judge(seeds: list[int], budget: float, replay: str) -> None:
-    ratios = {}
+def _judge(seeds: list[int], budget: float, replay: str, allowed_outside: int = 0) -> None:
+    """Each scenario must run to its end within 3× of its estimate; ``allowed_outside``
+    of them may miss (the fresh-seed tier: about 1 scenario in 100 does, mostly a lock-expiry
+    cascade that feeds itself, which no formula of the settings foresees). A run the guard
+    stops counts as a miss."""
+    ratios: dict[int, float] = {}
     for seed in seeds:
-        ratios[seed], _ = _measure(seed, budget)
+        try:
+            ratios[seed], _ = _measure(seed, budget)
+        except RunStopped:
+            ratios[seed] = float("inf")
     outside = {s: r for s, r in ratios.items() if not 1 / 3 <= r <= 3}
-    # a run that makes GUARD_FACTOR× its estimate would be stopped by the guard (an estimate
-    # too high only refuses early; it never stops a run)
-    far = {s: r for s, r in ratios.items() if r > GUARD_FACTOR}
     report = ", ".join(f"seed {s}: {r:.2f}" for s, r in sorted(outside.items()))
-    assert not far, f"beyond {GUARD_FACTOR:g}× of the estimate: {far}; replay: {replay}"
-    assert len(outside) <= (1 - WITHIN_3X) * len(seeds), (
+    assert len(outside) <= allowed_outside, (
         f"{len(outside)} of {len(seeds)} outside 3× ({report}); replay: {replay}")
 
 
@@ -144,13 +152,18 @@ FRESH = int(os.environ.get("JOBSIM_COST_SEED", "0")) or secrets.randbelow(2 ** 3
 
 
 def test_fresh_seeds_are_within_3x_of_their_estimate():
+    # measured on 600 seeds: 5 outside 3× (1 of those stopped by the guard); 2 of 25 or
+    # more happen about once in 400 runs, 3 or more once in 10,000
     _judge(list(range(FRESH, FRESH + 25)), BUDGET,
-           f"JOBSIM_COST_SEED={FRESH} pytest tests/test_cost.py -k fresh_seeds")
+           f"JOBSIM_COST_SEED={FRESH} pytest tests/test_cost.py -k fresh_seeds",
+           allowed_outside=2)
 
 
 @pytest.mark.slow
-def test_at_the_default_budget_runs_finish_within_3x():
-    _judge(list(range(1000, 1004)), DEFAULT_EVENTS, "pytest -m slow tests/test_cost.py")
+def test_at_the_default_budget_50_runs_finish_within_3x():
+    """The acceptance test: 50 random scenarios whose estimate sits just under the default
+    budget (about 20 million events each: an hour or more in all)."""
+    _judge(list(range(1000, 1050)), DEFAULT_EVENTS, "pytest -m slow tests/test_cost.py")
 
 
 def test_the_budget_refuses_with_the_estimate_its_drivers_and_the_way_out():
