@@ -18,14 +18,14 @@ from __future__ import annotations
 
 import os
 
-from . import plots
-from .bench import erlang_c_wait, mean_ci, mmc_scenario
-from .history import histories
-from .metrics import jobs_frame, trace_frame
-from .narrative import narrate
-from .report import Analysis, analyse, write
-from .scenario import from_dict, load, load_variants, loads
-from .world import RunResult, run
+from .output import plots
+from .tools.bench import erlang_c_wait, mean_ci, mmc_scenario
+from .analysis.history import histories
+from .analysis.metrics import jobs_frame, trace_frame
+from .analysis.narrative import narrate
+from .output.report import Analysis, analyse, write
+from .format.scenario import from_dict, load, load_variants, loads
+from .sim.world import RunResult, run
 
 __all__ = ["Analysis", "RunResult", "analyse", "erlang_c_wait", "fast", "from_dict",
            "histories", "jobs_frame", "load", "load_variants", "loads", "mean_ci",

@@ -16,7 +16,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .errors import ScenarioError
+from .base.errors import ScenarioError
 
 OK, FAILED, BAD_INPUT = 0, 1, 2
 
@@ -88,7 +88,7 @@ def _parser() -> argparse.ArgumentParser:
     rc.add_argument("--strategy", required=True, action="append", metavar="S",
                     help="guarded_update, unguarded_update, read_then_write, optimistic or "
                          "skip_locked (repeatable)")
-    from . import race as race_mod  # its bounds, checked here before any race runs
+    from .tools import race as race_mod  # its bounds, checked here before any race runs
 
     rc.add_argument("--workers", type=race_mod.count_arg("workers", race_mod.MAX_WORKERS),
                     action="append", metavar="K",
@@ -122,7 +122,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _budget_args(p: argparse.ArgumentParser) -> None:
-    from .cost import DEFAULT_EVENTS, DEFAULT_MEMORY
+    from .sim.cost import DEFAULT_EVENTS, DEFAULT_MEMORY
 
     p.add_argument("--budget", type=_events, default=DEFAULT_EVENTS, metavar="EVENTS",
                    help=f"refuse a run estimated beyond this many simulator events "
@@ -133,7 +133,7 @@ def _budget_args(p: argparse.ArgumentParser) -> None:
 
 
 def _events(text: str) -> float:
-    from .cost import MAX_EVENTS
+    from .sim.cost import MAX_EVENTS
 
     try:
         value = float(text)
@@ -220,15 +220,15 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from . import scenario as scenario_mod
-    from .metrics import trace_frame
-    from .narrative import narrate
-    from .cost import Budget, BudgetError, Guard, RunStopped, estimate
-    from .cost import check as check_cost
-    from .progress import Bar
-    from .report import (ReportError, analyse, check_target, format_summary,
+    from .format import scenario as scenario_mod
+    from .analysis.metrics import trace_frame
+    from .analysis.narrative import narrate
+    from .sim.cost import Budget, BudgetError, Guard, RunStopped, estimate
+    from .sim.cost import check as check_cost
+    from .base.progress import Bar
+    from .output.report import (ReportError, analyse, check_target, format_summary,
                          format_violation, write)
-    from .world import run
+    from .sim.world import run
 
     runs = scenario_mod.load_variants(args.scenario, seed=args.seed, sets=args.sets)
     out = Path(args.out) if args.out else Path("reports") / runs[0].name
@@ -306,13 +306,13 @@ def _sweep(args: argparse.Namespace) -> int:
 
     import yaml
 
-    from . import outdir
-    from .cost import Budget
-    from . import progress as progress_mod
-    from . import scenario as scenario_mod
-    from .errors import Problem
-    from .fileformat import figure_problem
-    from .sweep import MAX_REPLICATIONS, MAX_WORKERS, Axis, SweepError, parse_grid, sweep
+    from .base import outdir
+    from .sim.cost import Budget
+    from .base import progress as progress_mod
+    from .format import scenario as scenario_mod
+    from .base.errors import Problem
+    from .format.fileformat import figure_problem
+    from .tools.sweep import MAX_REPLICATIONS, MAX_WORKERS, Axis, SweepError, parse_grid, sweep
 
     if args.replications is not None and args.replications > MAX_REPLICATIONS:
         raise ScenarioError([Problem(
@@ -425,8 +425,8 @@ def _sweep(args: argparse.Namespace) -> int:
 
 
 def _race(args: argparse.Namespace) -> int:
-    from .progress import Bar
-    from .race import RaceError, check, check_plot, predict, race, save_plot
+    from .base.progress import Bar
+    from .tools.race import RaceError, check, check_plot, predict, race, save_plot
 
     workers = args.workers or [2, 4, 8]
     races = [(s, k, rep) for s in args.strategy for k in workers for rep in range(args.repeat)]
@@ -479,7 +479,7 @@ def _race(args: argparse.Namespace) -> int:
     print("\nclaims/s: real rows per wall-clock second; simulated rows per SIMULATED second "
           "(the model's clock, not comparable with the real figure)")
     if args.plot is not None:
-        from .plots import race_bars
+        from .output.plots import race_bars
 
         try:
             save_plot(race_bars([(f"{s} K={k}", r.double_share, m.double_share)
@@ -492,8 +492,8 @@ def _race(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from . import scenario as scenario_mod
-    from .cost import Budget, BudgetError, check, estimate
+    from .format import scenario as scenario_mod
+    from .sim.cost import Budget, BudgetError, check, estimate
 
     budget = Budget(args.budget, args.memory_budget)
     status = OK
@@ -537,7 +537,7 @@ def _validate(args: argparse.Namespace) -> int:
 
 def _grid_problem(doc: dict, source: str) -> str | None:
     """Why the file's own (valid) sweep grid would be refused for its size, or None."""
-    from .sweep import Axis, check_size
+    from .tools.sweep import Axis, check_size
 
     spec = doc.get("sweep") or {}
     axes = [Axis(path, tuple(values)) for path, values in (spec.get("grid") or {}).items()]
@@ -551,7 +551,7 @@ def _grid_problem(doc: dict, source: str) -> str | None:
 def _schema() -> int:
     import json
 
-    from .fileformat import schema
+    from .format.fileformat import schema
 
     print(json.dumps(schema(), indent=2, sort_keys=True))
     return OK
@@ -570,9 +570,9 @@ def _scenario_folder(given: str | None) -> Path | None:
 
 
 def _reports(args: argparse.Namespace) -> int:
-    from . import scenario as scenario_mod
-    from .report import ReportError, analyse, check_target, write
-    from .world import run
+    from .format import scenario as scenario_mod
+    from .output.report import ReportError, analyse, check_target, write
+    from .sim.world import run
 
     folder = _scenario_folder(args.folder)
     if folder is None:
@@ -604,10 +604,10 @@ def _reports(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from . import scenario as scenario_mod
+    from .format import scenario as scenario_mod
 
     if args.policies:
-        from .policies import DESCRIPTIONS, PRESETS
+        from .executor.policies import DESCRIPTIONS, PRESETS
 
         width = max(len(n) for n in PRESETS)
         for name in PRESETS:
@@ -632,7 +632,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from .bench import format_bench, format_suite, mmc_bench, suite
+    from .tools.bench import format_bench, format_suite, mmc_bench, suite
 
     if args.suite or args.quick:
         figures = suite(quick=args.quick, progress=lambda line: print(line, flush=True))

@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from jobsim.bench import bare_mmc, erlang_c_wait, jobsim_waits, mean_ci, mmc_bench, mmc_scenario
+from jobsim.tools.bench import bare_mmc, erlang_c_wait, jobsim_waits, mean_ci, mmc_bench, mmc_scenario
 from jobsim.cli import main
 
 

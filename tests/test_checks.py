@@ -2,10 +2,10 @@
 
 import math
 
-from jobsim import scenario
-from jobsim.checks import check
-from jobsim.trace import K, Trace
-from jobsim.world import run
+from jobsim.format import scenario
+from jobsim.analysis.checks import check
+from jobsim.base.trace import K, Trace
+from jobsim.sim.world import run
 
 
 def _sc(lesson_path):
@@ -89,7 +89,7 @@ workload:
 """
     sc = scenario.loads(text)
     result = run(sc)
-    from jobsim.history import histories
+    from jobsim.analysis.history import histories
 
     h = histories(result.trace)
     assert h.jobs[1].duplicate_executions >= 1
@@ -113,7 +113,7 @@ workload:
 """
     sc = scenario.loads(text)
     result = run(sc)
-    from jobsim.history import histories
+    from jobsim.analysis.history import histories
 
     h = histories(result.trace)
     assert h.jobs[1].executions == 1 and h.jobs[1].outcome == "done"

@@ -226,7 +226,7 @@ def test_list_prints_each_shipped_scenario_with_its_description(capsys, monkeypa
 
 
 def test_list_policies_names_each_preset_with_its_settings(capsys):
-    from jobsim.policies import PRESETS
+    from jobsim.executor.policies import PRESETS
 
     assert main(["list", "--policies"]) == 0
     out = capsys.readouterr().out

@@ -14,11 +14,11 @@ import secrets
 
 import pytest
 
-from jobsim import scenario
+from jobsim.format import scenario
 from jobsim.cli import main
-from jobsim.cost import (DEFAULT_EVENTS, DEFAULT_MEMORY, Budget, BudgetError, Guard, RunStopped,
+from jobsim.sim.cost import (DEFAULT_EVENTS, DEFAULT_MEMORY, Budget, BudgetError, Guard, RunStopped,
                          check, estimate)
-from jobsim.world import run
+from jobsim.sim.world import run
 
 
 def random_costed_scenario(r: random.Random, jobs: int) -> str:

@@ -6,8 +6,8 @@ import os
 import subprocess
 import sys
 
-from jobsim import scenario
-from jobsim.world import run
+from jobsim.format import scenario
+from jobsim.sim.world import run
 
 
 def _hash_in_subprocess(path, hashseed: str, tmp_path, seed=None) -> str:
@@ -60,7 +60,7 @@ def test_adding_a_handler_does_not_shift_another_streams_draws(race_text):
     extra = race_text.replace("handlers:\n", "handlers:\n  unused:\n    duration: 1s\n")
     sc2 = scenario.loads(extra)
     a, b = run(sc).trace.arrays(), run(sc2).trace.arrays()
-    from jobsim.trace import K
+    from jobsim.base.trace import K
 
     created_a = a["time"][a["kind"] == K["job_created"]]
     created_b = b["time"][b["kind"] == K["job_created"]]

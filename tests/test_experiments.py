@@ -1,11 +1,11 @@
 """The experiments' answers, stated as numbers: the challenge and polling vs notify."""
 
 from conftest import ROOT, SCENARIOS
-from jobsim import scenario
+from jobsim.format import scenario
 from jobsim.cli import main
-from jobsim.progress import Bar
-from jobsim.report import analyse
-from jobsim.world import run
+from jobsim.base.progress import Bar
+from jobsim.output.report import analyse
+from jobsim.sim.world import run
 
 
 def _runs(name):

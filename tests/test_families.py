@@ -6,9 +6,9 @@ import copy
 import numpy as np
 import pytest
 
-from jobsim import scenario
-from jobsim.report import analyse
-from jobsim.world import World, run
+from jobsim.format import scenario
+from jobsim.output.report import analyse
+from jobsim.sim.world import World, run
 from test_flowable import events
 
 HANDLERS = {

@@ -3,12 +3,12 @@
 import numpy as np
 import pytest
 
-from jobsim import scenario
-from jobsim.checks import check
-from jobsim.history import histories
-from jobsim.report import analyse
-from jobsim.trace import K
-from jobsim.world import run
+from jobsim.format import scenario
+from jobsim.analysis.checks import check
+from jobsim.analysis.history import histories
+from jobsim.output.report import analyse
+from jobsim.base.trace import K
+from jobsim.sim.world import run
 
 BASE = """
 name: f

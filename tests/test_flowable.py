@@ -5,11 +5,11 @@ import copy
 import numpy as np
 import pytest
 
-from jobsim import scenario
-from jobsim.report import analyse
-from jobsim.store import DEADLETTER, JOB, TIMER
-from jobsim.trace import K
-from jobsim.world import World, run
+from jobsim.format import scenario
+from jobsim.output.report import analyse
+from jobsim.database.store import DEADLETTER, JOB, TIMER
+from jobsim.base.trace import K
+from jobsim.sim.world import World, run
 
 BASE = {
     "name": "f",

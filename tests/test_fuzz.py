@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from jobsim import scenario
-from jobsim.report import analyse
-from jobsim.world import run
+from jobsim.format import scenario
+from jobsim.output.report import analyse
+from jobsim.sim.world import run
 
 
 def random_scenario(r: random.Random) -> str:

@@ -5,12 +5,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from jobsim import scenario
+from jobsim.format import scenario
 from jobsim.cli import main
-from jobsim.history import histories
-from jobsim.narrative import narrate
-from jobsim.trace import K
-from jobsim.world import run
+from jobsim.analysis.history import histories
+from jobsim.analysis.narrative import narrate
+from jobsim.base.trace import K
+from jobsim.sim.world import run
 
 GOLDEN = (Path(__file__).parent / "golden" / "lesson.out").read_text(encoding="utf-8")
 

@@ -3,12 +3,12 @@
 import numpy as np
 import pytest
 
-from jobsim import scenario
-from jobsim.checks import check
-from jobsim.history import histories
-from jobsim.report import analyse
-from jobsim.trace import K
-from jobsim.world import run
+from jobsim.format import scenario
+from jobsim.analysis.checks import check
+from jobsim.analysis.history import histories
+from jobsim.output.report import analyse
+from jobsim.base.trace import K
+from jobsim.sim.world import run
 
 BASE = """
 name: t
@@ -126,7 +126,7 @@ workload: {{streams: [{{name: s, handler: w, count: 40, rate: 0.5/s}}]}}
 def _peak_queues(monkeypatch):
     """Wrap the nodes' lock listeners (the only way into a local queue) to record each
     node's longest local queue."""
-    from jobsim.node import Node
+    from jobsim.executor.node import Node
 
     peak: dict[str, int] = {}
     for name in ("_on_locked", "_on_locked_plain"):

@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from jobsim import cli, scenario
-from jobsim import race as race_mod
-from jobsim.checks import check
+from jobsim import cli
+from jobsim.format import scenario
+from jobsim.tools import race as race_mod
+from jobsim.analysis.checks import check
 from jobsim.cli import main
-from jobsim.world import run
+from jobsim.sim.world import run
 
 
 def _variant(text: str, strategy: str) -> str:
@@ -39,7 +40,7 @@ def test_safe_strategies_never_double_acquire(race_text, strategy):
 
 def test_optimistic_loses_races_instead(race_text):
     """Both nodes select the same candidates; the second UPDATE finds the version moved."""
-    from jobsim.report import analyse
+    from jobsim.output.report import analyse
 
     a = analyse(run(scenario.loads(_variant(race_text, "optimistic"))))
     assert a.summary["acquisition"]["lost_races"] > 0
@@ -395,9 +396,9 @@ def test_race_progress_table_header_and_the_simulated_clock(tmp_path, capsys, mo
         def __exit__(self, *exc):
             self.close()
 
-    import jobsim.progress
+    import jobsim.base.progress
 
-    monkeypatch.setattr(jobsim.progress, "Bar", Recorder)
+    monkeypatch.setattr(jobsim.base.progress, "Bar", Recorder)
     db = tmp_path / "r.db"
     assert cli.main(["race", "--db", f"sqlite:{db}", "--strategy", "guarded_update",
                      "--workers", "2", "--workers", "3", "--jobs", "100"]) == 0

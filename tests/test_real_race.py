@@ -7,7 +7,7 @@ two-session interleavings of db-semantics.md §3 run against the real PostgreSQL
 import pytest
 
 from jobsim import cli
-from jobsim.race import RaceError, predict, race, two_sessions_pg, verdict
+from jobsim.tools.race import RaceError, predict, race, two_sessions_pg, verdict
 from test_two_sessions import CASES, two_sessions
 
 JOBS = 1500

@@ -4,12 +4,12 @@ import random
 
 import pytest
 
-from jobsim import scenario
+from jobsim.format import scenario
 from jobsim.cli import main
-from jobsim.history import histories
-from jobsim.report import analyse
-from jobsim.store import Store
-from jobsim.world import run
+from jobsim.analysis.history import histories
+from jobsim.output.report import analyse
+from jobsim.database.store import Store
+from jobsim.sim.world import run
 
 
 def _run(text):
@@ -154,7 +154,7 @@ def test_skipped_idle_polls_land_where_naive_polls_would(text, at, monkeypatch):
     were always due): the job is locked at the same instant, and the polls count the same."""
     def first_lock(result):
         cols = result.trace.arrays()
-        from jobsim.trace import K
+        from jobsim.base.trace import K
         return float(cols["time"][cols["kind"] == K["locked"]][0])
 
     sc = scenario.loads(text)
@@ -211,8 +211,8 @@ workload: {jobs: [{id: 1, handler: slow}, {id: 2, handler: bad}]}
 
 
 def test_a_job_finished_twice_breaks_terminal_once(lesson_path):
-    from jobsim.checks import check
-    from jobsim.trace import K, Trace
+    from jobsim.analysis.checks import check
+    from jobsim.base.trace import K, Trace
 
     t = Trace()
     t.node("node-A")
@@ -242,7 +242,7 @@ faults: [{at: 10s, crash: a, restart_after: 5s}, {at: 20s, crash: a, restart_aft
 
 
 def test_a_guarded_completion_of_a_rescheduled_row_is_told_as_such():
-    from jobsim.narrative import narrate
+    from jobsim.analysis.narrative import narrate
 
     _, r = _run("""
 name: zr
@@ -265,7 +265,7 @@ faults: [{at: 5s, pause: node-A, for: 120s}]
 
 def _job_events(result, job=1):
     """(time, kind name, node, attempt) of one job's events, in order."""
-    from jobsim.trace import KIND_NAMES
+    from jobsim.base.trace import KIND_NAMES
 
     cols = result.trace.arrays()
     out = []
@@ -344,7 +344,7 @@ def test_a_stale_completion_is_a_no_op_on_a_row_fetched_again():
     """Counted at fetch, a completion is guarded by its fetch too: a run that outlived its
     lock, was rescued back to available and fetched again, cannot delete the row the new
     fetch is running (it would end a job whose current run may still fail)."""
-    from jobsim.store import Row, Store
+    from jobsim.database.store import Row, Store
 
     s = Store(lock_expiry="reset", count_at_fetch=True)
     s.insert(Row(1, "async", "h", 0, 0.0, 0.0, 3))
@@ -365,10 +365,10 @@ def test_a_statement_waits_until_every_row_it_writes_is_free():
     known cause". A statement applies only when none of its rows is held."""
     import simpy
 
-    from jobsim.db import Database
-    from jobsim.dialects import Txn, _finish, _lock_row
-    from jobsim.rng import Streams
-    from jobsim.store import Store
+    from jobsim.database.db import Database
+    from jobsim.database.dialects import Txn, _finish, _lock_row
+    from jobsim.base.rng import Streams
+    from jobsim.database.store import Store
 
     env = simpy.Environment()
     db = Database(env, Store(), Streams(0), dialect="postgres")
@@ -413,7 +413,7 @@ faults: [{at: 2.5s, crash: a}]
     assert a.violations == []
     ends = [(t, node, att) for t, k, node, att in _job_events(r) if k == "exec_end"]
     cols = r.trace.arrays()
-    from jobsim.trace import K
+    from jobsim.base.trace import K
     ok = {int(cols["attempt"][i]): int(cols["a"][i])
           for i in (cols["kind"] == K["exec_end"]).nonzero()[0].tolist()}
     assert ends[0][1] == "a" and ok[1] == 1 and ok[2] == 0  # a succeeded, then a failure
@@ -474,8 +474,8 @@ def test_exponential_backoff_survives_thousands_of_failures():
     OverflowError, so a job's 1,025th failure crashed the run."""
     import math
 
-    from jobsim.retry import ExponentialBackoff, RetryPolicy
-    from jobsim.rng import Streams
+    from jobsim.executor.retry import ExponentialBackoff, RetryPolicy
+    from jobsim.base.rng import Streams
 
     oban = ExponentialBackoff(2.0, 2.0, offset=15.0)  # uncapped
     capped = ExponentialBackoff(2.0, 2.0, cap=3600.0, jitter=0.1)

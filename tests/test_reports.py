@@ -9,9 +9,9 @@ import json
 import pytest
 
 from conftest import ROOT, SCENARIOS
-from jobsim import scenario
-from jobsim.report import analyse, combined_summary
-from jobsim.world import run
+from jobsim.format import scenario
+from jobsim.output.report import analyse, combined_summary
+from jobsim.sim.world import run
 
 SHIPPED = sorted(SCENARIOS.glob("*.yaml"))
 

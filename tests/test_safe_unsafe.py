@@ -7,10 +7,10 @@ so every acquisition is a race for the same top rows."""
 import numpy as np
 import pytest
 
-from jobsim import scenario
-from jobsim.history import histories
-from jobsim.trace import K
-from jobsim.world import run
+from jobsim.format import scenario
+from jobsim.analysis.history import histories
+from jobsim.base.trace import K
+from jobsim.sim.world import run
 
 TEMPLATE = """
 name: k

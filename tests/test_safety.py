@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from jobsim import outdir
+from jobsim.base import outdir
 from jobsim.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -93,7 +93,7 @@ def test_an_interrupted_write_leaves_the_old_report_and_no_temporary_folder(tmp_
     out = tmp_path / "r"
     assert main(["run", str(LESSON), "--quiet", "--out", str(out)]) == 0
     before = _snapshot(out)
-    from jobsim import report
+    from jobsim.output import report
 
     def boom(*args, **kwargs):
         raise KeyboardInterrupt

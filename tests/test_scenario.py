@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from jobsim import scenario as scenario_mod
+from jobsim.format import scenario as scenario_mod
 from jobsim.cli import main
-from jobsim.errors import Problem, ScenarioError
-from jobsim.retry import ListBackoff
+from jobsim.base.errors import Problem, ScenarioError
+from jobsim.executor.retry import ListBackoff
 
 LESSON = Path(__file__).resolve().parents[1] / "scenarios" / "lesson.yaml"
 LESSON_TEXT = LESSON.read_text(encoding="utf-8")

@@ -2,10 +2,10 @@
 
 import numpy as np
 
-from jobsim import scenario
-from jobsim.report import analyse
-from jobsim.trace import K
-from jobsim.world import run
+from jobsim.format import scenario
+from jobsim.output.report import analyse
+from jobsim.base.trace import K
+from jobsim.sim.world import run
 
 PATH = "scenarios/executors_side_by_side.yaml"
 

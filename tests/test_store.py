@@ -1,4 +1,4 @@
-"""Unit tests of the jobs-table model (``jobsim.store``).
+"""Unit tests of the jobs-table model (``jobsim.database.store``).
 
 Each test's docstring states the one piece of statement semantics it holds. Times are small
 binary fractions so every comparison is exact, and the boundary ``now == lock_until`` can be
@@ -13,7 +13,7 @@ import math
 
 import pytest
 
-from jobsim.store import (ACQUIRABLE, DEADLETTER, JOB, SUSPENDED, TABLES, TIMER, Locked, Row,
+from jobsim.database.store import (ACQUIRABLE, DEADLETTER, JOB, SUSPENDED, TABLES, TIMER, Locked, Row,
                           Store)
 
 

@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import (RuleBasedStateMachine, initialize, invariant, precondition,
                                  rule)
 
-from jobsim.store import ACQUIRABLE, DEADLETTER, JOB, ORDERS, TABLES, Row, Store
+from jobsim.database.store import ACQUIRABLE, DEADLETTER, JOB, ORDERS, TABLES, Row, Store
 
 NODES = ("n1", "n2", "n3")
 nodes = st.sampled_from(NODES)

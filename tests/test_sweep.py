@@ -18,11 +18,12 @@ import pandas as pd
 import pytest
 import yaml
 
-from jobsim import cli, outdir
-from jobsim import progress as progress_mod
-from jobsim import sweep as sweep_mod
-from jobsim.errors import ScenarioError
-from jobsim.sweep import parse_grid, replication_seed, sweep
+from jobsim import cli
+from jobsim.base import outdir
+from jobsim.base import progress as progress_mod
+from jobsim.tools import sweep as sweep_mod
+from jobsim.base.errors import ScenarioError
+from jobsim.tools.sweep import parse_grid, replication_seed, sweep
 
 ROOT = Path(__file__).resolve().parent.parent
 LOCK_EXPIRY = ROOT / "scenarios" / "lock_expiry.yaml"
@@ -514,7 +515,7 @@ def test_killing_the_sweep_kills_its_workers(tmp_path):
 def test_without_pdeathsig_the_workers_watchdog_ends_them(tmp_path):
     """The fallback for other platforms: each worker's thread watching its parent's pid."""
     proc, kids, err = _start_long_sweep(
-        tmp_path, "import jobsim.sweep as s\ns.die_with_parent = lambda: False\n")
+        tmp_path, "import jobsim.tools.sweep as s\ns.die_with_parent = lambda: False\n")
     proc.send_signal(signal.SIGKILL)
     proc.wait(5)
     assert _gone_within(kids, 3) == []

@@ -10,10 +10,10 @@ which error.
 import pytest
 import simpy
 
-from jobsim.db import Database
-from jobsim.dialects import STRATEGIES
-from jobsim.rng import Streams
-from jobsim.store import Row, Store
+from jobsim.database.db import Database
+from jobsim.database.dialects import STRATEGIES
+from jobsim.base.rng import Streams
+from jobsim.database.store import Row, Store
 
 TOP = list(range(1, 11))
 NEXT = list(range(11, 21))
@@ -197,8 +197,8 @@ def test_a_transaction_holds_its_pool_connection():
 def test_zero_latency_sqlite_deferred_retries_terminate():
     """SQLITE_BUSY at once with no statement latency: the node retries after the others had
     their turn, instead of spinning in one instant."""
-    from jobsim import scenario
-    from jobsim.world import run
+    from jobsim.format import scenario
+    from jobsim.sim.world import run
 
     sc = scenario.loads("""
 name: busy

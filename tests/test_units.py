@@ -6,11 +6,11 @@ import math
 import numpy as np
 import pytest
 
-from jobsim.durations import format_duration, parse_cycle, parse_duration
-from jobsim.retry import (CycleBackoff, ExponentialBackoff, FixedBackoff, ListBackoff,
+from jobsim.base.durations import format_duration, parse_cycle, parse_duration
+from jobsim.executor.retry import (CycleBackoff, ExponentialBackoff, FixedBackoff, ListBackoff,
                           RetryPolicy)
-from jobsim.rng import Streams
-from jobsim.trace import K, Trace
+from jobsim.base.rng import Streams
+from jobsim.base.trace import K, Trace
 
 
 @pytest.mark.parametrize("text,seconds", [

@@ -2,8 +2,8 @@
 
 import pytest
 
-from jobsim import scenario
-from jobsim.errors import ScenarioError
+from jobsim.format import scenario
+from jobsim.base.errors import ScenarioError
 
 DOC = """
 name: v

@@ -2,11 +2,11 @@
 
 import numpy as np
 
-from jobsim import scenario
-from jobsim.history import histories
-from jobsim.report import analyse
-from jobsim.trace import K
-from jobsim.world import run
+from jobsim.format import scenario
+from jobsim.analysis.history import histories
+from jobsim.output.report import analyse
+from jobsim.base.trace import K
+from jobsim.sim.world import run
 
 BASE = """
 name: z
@@ -90,7 +90,7 @@ def test_a_task_needs_at_least_one_retry():
                                                     "  ok: {duration: 2s, retry: {attempts: 0}}")
     import pytest
 
-    from jobsim.errors import ScenarioError
+    from jobsim.base.errors import ScenarioError
 
     with pytest.raises(ScenarioError) as err:
         scenario.loads(text)

@@ -60,14 +60,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import outdir, plots
+from ..base import outdir
+from ..output import plots
 from .bench import mean_ci
-from .durations import parse_duration
-from .errors import JobsimError, Problem, ScenarioError
-from .cost import Budget, Guard, estimate
-from .report import analyse
-from .scenario import from_dict, set_path
-from .world import run
+from ..base.durations import parse_duration
+from ..base.errors import JobsimError, Problem, ScenarioError
+from ..sim.cost import Budget, Guard, estimate
+from ..output.report import analyse
+from ..format.scenario import from_dict, set_path
+from ..sim.world import run
 
 #: the most runs (grid points × replications) a sweep may have
 MAX_SWEEP_RUNS = 100_000

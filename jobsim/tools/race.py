@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from .sql import POSTGRES, SQLITE
+from ..database.sql import POSTGRES, SQLITE
 
 STRATEGIES = ("guarded_update", "unguarded_update", "read_then_write", "optimistic",
               "skip_locked")
@@ -366,7 +366,7 @@ def check_plot(path: str | os.PathLike) -> Path:
 
 def save_plot(fig: Any, path: str | os.PathLike) -> Path:
     """Write ``fig`` as a PNG to ``path`` (checked again, then a temporary file renamed)."""
-    from .plots import save
+    from ..output.plots import save
 
     p = check_plot(path)
     tmp = p.parent / f".{p.name}.{os.getpid()}.tmp"
@@ -640,10 +640,10 @@ def predict(dialect: str, strategy: str, workers: int, jobs: int, batch: int = 1
     """The simulator's race: ``workers`` nodes polling at once for ``batch`` rows over
     ``jobs`` due jobs that never finish, with statements of 0.2–2 ms on PostgreSQL (a
     round trip to a server) and 20–100 µs on SQLite (a library call on a local file)."""
-    from .report import analyse
-    from .scenario import from_dict
-    from .trace import K
-    from .world import run
+    from ..output.report import analyse
+    from ..format.scenario import from_dict
+    from ..base.trace import K
+    from ..sim.world import run
 
     doc = {
         "name": "race", "seed": seed, "until": "10m",

@@ -39,9 +39,9 @@ import math
 import os
 from dataclasses import dataclass, field
 
-from .claims import INSTANT
-from .config import Scenario
-from .dists import Constant
+from ..database.claims import INSTANT
+from ..executor.config import Scenario
+from ..base.dists import Constant
 
 #: the default budget: about a minute or two of simulation on a laptop
 DEFAULT_EVENTS = 20_000_000

@@ -37,15 +37,15 @@ from typing import TYPE_CHECKING, Any
 
 import simpy
 
-from .claims import ACQUIRE, INSTANT, Attempt
+from ..database.claims import ACQUIRE, INSTANT, Attempt
 from .config import ExecutorConfig
-from .db import StatementFailed
-from .dialects import STRATEGIES
-from .store import DEADLETTER, FAILED, INCIDENT, JOB, TIMER, Locked
-from .trace import K
+from ..database.db import StatementFailed
+from ..database.dialects import STRATEGIES
+from ..database.store import DEADLETTER, FAILED, INCIDENT, JOB, TIMER, Locked
+from ..base.trace import K
 
 if TYPE_CHECKING:
-    from .world import World
+    from ..sim.world import World
 
 
 class Node:

@@ -17,13 +17,13 @@ from typing import Any
 import simpy
 from simpy.core import StopSimulation
 
-from .config import Scenario
-from .db import Database
-from .node import Node
-from .rng import Stream, Streams
-from .store import FAILED, JOB, TIMER, Row, Store
+from ..executor.config import Scenario
+from ..database.db import Database
+from ..executor.node import Node
+from ..base.rng import Stream, Streams
+from ..database.store import FAILED, JOB, TIMER, Row, Store
 from .faults import schedule
-from .trace import K, Trace
+from ..base.trace import K, Trace
 from .workload import explicit_jobs, recurring, stream
 
 K_CREATED = K["job_created"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .dists import ZERO, Distribution
+from ..base.dists import ZERO, Distribution
 from .handlers import Handler
 from .retry import ListBackoff, RetryPolicy
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .trace import K, Trace
+from ..base.trace import K, Trace
 
 CAUSES = ("unsafe_acquisition", "lock_expired", "pause", "crash", "partition",
           "server_restart", "unexplained")

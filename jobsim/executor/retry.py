@@ -23,8 +23,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .durations import format_duration
-from .rng import Stream
+from ..base.durations import format_duration
+from ..base.rng import Stream
 
 
 @dataclass(frozen=True)

@@ -25,12 +25,12 @@ from typing import Any
 import numpy as np
 import simpy
 
-from .config import ExecutorConfig, NodeConfig, Scenario, StreamSpec
-from .dists import Exponential
-from .handlers import Handler
-from .rng import Streams
-from .trace import K
-from .world import run
+from ..executor.config import ExecutorConfig, NodeConfig, Scenario, StreamSpec
+from ..base.dists import Exponential
+from ..executor.handlers import Handler
+from ..base.rng import Streams
+from ..base.trace import K
+from ..sim.world import run
 
 # two-sided 95% Student t quantiles, df = 1..30
 _T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
@@ -219,7 +219,7 @@ def full_model_scenario(jobs: int, seed: int = 1) -> Scenario:
     """The full model: 16 nodes × 8 threads polling every second, PostgreSQL with lognormal
     statement latency (median 1 ms, p99 10 ms), the guarded UPDATE, handlers that fail 5 %
     of the time with 3 attempts, one node crash half-way; ρ ≈ 0.7."""
-    from .scenario import from_dict
+    from ..format.scenario import from_dict
 
     rate = 180.0
     doc = {
@@ -243,7 +243,7 @@ def full_model_scenario(jobs: int, seed: int = 1) -> Scenario:
 def idle_scenario(days: float = 30.0, nodes: int = 10, seed: int = 1) -> Scenario:
     """A quiet cluster: ``nodes`` nodes polling every 10 s for ``days`` days, one job an
     hour (each runs 2 s)."""
-    from .scenario import from_dict
+    from ..format.scenario import from_dict
 
     doc = {
         "name": "bench-idle", "seed": seed, "until": f"{days * 86400:.0f}s",

@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
-from .config import Fault
-from .store import DEADLETTER, FAILED, JOB, SUSPENDED, TIMER
-from .trace import K
+from ..executor.config import Fault
+from ..database.store import DEADLETTER, FAILED, JOB, SUSPENDED, TIMER
+from ..base.trace import K
 
 #: operation -> the tables it takes jobs from
 OPERATIONS = {"retry": (FAILED,), "cancel": (FAILED,), "move": (DEADLETTER,),

@@ -21,9 +21,9 @@ import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from .dists import ZERO, Distribution
+from ..base.dists import ZERO, Distribution
 from .retry import RetryPolicy
-from .rng import Stream
+from ..base.rng import Stream
 
 OUTCOMES = ("succeed", "fail_first", "always_fail", "fail_rate", "hang")
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
-from .config import JobSpec, RecurringSpec, StreamSpec
+from ..executor.config import JobSpec, RecurringSpec, StreamSpec
 
 if TYPE_CHECKING:
     from .world import World

@@ -28,8 +28,8 @@ from typing import Any, TypeVar
 
 import simpy
 
-from .dists import ZERO, Distribution
-from .rng import Streams
+from ..base.dists import ZERO, Distribution
+from ..base.rng import Streams
 from .store import Store
 
 T = TypeVar("T")

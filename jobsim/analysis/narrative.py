@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .durations import format_duration
-from .trace import K, Trace
+from ..base.durations import format_duration
+from ..base.trace import K, Trace
 
 _TOLD = [K[k] for k in ("tick", "job_created", "side_effect", "exec_end", "retry_scheduled",
                         "dead_lettered", "completed", "locked", "pending", "node_crashed",

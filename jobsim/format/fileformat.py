@@ -9,17 +9,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from .claims import STRATEGIES
-from .config import (COMPLETE_GUARDS, COUNT_ATTEMPT, EXHAUSTED, HEARTBEAT_SCOPES, QUEUE_FULL,
+from ..database.claims import STRATEGIES
+from ..executor.config import (COMPLETE_GUARDS, COUNT_ATTEMPT, EXHAUSTED, HEARTBEAT_SCOPES, QUEUE_FULL,
                      RECURRING_MODES, WAKEUPS)
-from .db import DIALECTS
-from .dialects import ISOLATIONS, SQLITE_BEGIN
-from .durations import parse_duration
-from .errors import Problem
-from .policies import PRESETS
+from ..database.db import DIALECTS
+from ..database.dialects import ISOLATIONS, SQLITE_BEGIN
+from ..base.durations import parse_duration
+from ..base.errors import Problem
+from ..executor.policies import PRESETS
 from .spec import (MISSING, Const, Cycle, Dur, Either, Enum, Field, Int, ListOf, MapOf, Name,
                    Num, Obj, Str, is_map_with, show)
-from .store import LOCK_EXPIRY, ORDERS
+from ..database.store import LOCK_EXPIRY, ORDERS
 
 MAX_JOBS = 10_000_000
 

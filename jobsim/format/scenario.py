@@ -17,14 +17,14 @@ from typing import Any
 
 import yaml
 
-from . import dists
-from .config import (DbConfig, ExecutorConfig, Expectation, Fault, JobSpec, NodeConfig,
+from ..base import dists
+from ..executor.config import (DbConfig, ExecutorConfig, Expectation, Fault, JobSpec, NodeConfig,
                      RecurringSpec, Scenario, StreamSpec, Tick)
-from .errors import Problem, ScenarioError
+from ..base.errors import Problem, ScenarioError
 from .fileformat import FORMAT, MAX_JOBS, _rate, figure_problem, schema
-from .handlers import Handler
-from .policies import PRESETS
-from .retry import CycleBackoff, ExponentialBackoff, FixedBackoff, ListBackoff, RetryPolicy
+from ..executor.handlers import Handler
+from ..executor.policies import PRESETS
+from ..executor.retry import CycleBackoff, ExponentialBackoff, FixedBackoff, ListBackoff, RetryPolicy
 from .spec import MISSING, Name, join, show, suggest
 
 _DEFAULT_EXECUTOR = ExecutorConfig()

@@ -13,9 +13,9 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from .durations import EXPECTED as DURATION_EXPECTED
-from .durations import parse_cycle, parse_duration
-from .errors import Problem
+from ..base.durations import EXPECTED as DURATION_EXPECTED
+from ..base.durations import parse_cycle, parse_duration
+from ..base.errors import Problem
 
 MISSING: Any = object()
 

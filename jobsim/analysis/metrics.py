@@ -16,7 +16,7 @@ import pandas as pd
 
 from .checks import Violation, verdicts
 from .history import CAUSES, Histories
-from .trace import KIND_NAMES, K, Trace
+from ..base.trace import KIND_NAMES, K, Trace
 
 JOB_COLUMNS = ("id", "name", "kind", "handler", "priority", "created", "due", "first_start", "end",
                "outcome", "executions", "failures", "duplicate_executions",

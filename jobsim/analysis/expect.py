@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .config import Expectation
+from ..executor.config import Expectation
 
 NO_FIGURE = object()  # what ``figure`` returns for a path the summary lacks
 

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .config import Scenario
+from ..executor.config import Scenario
 from .history import Histories, histories
-from .trace import K, Trace
+from ..base.trace import K, Trace
 
 INVARIANTS = ("no_job_lost", "done_means_ran", "exclusive_locks", "duplicates_explained",
               "retries_follow_policy", "terminal_once")

@@ -30,12 +30,13 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from . import outdir, plots
-from .checks import Violation, check
-from .expect import NO_FIGURE, Verdict, evaluate, figure
-from .history import CAUSES, Histories, histories
-from .metrics import jobs_frame, summary, trace_frame
-from .world import RunResult
+from ..base import outdir
+from . import plots
+from ..analysis.checks import Violation, check
+from ..analysis.expect import NO_FIGURE, Verdict, evaluate, figure
+from ..analysis.history import CAUSES, Histories, histories
+from ..analysis.metrics import jobs_frame, summary, trace_frame
+from ..sim.world import RunResult
 
 
 class ReportError(Exception):

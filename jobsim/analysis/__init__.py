@@ -1,0 +1,1 @@
+"""What a run means: each job's history, the invariants, metrics, expectations and the narrative."""

@@ -1,0 +1,1 @@
+"""Tools on top of runs: sweeps, benchmarks against queueing theory, races against real databases."""
