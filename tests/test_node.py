@@ -129,14 +129,13 @@ def _peak_queues(monkeypatch):
     from jobsim.executor.node import Node
 
     peak: dict[str, int] = {}
-    for name in ("_on_locked", "_on_locked_plain"):
-        original = getattr(Node, name)
+    original = Node._on_locked
 
-        def wrapped(self, locked, original=original):
-            original(self, locked)
-            peak[self.name] = max(peak.get(self.name, 0), len(self.queue))
+    def wrapped(self, locked):
+        original(self, locked)
+        peak[self.name] = max(peak.get(self.name, 0), len(self.queue))
 
-        monkeypatch.setattr(Node, name, wrapped)
+    monkeypatch.setattr(Node, "_on_locked", wrapped)
     return peak
 
 
@@ -190,3 +189,4 @@ workload:
     # the timer is moved and run at the first tick after it fell due (20 s); the job that
     # arrived at 5 s is claimed at that tick too and waits in the local queue for it (1 s)
     assert named["later"]["start_delay"] == 10.0 and named["next"]["start_delay"] == 16.0
+

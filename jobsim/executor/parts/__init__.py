@@ -1,0 +1,67 @@
+"""The parts of a node, one concept each, and which of them a node runs.
+
+A part is a module here. Those that run as SimPy processes are listed in ``PARTS`` with the
+setting that asks for them, in the order a node starts them (the order is part of the
+trace: SimPy runs processes that wake at one instant in the order they were made):
+
+============================  ==============================  ==========================
+part                          runs when                       module
+============================  ==============================  ==========================
+acquisition loop (jobs)       always                          ``acquisition.py``
+acquisition loop (timers)     the scenario has a timer table  ``acquisition.py``
+worker threads                ``threads`` of them             ``worker.py``
+heartbeat                     ``heartbeat`` is set            ``heartbeat.py``
+reset thread                  ``reset_interval`` is set       ``reset.py``
+unacquirer                    ``on_queue_full: unacquire``    ``unacquire.py``
+============================  ==============================  ==========================
+
+The others are steps those processes take: the idle sleep (``idle.py``), the global acquire
+lock (``global_lock.py``, with ``global_lock``), the timer mover (``timers.py``), the failure
+statement and its retry policy (``failure.py``), serial queues (``serial.py``). A policy
+preset is a set of settings (``jobsim/executor/policies.py``): its settings choose the parts.
+A new behaviour is a new part (or a change to one) and a row here or a setting, not an edit
+of the others.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Iterator
+from typing import TYPE_CHECKING, Any
+
+from ...database.store import JOB, TIMER
+from .acquisition import loop
+from .heartbeat import heartbeat
+from .reset import reset_expired
+from .unacquire import unacquirer
+from .worker import worker
+
+if TYPE_CHECKING:
+    from ..node import Node
+
+Body = Generator[Any, Any, None]
+
+#: (part, whether a node runs it, its process bodies) in the order a node starts them
+PARTS: tuple[tuple[str, Callable[["Node"], bool], Callable[["Node"], Iterator[Body]]], ...] = (
+    ("acquisition loop (jobs)", lambda node: True, lambda node: iter((loop(node, JOB),))),
+    ("acquisition loop (timers)", lambda node: node.timer_table,
+     lambda node: iter((loop(node, TIMER),))),
+    ("worker threads", lambda node: True,
+     lambda node: (worker(node, i) for i in range(node.cfg.threads))),
+    ("heartbeat", lambda node: bool(node.cfg.heartbeat), lambda node: iter((heartbeat(node),))),
+    ("reset thread", lambda node: bool(node.cfg.reset_interval),
+     lambda node: iter((reset_expired(node),))),
+    ("unacquirer", lambda node: node.cfg.on_queue_full == "unacquire",
+     lambda node: iter((unacquirer(node),))),
+)
+
+
+def processes(node: Node) -> Iterator[Body]:
+    """The process bodies of ``node``'s parts, in order."""
+    for _, runs, bodies in PARTS:
+        if runs(node):
+            yield from bodies(node)
+
+
+def parts_of(node: Node) -> list[str]:
+    """The names of the parts ``node`` runs (for the docs and the tests)."""
+    return [name for name, runs, _ in PARTS if runs(node)]

@@ -1,0 +1,142 @@
+"""The acquisition loop: claim due jobs, ``min(batch_size, free local-queue slots)`` at a time.
+
+It re-polls at once when a batch came back full. It wakes by ``poll`` (every
+``poll_interval``), by ``notify`` (also at every insert and whenever a thread frees a slot) or
+by ``ticks`` (the fake clock: one round per tick). With a timer table a second loop claims
+due timers and moves them to the job table. When a poll finds nothing and nothing can change
+its answer before a later poll, the node sleeps (``idle.py``). Flowable's global acquire lock
+and its wait after a refused batch are steps of this loop when the settings ask for them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any
+
+from ...base.trace import K
+from ...database.claims import Attempt
+from ...database.db import StatementFailed
+from ...database.store import JOB, TIMER
+from .global_lock import release as release_global_lock, take as take_global_lock
+from .idle import sleep_until_due
+from .timers import move as move_timers
+
+if TYPE_CHECKING:
+    from ..node import Node
+
+
+def loop(node: Node, table: str = JOB) -> Generator[Any, Any, None]:
+    env, cfg = node.env, node.cfg
+    if node.start_at > 0:
+        yield env.timeout(node.start_at)
+    if cfg.wakeup == "ticks":
+        # each loop waits for its own tick: with a timer table there are two loops, and
+        # one shared event left the job table's loop waiting forever (and the timer
+        # loop claiming job rows, so that no timer ever came due)
+        while True:
+            node._ticks[table] = ev = env.event()
+            yield ev
+            if node._paused is not None:
+                yield node._paused
+            while table == TIMER or node._free() > 0:
+                asked, got = yield from claim_round(node, table)
+                if got < asked:
+                    break
+        return
+    timers = table == TIMER
+    notify = cfg.wakeup == "notify" and not timers
+    period = cfg.poll_interval
+    store, db = node.db.store, node.db
+    step = period + (0.0 if db.instant else db.latency.mean)
+    instant, acquire, me, queue = node._instant, node._acquire, node.name, node.queue
+    batch, size, lock_time, trace_attempt = (cfg.batch_size, cfg.queue_size,
+                                             cfg.lock_time, node._trace_attempt)
+    emit, k_acquire, code = node.trace.emit, K["acquire"], node.code
+    strategy_text = node._timer_text if timers else node._strategy_text
+    global_lock = cfg.global_lock
+    watch_rejects, rejected = cfg.on_queue_full == "unacquire", 0
+    sized = bool(size) and not timers
+    if timers:
+        instant = None  # the timer table goes through the statement path
+    while True:
+        if node._paused is not None:
+            yield node._paused
+        if sized:
+            free = size - len(queue)
+        else:
+            free = batch if timers else len(node.idle) - len(queue)
+        if free <= 0:
+            if notify or not size:  # no local queue: fetch again when a thread frees
+                yield node._slot_freed()
+            else:
+                yield env.timeout(cfg.queue_full_wait)
+            continue
+        asked = batch if batch < free else free
+        node.polls += 1
+        if watch_rejects:
+            rejected = node.rejected
+        if instant is not None:  # the hot path: one statement, applied at once
+            got = len(instant(db, me, asked, lock_time))
+            emit((env.now, k_acquire, code, -1, 0, asked, got, 0, 0.0, strategy_text))
+        else:
+            try:
+                if global_lock and not (yield from take_global_lock(node, table)):
+                    yield env.timeout(period)  # the lock was busy all along: next cycle
+                    continue
+                att = yield from acquire(db, me, asked, lock_time, table=table)
+                if global_lock:
+                    yield from release_global_lock(node, table)
+            except StatementFailed:
+                node._failed("acquire")
+                yield env.timeout(period)
+                continue
+            trace_attempt(att, strategy_text)
+            if timers and node._timers_locked:
+                yield from move_timers(node)
+            if att.errors:
+                # 40001 / SQLITE_BUSY: retry at once (after others); Flowable's
+                # optimistic-lock rollback: wait the acquire wait
+                yield env.timeout(cfg.error_wait)
+                continue
+            got = len(att.locked)
+            if global_lock:  # "to let other nodes have the ability to fill the queue"
+                yield env.timeout(cfg.global_lock_poll)
+        if watch_rejects and node.rejected > rejected:  # refused: Flowable waits 5 s
+            yield env.timeout(cfg.queue_full_wait)
+            continue
+        if got == asked:
+            continue
+        now = env.now
+        next_poll = now + period
+        soonest = store.next_eligible(now, table)
+        if soonest is not None and soonest <= next_poll:
+            if notify:
+                yield env.any_of([env.timeout(period), db.inserted()])
+            else:
+                yield env.timeout(period)
+            continue
+        yield from sleep_until_due(node, table, now, next_poll, step, soonest, notify)
+
+
+def claim_round(node: Node, table: str = JOB) -> Generator[Any, Any, tuple[int, int]]:
+    """One acquisition attempt on ``table``; returns (asked, got). Timers are not bounded
+    by the local queue: the timer loop moves what it locked to the job table (as a poll
+    of the timer table does), where they reach the pool only while it has room."""
+    timers = table == TIMER
+    n = node.cfg.batch_size if timers else min(node.cfg.batch_size, node._free())
+    node.polls += 1
+    if node._instant is not None and not timers:
+        locked = node._instant(node.db, node.name, n, node.cfg.lock_time)
+        att = Attempt(n, locked, 0, 1, 0.0)
+    else:
+        try:
+            att = yield from node._acquire(node.db, node.name, n, node.cfg.lock_time,
+                                           table=table)
+        except StatementFailed:
+            node._failed("acquire")
+            return n, 0
+    node._trace_attempt(att, node._timer_text if timers else None)
+    if timers and node._timers_locked:
+        yield from move_timers(node)
+    return att.asked, len(att.locked)
+

@@ -1,0 +1,142 @@
+"""A worker thread: it takes the next job from the local queue (or waits as an idle thread for
+a claim to hand it one) and executes it — the handler's run, its side effect, its end — then
+the completion (a DELETE) or the failure statement. This loop is the hottest code of a run.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any
+
+from ...base.trace import K
+from ...database.db import StatementFailed
+from .failure import fail
+from .serial import next_in_queue
+
+if TYPE_CHECKING:
+    from ..node import Node
+
+
+def worker(node: Node, thread: int) -> Generator[Any, Any, None]:
+    """A worker thread: take the next job from the local queue and execute it.
+
+    This loop is the hottest code of a run, so it is written out in one piece: the
+    handler's run, its side effect, the end, then the completion (a DELETE) or the
+    failure statement.
+    """
+    env, queue, idle, world, trace = node.env, node.queue, node.idle, node.world, node.trace
+    emit, code, running, executions = trace.emit, node.code, node.running, world.executions
+    handlers, db, store, me = world.handlers, node.db, world.store, node.name
+    k_start, k_side, k_end, k_done = (K["exec_start"], K["side_effect"], K["exec_end"],
+                                      K["completed"])
+    owner = node.name if node.cfg.complete_guard == "owner" else None
+    # Counted at fetch (Oban, River), the completion is guarded by the fetch it belongs
+    # to: ``WHERE state = 'executing' AND attempt = ?`` (this node's lock, and no claim
+    # of the row since). A stale execution's write to a row that a rescue or an
+    # operator's move/retry released, or that was fetched again since, is a no-op.
+    by_fetch = store.count_at_fetch
+    inf, nan = math.inf, math.nan
+    hstreams, says = world._hstreams, world._says
+    track = node.track_running
+
+    def complete(now: float, jid: int, fetched: int) -> tuple[bool, int]:
+        """DELETE; and why nothing was deleted, or whose lock it overrode (see the
+        ``completed`` event: 0 none / row gone, 1 another node's lock, 2 not ours)."""
+        row = store.get(jid)
+        if row is None:
+            return False, 0
+        why = 1 if row.locked_by is not None and row.locked_by != me else 0
+        deleted = store.delete(jid, me, fetched) if by_fetch else store.delete(jid, owner)
+        if not deleted and why == 0:
+            why = 2  # still there, but unlocked (rescheduled) or moved: not ours
+        if deleted and row.queue is not None:
+            next_in_queue(node, row.queue, now)
+        return deleted, why
+
+    while True:
+        if queue:
+            jid, hname, kind, fetched = queue.popleft()
+            slot, node._slot = node._slot, None
+            if slot is not None:
+                slot.succeed()
+        else:
+            ev = env.event()
+            idle.append(ev)
+            slot, node._slot = node._slot, None
+            if slot is not None:  # an idle thread is room too (no local queue)
+                slot.succeed()
+            jid, hname, kind, fetched = yield ev
+        if node._paused is not None:  # a stalled node starts nothing until it resumes
+            yield node._paused
+        attempt = executions.get(jid, 0) + 1
+        executions[jid] = attempt
+        emit((env.now, k_start, code, jid, attempt, thread, 0, 0, nan, -1))
+        world.in_flight += 1
+        if track:
+            running[jid] = running.get(jid, 0) + 1
+        stream = hstreams.get(hname) or world.handler_stream(hname)
+        duration, ok, error, side_at = handlers[hname].draw(attempt, stream)
+        if duration == inf:
+            yield env.event()  # hangs forever: the thread is gone
+        if ok:
+            # The side effect happens at ``side_at`` into the run. At the very end it is
+            # told by the exec_end event itself (b=1, text = what the handler says).
+            # A pause stalls the thread: what wakes during it goes on when it ends.
+            if side_at < duration:
+                if side_at > 0:
+                    yield env.timeout(side_at)
+                    if node._paused is not None:
+                        yield node._paused
+                emit((env.now, k_side, code, jid, attempt, 0, 0, 0, nan, says[hname]))
+                yield env.timeout(duration - side_at)
+                if node._paused is not None:
+                    yield node._paused
+                emit((env.now, k_end, code, jid, attempt, 1, 0, 0, nan, -1))
+            else:
+                if duration > 0:
+                    yield env.timeout(duration)
+                    if node._paused is not None:
+                        yield node._paused
+                emit((env.now, k_end, code, jid, attempt, 1, 1, 0, nan, says[hname]))
+        else:
+            if duration > 0:
+                yield env.timeout(duration)
+                if node._paused is not None:
+                    yield node._paused
+            emit((env.now, k_end, code, jid, attempt, 0, 0, 0, nan, trace.text(error)))
+        # The execution counts as running (for a crash, a heartbeat and the drain) until
+        # its completion or failure statement has returned.
+        if not ok:
+            yield from fail(node, jid, hname, attempt, error or "", fetched)
+        elif db.instant:
+            db.statements += 1
+            deleted, other = complete(env.now, jid, fetched)
+            emit((env.now, k_done, code, jid, attempt, int(deleted), int(other), 0, nan,
+                  -1))
+            if deleted:
+                world.live -= 1
+                if world._waiters:
+                    world.finished(jid)
+        else:
+            try:
+                (deleted, other), _ = yield from db.run(
+                    me, lambda now: complete(now, jid, fetched), rows=(jid,))
+            except StatementFailed:
+                node._failed("complete", jid, attempt)
+            else:
+                emit((env.now, k_done, code, jid, attempt, int(deleted), int(other), 0,
+                      nan, -1))
+                if deleted:
+                    world.live -= 1
+                    if world._waiters:
+                        world.finished(jid)
+        world.in_flight -= 1
+        if track:
+            left = running[jid] - 1
+            if left:
+                running[jid] = left
+            else:
+                del running[jid]
+        if world.live == 0:
+            world.check_drained()
