@@ -190,3 +190,52 @@ workload:
     # arrived at 5 s is claimed at that tick too and waits in the local queue for it (1 s)
     assert named["later"]["start_delay"] == 10.0 and named["next"]["start_delay"] == 16.0
 
+
+STAGED = """
+name: staged
+seed: 1
+db: {{dialect: postgres, latency: 2ms}}
+executor: {{wakeup: notify, poll_interval: 1h, threads: 2, queue_size: 0,
+           retry: {{attempts: 3, backoff: [5s]}}, stager_interval: {stager}}}
+nodes: 2
+handlers: {{w: {{duration: 100ms, outcome: {{fail_first: 2}}}}}}
+workload: {{jobs: [{{name: a, handler: w}}]}}
+"""
+
+
+def _starts(stager: str) -> list[float]:
+    result = run(scenario.loads(STAGED.format(stager=stager)))
+    a = result.trace.arrays()
+    return a["time"][a["kind"] == K["exec_start"]].tolist()
+
+
+def test_a_stager_brings_retries_to_notify_nodes_that_do_not_poll():
+    """Notify nodes that poll once an hour see a retry only when something notifies them:
+    with a stager every second, each retry (due 5 s after its failure) starts within a
+    second of its due time; without one, an hour later."""
+    staged = _starts("1s")
+    assert len(staged) == 3
+    for before, after in zip(staged, staged[1:]):
+        assert 5.0 <= after - before <= 5.0 + 1.0 + 0.1, staged
+    unstaged = _starts("none")
+    assert len(unstaged) == 3 and unstaged[1] - unstaged[0] >= 3600.0 - 5.0, unstaged
+
+
+def test_parts_follow_the_settings():
+    """The table of parts: a preset's settings choose what a node runs."""
+    from jobsim.executor.parts import parts_of
+    from jobsim.sim.world import World
+
+    sc = scenario.loads(STAGED.format(stager="1s").replace("nodes: 2", "nodes: 1"))
+    node = World(sc).nodes[0]
+    assert parts_of(node) == ["acquisition loop (jobs)", "worker threads", "stager"]
+    flowable = scenario.loads("""
+name: f
+policy: flowable
+nodes: 1
+handlers: {w: {}}
+workload: {jobs: [{name: a, handler: w}]}
+""")
+    node = World(flowable).nodes[0]
+    assert parts_of(node) == ["acquisition loop (jobs)", "acquisition loop (timers)",
+                              "worker threads", "reset thread", "unacquirer"]

@@ -62,6 +62,9 @@ class ExecutorConfig:
     #: ``reset_page`` until none is left (``lock_expiry: reset``)
     reset_interval: float | None = None
     reset_page: int = 1000
+    #: a stager: every ``stager_interval``, notify the nodes (as an insert does) when rows
+    #: wait to be claimed (Oban's stager)
+    stager_interval: float | None = None
     #: Flowable's global acquire lock: one node at a time acquires, in bulk without REV_
     global_lock: bool = False
     global_lock_wait: float = 60.0

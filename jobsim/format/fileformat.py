@@ -142,6 +142,9 @@ _EXECUTOR = {
                               "(lock_expiry: reset)"),
     "reset_page": Int(lo=1, hi=1_000_000, doc="rows the reset thread fetches per page; it "
                                               "repeats until a page is empty"),
+    "stager_interval": Dur(none_ok=True, positive=True,
+                           doc="run a stager this often: when rows wait to be claimed, it "
+                               "notifies the nodes as an insert does (Oban)"),
     "global_lock": _bool("Flowable's global acquire lock: one node at a time acquires, in "
                          "bulk without REV_"),
     "global_lock_wait": Dur(positive=True, doc="how long a node waits for the global lock"),

@@ -13,6 +13,7 @@ worker threads                ``threads`` of them             ``worker.py``
 heartbeat                     ``heartbeat`` is set            ``heartbeat.py``
 reset thread                  ``reset_interval`` is set       ``reset.py``
 unacquirer                    ``on_queue_full: unacquire``    ``unacquire.py``
+stager                        ``stager_interval`` is set      ``stager.py``
 ============================  ==============================  ==========================
 
 The others are steps those processes take: the idle sleep (``idle.py``), the global acquire
@@ -32,6 +33,7 @@ from ...database.store import JOB, TIMER
 from .acquisition import loop
 from .heartbeat import heartbeat
 from .reset import reset_expired
+from .stager import stager
 from .unacquire import unacquirer
 from .worker import worker
 
@@ -52,6 +54,7 @@ PARTS: tuple[tuple[str, Callable[["Node"], bool], Callable[["Node"], Iterator[Bo
      lambda node: iter((reset_expired(node),))),
     ("unacquirer", lambda node: node.cfg.on_queue_full == "unacquire",
      lambda node: iter((unacquirer(node),))),
+    ("stager", lambda node: bool(node.cfg.stager_interval), lambda node: iter((stager(node),))),
 )
 
 
