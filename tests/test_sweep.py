@@ -22,6 +22,8 @@ from jobsim import cli
 from jobsim.base import outdir
 from jobsim.base import progress as progress_mod
 from jobsim.tools import sweep as sweep_mod
+from jobsim.tools.sweep import cache as sweep_cache
+from jobsim.tools.sweep import runs as sweep_runs
 from jobsim.base.errors import ScenarioError
 from jobsim.tools.sweep import parse_grid, replication_seed, sweep
 
@@ -104,14 +106,14 @@ def test_an_interrupted_sweep_run_again_computes_only_the_missing_runs(tmp_path)
 
 
 def test_a_run_that_fails_is_recorded_and_the_sweep_goes_on(monkeypatch):
-    real = sweep_mod.run
+    real = sweep_runs.run
 
     def flaky(sc, **kwargs):
         if sc.seed == replication_seed(3, 1):
             raise RuntimeError("boom in the model")
         return real(sc, **kwargs)
 
-    monkeypatch.setattr(sweep_mod, "run", flaky)
+    monkeypatch.setattr(sweep_runs, "run", flaky)
     r = sweep(small_doc(), parse_grid(["nodes=1,2"]), 3)
     failed = r.rows[~r.rows["ok"]]
     assert failed["replication"].tolist() == [1, 1]
@@ -181,13 +183,13 @@ def _small_file(tmp_path: Path) -> Path:
 
 def _count_runs(monkeypatch) -> list:
     calls: list = []
-    real = sweep_mod.run
+    real = sweep_runs.run
 
     def counted(sc):
         calls.append(sc.seed)
         return real(sc)
 
-    monkeypatch.setattr(sweep_mod, "run", counted)
+    monkeypatch.setattr(sweep_runs, "run", counted)
     return calls
 
 
@@ -271,11 +273,18 @@ def test_the_model_version_is_derived_from_the_code(tmp_path):
     pkg = tmp_path / "jobsim"
     shutil.copytree(ROOT / "jobsim", pkg, ignore=shutil.ignore_patterns("__pycache__"))
     h0 = sweep_mod.code_hash(pkg)
-    (pkg / "cli.py").write_text("# the command line changed\n", encoding="utf-8")
-    (pkg / "plots.py").write_text("# so did the plots\n", encoding="utf-8")
+    plots = pkg / "output" / "plots"
+    plots = plots / "__init__.py" if plots.is_dir() else plots.with_suffix(".py")
+    for made_no_row in (pkg / "__main__.py", plots):
+        made_no_row.write_text("# the command line or the figures changed\n",
+                               encoding="utf-8")
     assert sweep_mod.code_hash(pkg) == h0  # they make no row
-    with open(pkg / "world.py", "a", encoding="utf-8") as fh:
-        fh.write("\n# one byte of the model\n")
+    for layer in ("executor", "database", "sim", "analysis", "format", "base"):
+        before = sweep_mod.code_hash(pkg)
+        module = sorted((pkg / layer).rglob("*.py"))[-1]
+        with open(module, "a", encoding="utf-8") as fh:
+            fh.write("\n# one byte of the model\n")
+        assert sweep_mod.code_hash(pkg) != before, f"a change in {layer}/ is not seen"
     assert sweep_mod.code_hash(pkg) != h0
 
 
@@ -398,7 +407,7 @@ def test_entries_from_other_code_are_stale_and_replaced(tmp_path, monkeypatch):
     axes = parse_grid(["nodes=1,2"])
     out = tmp_path / "o"
     sweep(small_doc(), axes, 2, out=out)
-    monkeypatch.setattr(sweep_mod, "model_version", lambda: "f" * 64)  # the code changed
+    monkeypatch.setattr(sweep_cache, "model_version", lambda: "f" * 64)  # the code changed
     r = sweep(small_doc(), axes, 2, out=out)
     assert (r.computed, r.cached, r.recomputed) == (4, 0, 4)
     assert len(_entries(out)) == 4  # replaced, not added beside
@@ -515,7 +524,7 @@ def test_killing_the_sweep_kills_its_workers(tmp_path):
 def test_without_pdeathsig_the_workers_watchdog_ends_them(tmp_path):
     """The fallback for other platforms: each worker's thread watching its parent's pid."""
     proc, kids, err = _start_long_sweep(
-        tmp_path, "import jobsim.tools.sweep as s\ns.die_with_parent = lambda: False\n")
+        tmp_path, "import jobsim.tools.sweep.pool as s\ns.die_with_parent = lambda: False\n")
     proc.send_signal(signal.SIGKILL)
     proc.wait(5)
     assert _gone_within(kids, 3) == []

@@ -1,0 +1,190 @@
+"""Sweeps: one scenario run over a grid of settings × replications, in parallel.
+
+A sweep takes the scenario's base run (not its variants), a grid of dotted paths and values
+(``executor.lock_time = 10s, 30s, 2m``), and a number of replications. Its runs are the grid's
+cross product × the replications. Replication ``r`` has the same seed at every grid point
+(``replication_seed(base, r)``), so the points differ by their settings, not by their luck:
+common random numbers.
+
+Each run gives one row of the **results table** (``runs.csv`` and ``runs.parquet``): the
+point, the replication, its seed, each axis' value, whether it ran, its error if not (a run
+that fails is recorded, the sweep goes on), and every figure of its summary as a column
+(``duplicate_executions.total``, ``latency.start_delay.p50`` …). The **per-point table**
+(``points.csv``) has each figure's mean and 95% confidence interval over the replications;
+``sweep.md`` and the plots show chosen figures against an axis with confidence bands.
+
+Runs are cached by (scenario, overrides, seed) under ``<out>/cache/``, one file per run
+written as it completes, so an interrupted sweep run again computes only what is missing.
+An entry is used only if it checks: it records the scenario document's hash, the overrides,
+the seed and the model version (``model_version()``: a SHA-256 of the code that makes a row),
+its row has a summary row's shape and types, and the SHA-256 of the row's canonical JSON
+matches the one stored beside it. Anything else (a torn file, a file edited by hand, a row
+from older code) is computed again and counted (``SweepResult.recomputed``).
+
+The sweep folder is ``outdir.Folder(out, "sweep")``: jobsim refuses a folder it did not write
+(or the working folder), before any run; it replaces only the files its manifest lists.
+
+Bounds: at most ``MAX_SWEEP_RUNS`` runs (grid points × replications, counted by multiplying
+the axes' lengths, before any point is built), ``MAX_AXES`` axes of at most
+``MAX_AXIS_VALUES`` values, ``MAX_WORKERS`` local worker processes. Local workers end with
+the sweep's process: on Linux by ``PR_SET_PDEATHSIG``, elsewhere by a thread that watches
+the parent's pid.
+
+Execution: in this process (``workers=1``), in local worker processes (``workers=K``), or
+on an existing Dask cluster (``dask=ADDRESS``); the rows are the same either way, sorted by
+point and replication. ``precision=(figure, fraction)`` replicates each point until the
+95% CI half-width of ``figure`` is within ``fraction`` of its mean (``replications`` is then
+the cap).
+
+The package's modules: ``grid`` (axes, points, sizes, seeds, the checks before any run),
+``cache`` (entries, their checks, the model version), ``runs`` (one run → one row),
+``pool`` (local worker processes), ``cluster`` (Dask), ``tables`` (the results and
+per-point tables) and ``report`` (the sweep folder's files). This module runs the sweep.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from ...base import outdir
+from ...base.errors import Problem, ScenarioError
+from ...sim.cost import Budget
+from .cache import (ENTRY_KEYS, MAX_ENTRY_BYTES, NOT_IN_MODEL, RESERVED_IN_ROW, _Cache,
+                    _doc_hash, cache_entry, check_entry, code_hash, model_version, row_sha256,
+                    task_key)
+from .cluster import DASK_TIMEOUT, _on_dask, check_dask_address, connect_dask
+from .grid import (MAX_AXES, MAX_AXIS_VALUES, MAX_REPLICATIONS, MAX_SWEEP_RUNS, RESERVED,
+                   SWEEP_BUDGET_RUNS, Axis, check_axes, check_points, check_size, grid_points,
+                   grid_size, parse_grid, replication_seed)
+from .pool import MAX_WORKERS, _in_pool, die_with_parent, watch_parent
+from .report import KIND, _write
+from .runs import SweepError, _run_packed, flatten, run_one
+from .tables import SweepResult, _half_width_ok, _table, point_table
+
+__all__ = ["DASK_TIMEOUT", "ENTRY_KEYS", "KIND", "MAX_AXES", "MAX_AXIS_VALUES",
+           "MAX_ENTRY_BYTES", "MAX_REPLICATIONS", "MAX_SWEEP_RUNS", "MAX_WORKERS",
+           "NOT_IN_MODEL", "RESERVED", "RESERVED_IN_ROW", "SWEEP_BUDGET_RUNS", "Axis",
+           "SweepError", "SweepResult", "cache_entry", "check_axes", "check_dask_address",
+           "check_entry", "check_size", "code_hash", "connect_dask", "die_with_parent",
+           "flatten", "grid_size", "model_version", "parse_grid", "point_table",
+           "replication_seed", "row_sha256", "run_one", "sweep", "task_key", "watch_parent"]
+
+
+def _execute(tasks: list[tuple[str, tuple]], cache: _Cache, workers: int, client: Any,
+             progress: Callable[[int, int], None] | None) -> tuple[dict[str, dict], int]:
+    """Run the tasks not in the cache; return every row by key, and how many were run."""
+    rows: dict[str, dict[str, Any]] = {}
+    todo = []
+    by_key = dict(tasks)
+    for key, task in tasks:
+        hit = cache.get(key, task[2], task[3])
+        if hit is not None:
+            rows[key] = hit
+        else:
+            todo.append((key, task))
+    total, done = len(tasks), len(rows)
+    if progress:
+        progress(done, total)
+
+    def finish(key: str, row: dict[str, Any]) -> None:
+        nonlocal done
+        rows[key] = row
+        if row.get("ok"):  # a failure may be transient: it is tried again next time
+            task = by_key[key]
+            cache.put(key, task[2], task[3], row)
+        done += 1
+        if progress:
+            progress(done, total)
+
+    if not todo:
+        return rows, 0
+    if client is not None:
+        _on_dask(client, todo, finish)
+    elif workers <= 1 or len(todo) == 1:
+        for key, task in todo:
+            finish(key, _run_packed(task))
+    else:
+        _in_pool(todo, min(workers, len(todo)), finish)
+    return rows, len(todo)
+
+
+def sweep(doc: dict[str, Any], axes: list[Axis], replications: int, *,
+          source: str = "<scenario>", seed: int | None = None, workers: int = 1,
+          dask: str | None = None, out: str | Path | None = None,
+          precision: tuple[str, float] | None = None, min_replications: int = 3,
+          plot: Iterable[str] = (), progress: Callable[[int, int], None] | None = None,
+          stage: Callable[[str], None] | None = None,
+          budget: Budget | None = None) -> SweepResult:
+    """Run the sweep; write its tables, plots and ``sweep.md`` under ``out`` if given.
+
+    Everything that can be refused is refused before any run, and before ``out`` is made:
+    the axes, the sweep's size, the workers, the Dask address, the folder (``OutputError``)
+    and every grid point's scenario. ``progress(done, total)`` follows the runs;
+    ``stage(text)`` says what comes after them."""
+    if isinstance(replications, bool) or not isinstance(replications, int) or \
+            replications < 1:
+        raise ValueError(f"replications must be a positive integer (got {replications!r})")
+    base_seed = int(doc.get("seed", 0)) if seed is None else seed
+    axes = tuple(axes)
+    check_axes(axes, source)
+    check_size(axes, replications, source, precision is not None)  # before any point is made
+    if workers > MAX_WORKERS:
+        raise ScenarioError([Problem("--workers", f"at most {MAX_WORKERS} worker processes",
+                                     f"{workers:,}")], source)
+    if dask is not None:
+        check_dask_address(dask, source)
+    if out is not None:
+        outdir.check(out, KIND)  # a folder jobsim may not write is refused now, not at the end
+        if (Path(out) / "cache").is_symlink():
+            raise outdir.OutputError(f"refusing to write into {Path(out) / 'cache'}: it is a "
+                                     "symbolic link; choose another folder")
+    combos = grid_points(axes)
+    check_points(doc, combos, axes, replications, source, budget)
+    doc_hash = _doc_hash(doc)
+    reps = {i: (min(min_replications, replications) if precision else replications)
+            for i in range(len(combos))}
+    computed = cached = 0
+    rows_by_key: dict[str, dict[str, Any]] = {}
+    with ExitStack() as stack:
+        client = stack.enter_context(connect_dask(dask)) if dask is not None else None
+        folder = outdir.Folder(out, KIND, dirs=("cache",)) if out is not None else None
+        cache = _Cache(folder.path / "cache" if folder is not None else None, doc_hash,
+                       [a.path for a in axes])
+        while True:
+            tasks = []
+            meta = {}
+            for i, combo in enumerate(combos):
+                for r in range(reps[i]):
+                    s = replication_seed(base_seed, r)
+                    key = task_key(doc_hash, combo, s)
+                    meta[key] = (i, r, combo)
+                    if key not in rows_by_key:
+                        tasks.append((key, (doc, source, combo, s)))
+            got, ran = _execute(tasks, cache, workers, client, progress)
+            computed += ran
+            cached += len(got) - ran
+            rows_by_key.update(got)
+            table = _table(rows_by_key, meta, axes)
+            if precision is None:
+                break
+            figure, fraction = precision
+            more = False
+            for i in range(len(combos)):
+                if reps[i] < replications and not _half_width_ok(
+                        table[table["point"] == i], figure, fraction):
+                    reps[i] = min(replications, reps[i] * 2)
+                    more = True
+            if not more:
+                break
+    points = point_table(table, axes)
+    result = SweepResult(table, points, axes, computed, cached,
+                         folder.path if folder is not None else None,
+                         recomputed=cache.damaged)
+    if folder is not None:
+        if stage:
+            stage("writing tables and plots")
+        _write(folder, result, list(plot), precision)
+    return result

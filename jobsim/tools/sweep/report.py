@@ -1,0 +1,105 @@
+"""The sweep folder's files: the tables (``runs.csv``, ``runs.parquet``, ``points.csv``),
+the plots of chosen figures against the first axis with confidence bands, and ``sweep.md``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ...base import outdir
+from ...base.durations import parse_duration
+from ...output import plots
+from .grid import Axis
+from .tables import SweepResult
+
+#: the folder kind in the sweep folder's manifest
+KIND = "sweep"
+
+
+def _numeric(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return parse_duration(value)
+        except ValueError:
+            return None
+    return None
+
+
+def _write(folder: outdir.Folder, result: SweepResult, figures: list[str],
+           precision: tuple[str, float] | None) -> None:
+    """Every file through ``folder``: each replaces only a file jobsim wrote there."""
+    rows = result.rows
+    folder.write_with("runs.csv", lambda p: rows.to_csv(p, index=False))
+    parquet = rows.copy()
+    for c in parquet.columns:  # one type per column: mixed text/number become text
+        if parquet[c].dtype == object:
+            parquet[c] = parquet[c].map(lambda v: None if v is None else str(v))
+    folder.write_with("runs.parquet", lambda p: parquet.to_parquet(p, index=False))
+    folder.write_with("points.csv", lambda p: result.points.to_csv(p, index=False))
+    axes = result.axes
+    made = []
+    if axes:
+        x_axis = axes[0]
+        others = axes[1:]
+        for f in figures:
+            if f not in result.points:
+                continue
+            fig = _band_plot(result.points, x_axis, others, f)
+            name = "sweep_" + "".join(ch if ch.isalnum() else "_" for ch in f) + ".png"
+            folder.write_with(name, lambda p, fig=fig: plots.save(fig, p))
+            made.append(name)
+    result.plots = made
+    lines = ["# sweep", "",
+             f"{len(rows)} runs: {len(result.points)} grid points × replications "
+             f"({result.computed} computed, {result.cached} from the cache); "
+             f"{int((~rows['ok']).sum()) if len(rows) else 0} failed.", ""]
+    if result.recomputed:
+        lines += [f"{result.recomputed} cache entries were damaged or stale (written by "
+                  "other code) and were computed again.", ""]
+    if precision:
+        lines += [f"Replicated until the 95% CI half-width of `{precision[0]}` was within "
+                  f"{precision[1]:.0%} of its mean.", ""]
+    shown = [f for f in figures if f in result.points]
+    if shown:
+        head = [a.path for a in axes] + ["runs"] + shown
+        lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for _, p in result.points.iterrows():
+            cells = [str(p[a.path]) for a in axes] + [str(int(p["runs"]))]
+            for f in shown:
+                m, lo, hi = p[f], p[f + ".lo"], p[f + ".hi"]
+                cells.append("—" if pd.isna(m) else (f"{m:.4g}" if pd.isna(lo) else
+                                                     f"{m:.4g} [{lo:.4g}, {hi:.4g}]"))
+            lines.append("| " + " | ".join(cells) + " |")
+        lines.append("")
+    lines += [f"![{n}]({n})" for n in made] + [""]
+    lines += ["Files: `runs.csv` and `runs.parquet` (one row per run), `points.csv` (mean and "
+              "95% CI per grid point), `cache/` (one file per run).", ""]
+    folder.write_text("sweep.md", "\n".join(lines))
+
+
+def _band_plot(points: pd.DataFrame, x_axis: Axis, others: tuple[Axis, ...], figure: str):
+    xs_raw = list(x_axis.values)
+    numeric = [_numeric(v) for v in xs_raw]
+    categorical = any(v is None for v in numeric)
+    series = []
+    groups = points.groupby([a.path for a in others], sort=False) if others else \
+        [((), points)]
+    for key, g in groups:
+        key = key if isinstance(key, tuple) else (key,)
+        label = ", ".join(f"{a.path}={k}" for a, k in zip(others, key)) or figure
+        order = [xs_raw.index(v) if v in xs_raw else 0 for v in g[x_axis.path]]
+        g = g.assign(_o=order).sort_values("_o")
+        x = g["_o"].to_numpy(dtype=float) if categorical else \
+            np.array([_numeric(v) for v in g[x_axis.path]], dtype=float)
+        series.append((label, x, g[figure].to_numpy(dtype=float),
+                       g[figure + ".lo"].to_numpy(dtype=float),
+                       g[figure + ".hi"].to_numpy(dtype=float)))
+    return plots.sweep_bands(series, x_axis.path, figure,
+                             [str(v) for v in xs_raw] if categorical else None)
