@@ -1,0 +1,192 @@
+"""The claim strategies on PostgreSQL: concurrent statements as PostgreSQL runs them.
+
+**PostgreSQL, READ COMMITTED.** A statement reads the snapshot taken at its start — the
+committed rows at that instant — and takes row locks as it writes them, held until commit.
+A writer that meets a row locked by an open transaction waits for it to end; if it
+committed, only the *outer* WHERE is re-checked on the row's newest version (EvalPlanQual):
+the subquery's candidate list is fixed, never recomputed and never refilled. So
+``guarded_update`` is safe but all-or-nothing (a loser gets 0 rows), ``unguarded_update``
+and ``read_then_write`` overwrite the winner's lock (double acquisitions), ``optimistic``
+loses races (the version moved), and ``skip_locked`` skips rows locked by open
+transactions and keeps pulling to its LIMIT: full, disjoint batches. Under REPEATABLE READ
+or SERIALIZABLE a committed concurrent update of a target row is a serialization failure
+(SQLSTATE 40001) instead of a re-check; the attempt gets nothing and the node tries again.
+``now()`` is the transaction's start, so a claim's ``lock_until`` is its start plus the lock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any
+
+import simpy
+
+from .claims import Attempt
+from .rows import JOB
+from .transactions import (Gen, SerializationFailure, _finish, _hold, _lock_row, _open,
+                           _statement, _wait_row)
+
+if TYPE_CHECKING:
+    from .db import Database
+
+
+def pg_update(db: "Database", me: str, n: int, lock_time: float, *, guard: bool,
+              ids: list[int] | None = None, versions: dict[int, int] | None = None,
+              snap: dict[int, int] | None = None,
+              hold: simpy.Event | None = None, table: str = JOB,
+              all_or_nothing: bool = False) -> Gen:
+    """``UPDATE … WHERE id IN (<candidates>) [AND guard] [AND version = v]`` as one
+    statement; the candidates are the subquery on the statement's snapshot unless ``ids``
+    are given (read-then-write, optimistic; ``snap`` then holds the versions they were read
+    at). Under REPEATABLE READ and SERIALIZABLE a target row changed since the snapshot is a
+    serialization failure. ``all_or_nothing`` (Flowable's flush of per-row optimistic
+    updates): one row whose version moved rolls the whole transaction back."""
+    env, store = db.env, db.store
+    txn = yield from _open(db)
+    att = Attempt(n)
+    try:
+        now = txn.start
+        if ids is None:
+            seen = store.select(env.now, n, table, who=me)
+            cands = [rid for rid, _ in seen]
+            snap = dict(seen)
+        else:
+            cands = ids
+        strict = db.isolation != "read_committed"
+        got: list[int] = []
+        for rid in cands:
+            waited = yield from _wait_row(db, rid, txn)
+            row = store.get(rid)
+            if strict and snap is not None and (
+                    row is None or row.version != snap.get(rid, row.version)) or \
+                    strict and waited is not None and waited.committed:
+                raise SerializationFailure
+            if row is None or row.table != table:
+                att.lost += 1 if ids is not None else 0
+                continue
+            if guard and not row.eligible(now, store.expiry):
+                continue  # EvalPlanQual: the outer WHERE fails on the newest version
+            if versions is not None and row.version != versions[rid]:
+                att.lost += 1
+                continue
+            _lock_row(db, rid, txn)
+            got.append(rid)
+        att.latency += yield from _statement(db, me)
+        att.statements += 1
+        if all_or_nothing and att.lost:
+            att.lost, att.errors, att.error = len(cands), 1, "optimistic_lock"
+            _finish(db, txn, False)
+            return att
+        commit = yield from _hold(hold)
+        if not commit:
+            _finish(db, txn, False)
+            return att
+        att.locked = db.locked(me, store.lock(got, me, env.now, now + lock_time, guard=False,
+                                              table=table))
+        _finish(db, txn, True)
+        return att
+    except SerializationFailure:
+        att.errors += 1
+        att.statements += 1
+        db.statements += 1
+        att.error = "40001"
+        _finish(db, txn, False)
+        return att
+    except BaseException:
+        _finish(db, txn, False)
+        raise
+
+
+def pg_select(db: "Database", me: str, n: int,
+              table: str = JOB) -> Generator[Any, Any, tuple[list, float]]:
+    """A plain SELECT: the snapshot at its start; no locks, never blocks."""
+    txn = yield from _open(db)
+    try:
+        seen = db.store.select(db.env.now, n, table, who=me)
+        lat = yield from _statement(db, me)
+    finally:
+        _finish(db, txn, False)
+    return seen, lat
+
+
+def pg_guarded(db, me, n, lock_time, hold=None, table=JOB):
+    return (yield from pg_update(db, me, n, lock_time, guard=True, hold=hold, table=table))
+
+
+def pg_unguarded(db, me, n, lock_time, hold=None, table=JOB):
+    return (yield from pg_update(db, me, n, lock_time, guard=False, hold=hold, table=table))
+
+
+def pg_read_then_write(db, me, n, lock_time, hold=None, table=JOB):
+    seen, lat = yield from pg_select(db, me, n, table)
+    if not seen:
+        return Attempt(n, [], 0, 1, lat)
+    att = yield from pg_update(db, me, n, lock_time, guard=False,
+                               ids=[rid for rid, _ in seen], snap=dict(seen), hold=hold,
+                               table=table)
+    att.statements += 1
+    att.latency += lat
+    return att
+
+
+def pg_optimistic_batch(db, me, n, lock_time, hold=None, table=JOB):
+    """Flowable: a SELECT of ids and REV_, then at flush one ``UPDATE … WHERE ID_ = ? AND
+    REV_ = ?`` per row in one transaction; a single 0-row update rolls it all back."""
+    seen, lat = yield from pg_select(db, me, n, table)
+    if not seen:
+        return Attempt(n, [], 0, 1, lat)
+    versions = dict(seen)
+    att = yield from pg_update(db, me, n, lock_time, guard=False, ids=list(versions),
+                               versions=versions, snap=versions, hold=hold, table=table,
+                               all_or_nothing=True)
+    att.statements += 1
+    att.latency += lat
+    return att
+
+
+def pg_optimistic(db, me, n, lock_time, hold=None, table=JOB):
+    seen, lat = yield from pg_select(db, me, n, table)
+    total = Attempt(n, [], 0, 1, lat)
+    for i, (rid, version) in enumerate(seen):
+        one = yield from pg_update(db, me, 1, lock_time, guard=False, ids=[rid],
+                                   versions={rid: version}, snap={rid: version},
+                                   hold=hold if i == 0 else None, table=table)
+        total.locked += one.locked
+        total.lost += one.lost
+        total.errors += one.errors
+        total.error = one.error or total.error
+        total.statements += one.statements
+        total.latency += one.latency
+    return total
+
+
+def pg_skip_locked(db, me, n, lock_time, hold=None, table=JOB):
+    """``SELECT … FOR UPDATE SKIP LOCKED LIMIT n`` then ``UPDATE … WHERE id = ANY(ids)`` in
+    one transaction: rows locked by open transactions are skipped, the LIMIT keeps pulling."""
+    env, store = db.env, db.store
+    txn = yield from _open(db)
+    att = Attempt(n)
+    try:
+        skip = sum(1 for t in db.row_locks.values() if t is not txn)
+        got = []
+        for rid, _ in store.select(env.now, n + skip, table, who=me):
+            if rid in db.row_locks:
+                continue
+            _lock_row(db, rid, txn)
+            got.append(rid)
+            if len(got) == n:
+                break
+        att.latency += yield from _statement(db, me)  # the SELECT … FOR UPDATE
+        att.statements += 1
+        if got:
+            att.latency += yield from _statement(db, me)  # the UPDATE and COMMIT
+            att.statements += 1
+        commit = yield from _hold(hold)
+        if commit:
+            att.locked = db.locked(me, store.lock(got, me, env.now, txn.start + lock_time,
+                                                  guard=False, table=table))
+        _finish(db, txn, commit)
+        return att
+    except BaseException:
+        _finish(db, txn, False)
+        raise

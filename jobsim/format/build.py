@@ -1,0 +1,154 @@
+"""Building a validated scenario's objects: the ``Scenario`` and what it holds.
+
+Runs only on a document that passed the format and the cross checks, so every value is
+already of its type; defaults come from the policy preset and ``ExecutorConfig``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..base import dists
+from ..executor.config import (DbConfig, ExecutorConfig, Expectation, Fault, JobSpec, NodeConfig,
+                               RecurringSpec, Scenario, StreamSpec, Tick)
+from ..executor.handlers import Handler
+from ..executor.retry import (CycleBackoff, ExponentialBackoff, FixedBackoff, ListBackoff,
+                              RetryPolicy)
+from .fileformat import _rate
+from .settings import DEFAULT_EXECUTOR, merge_executor, node_list
+
+
+def _build_dist(d: Any) -> dists.Distribution:
+    if d is None:
+        return dists.ZERO
+    if isinstance(d, float):
+        return dists.Constant(d)
+    (form, params), = d.items()
+    if form == "constant":
+        return dists.Constant(params)
+    if form == "uniform":
+        return dists.Uniform(params["low"], params["high"])
+    if form == "exponential":
+        return dists.Exponential(params["mean"])
+    return dists.LogNormal(params["median"], params["p99"])
+
+
+def _build_retry(r: dict[str, Any] | None, base: RetryPolicy) -> RetryPolicy:
+    if r is None:
+        return base
+    attempts = r.get("attempts", base.attempts)
+    b = r.get("backoff")
+    if b is None:
+        backoff = base.backoff
+    elif isinstance(b, list):
+        backoff = ListBackoff(tuple(b))
+    elif isinstance(b, tuple):
+        backoff = CycleBackoff(*b)
+    elif "fixed" in b:
+        backoff = FixedBackoff(b["fixed"])
+    else:
+        e = b["exponential"]
+        backoff = ExponentialBackoff(e["base"], e["factor"],
+                                     e["cap"] if e["cap"] is not None else float("inf"),
+                                     e["jitter"], e["offset"])
+    return RetryPolicy(attempts, backoff)
+
+
+def _build_executor(settings: dict[str, Any], base: ExecutorConfig) -> ExecutorConfig:
+    fields = {k: val for k, val in settings.items() if k not in ("retry", "name", "start_at")}
+    if "handles" in fields:
+        fields["handles"] = tuple(fields["handles"])
+    retry = _build_retry(settings.get("retry"), base.retry)
+    return ExecutorConfig(**{**base.__dict__, **fields, "retry": retry})
+
+
+def _build_handlers(specs: dict[str, Any], executor: ExecutorConfig) -> dict[str, Handler]:
+    """The handlers by name; a handler's own ``retry`` is over the executor's."""
+    handlers = {}
+    for name, h in specs.items():
+        outcome = h.get("outcome", "succeed")
+        kw: dict[str, Any] = {}
+        if isinstance(outcome, dict):
+            (form, value), = outcome.items()
+            kw = {"fail_first": {"fail_first": value}, "fail_rate": {"fail_rate": value},
+                  "hang": {"hang_for": value}}[form]
+            outcome = form
+        side = h.get("side_effect", {})
+        bt = h.get("boundary_timer")
+        kw["boundary"] = (bt["after"], bt["interrupting"]) if bt else None
+        at = side.get("at", "end")
+        at = {"start": 0.0, "end": 1.0}.get(at, at) if isinstance(at, str) else at
+        handlers[name] = Handler(
+            name, _build_dist(h.get("duration")), outcome, error=h["error"],
+            side_effect_at=at, says=side.get("say"),
+            retry=_build_retry(h["retry"], executor.retry) if "retry" in h else None, **kw)
+    return handlers
+
+
+def _build_faults(v: dict[str, Any]) -> list[Fault]:
+    """The faults, then the operations (both are run as faults at their instants)."""
+    faults = []
+    for f in v.get("faults", []):
+        if "crash" in f:
+            faults.append(Fault(f["at"], "crash", f["crash"], f.get("restart_after")))
+        elif "pause" in f:
+            faults.append(Fault(f["at"], "pause", f["pause"], f["for"]))
+        elif "slow_db" in f:
+            faults.append(Fault(f["at"], "slow_db", None, f["for"], factor=f["slow_db"]))
+        elif "partition" in f:
+            faults.append(Fault(f["at"], "partition", f["partition"], f["for"],
+                                timeout=f["timeout"]))
+        else:
+            faults.append(Fault(f["at"], "restart_server"))
+    for o in v.get("operations", []):
+        kind, = (k for k in o if k not in ("at", "retries"))
+        faults.append(Fault(o["at"], kind, o[kind], retries=o.get("retries")))
+    return faults
+
+
+def _build_expect(v: dict[str, Any], raw: dict[str, Any]) -> list[Expectation]:
+    """One expectation per condition; its text is the file's own, for reports."""
+    expect = []
+    for path, conds in v.get("expect", {}).items():
+        texts = (raw.get("expect") or {}).get(path)
+        texts = texts if isinstance(texts, list) else [texts]
+        for (op, value), text in zip(conds if isinstance(conds, list) else [conds], texts):
+            expect.append(Expectation(path, op, value, f"{path} {str(text).strip()}"))
+    return expect
+
+
+def build(v: dict[str, Any], raw: dict[str, Any], source: str,
+          variant: str | None = None) -> Scenario:
+    """The ``Scenario`` of a validated document ``v`` (``raw`` is the file's own)."""
+    executor = _build_executor(merge_executor(v), DEFAULT_EXECUTOR)
+    nodes = tuple(NodeConfig(n["name"], _build_executor(n, executor), n.get("start_at", 0.0))
+                  for n in node_list(v))
+    handlers = _build_handlers(v["handlers"], executor)
+    work = v["workload"]
+    jobs = tuple(JobSpec(j["handler"], j["kind"], j.get("id"), j["at"], j["due_in"],
+                         j["priority"], j.get("name"), j.get("node"), j.get("queue"),
+                         j.get("record_failure")) for j in work.get("jobs", []))
+    recurring = tuple(RecurringSpec(r["name"], r["handler"], r["every"], r["count"], r["mode"],
+                                    r["start"], r["kind"], r["priority"])
+                      for r in work.get("recurring", []))
+    faults = _build_faults(v)
+    expect = _build_expect(v, raw)
+    streams = tuple(StreamSpec(s.get("name", f"stream-{i}"), s["handler"], s["count"],
+                               (_rate(s["rate"]) if isinstance(s["rate"], str) else s["rate"])
+                               if "rate" in s else None,
+                               s["start"], s["kind"], s["due_in"], s["priority"],
+                               tuple(s.get("nodes", ())), s.get("queue"))
+                    for i, s in enumerate(work.get("streams", [])))
+    ticks = tuple(Tick(t["at"], tuple(t["nodes"]), t.get("note"))
+                  for t in v.get("clock", {}).get("ticks", []))
+    db = v.get("db", {})
+    until = v["until"]
+    return Scenario(
+        name=v["name"], description=v["description"], seed=v["seed"], handlers=handlers,
+        nodes=nodes, until=None if until == "drained" else until, horizon=v["horizon"],
+        db=DbConfig(db.get("dialect", "atomic"), _build_dist(db.get("latency")),
+                    db.get("connections") or None, db.get("isolation", "read_committed"),
+                    db.get("sqlite_begin", "autocommit")),
+        executor=executor, ticks=ticks, jobs=jobs, streams=streams, faults=tuple(faults),
+        recurring=recurring, expect=tuple(expect), variant=variant,
+        compare=tuple(v.get("report", {}).get("compare", ())), source=source, document=raw)

@@ -1,0 +1,64 @@
+"""Dotted paths into a scenario document, and setting a value at one.
+
+``--set dotted.path=value`` and a variant's ``set`` both go through ``set_path``: ``a.b[2].c``
+or ``a.b.2.c`` steps through mappings and lists, creating mappings on the way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..base.errors import Problem
+from .spec import show
+
+
+def _steps(path: str) -> list[str | int] | None:
+    """``a.b[2].c`` or ``a.b.2.c`` → ``["a", "b", 2, "c"]``."""
+    steps: list[str | int] = []
+    for part in path.replace("[", ".[").split("."):
+        if not part:
+            return None
+        if part.startswith("["):
+            if not part.endswith("]") or not part[1:-1].isdigit():
+                return None
+            steps.append(int(part[1:-1]))
+        elif part.isdigit():
+            steps.append(int(part))
+        else:
+            steps.append(part)
+    return steps
+
+
+def set_path(doc: dict[str, Any], path: str, value: Any, where: str,
+             problems: list[Problem]) -> None:
+    """Set ``doc``'s value at a dotted path (creating mappings on the way); a step through a
+    list or into a value that is not a mapping is reported at ``where``."""
+    steps = _steps(path)
+    if not steps or not isinstance(steps[0], str):
+        problems.append(Problem(where, "a dotted path like executor.lock_time or "
+                                "nodes[1].threads", show(path)))
+        return
+    cur: Any = doc
+    for i, step in enumerate(steps):
+        last = i == len(steps) - 1
+        if isinstance(step, int):
+            if not isinstance(cur, list) or not 0 <= step < len(cur):
+                size = f"a list of {len(cur)}" if isinstance(cur, list) else "not a list"
+                problems.append(Problem(where, f"an index into a list at step {i + 1}",
+                                        f"[{step}] into {size}"))
+                return
+            if last:
+                cur[step] = value
+            else:
+                cur = cur[step]
+            continue
+        if not isinstance(cur, dict):
+            problems.append(Problem(where, f"a mapping at step {i + 1} ({step!r})",
+                                    show(cur)))
+            return
+        if last:
+            cur[step] = value
+        else:
+            if step not in cur or cur[step] is None:
+                cur[step] = {}
+            cur = cur[step]
