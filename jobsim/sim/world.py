@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import simpy
-from simpy.core import StopSimulation
 
 from ..executor.config import Scenario
 from ..database.db import Database
@@ -23,19 +22,11 @@ from ..executor.node import Node
 from ..base.rng import Stream, Streams
 from ..database.store import FAILED, JOB, TIMER, Row, Store
 from .faults import schedule
+from .watch import events_scheduled, run_watched
 from ..base.trace import K, Trace
 from .workload import explicit_jobs, recurring, stream
 
 K_CREATED = K["job_created"]
-_CHUNK = 4096
-
-
-def events_scheduled(env: simpy.Environment) -> int:
-    """How many events ``env`` has scheduled (SimPy numbers them as it schedules them)."""
-    counter = getattr(env, "_eid", None)
-    if counter is None:
-        return 0
-    return next(counter)
 
 
 @dataclass
@@ -273,7 +264,7 @@ class World:
         if progress is None and guard is None:
             env.run(until=finish)
         else:
-            self._run_watched(finish, progress, guard)
+            run_watched(self, finish, progress, guard)
         drained = self._stop.triggered
         end = env.now
         for node in self.nodes:
@@ -283,35 +274,6 @@ class World:
                          {n.name: n.polls for n in self.nodes},
                          {n.name: n.polls_skipped for n in self.nodes}, self.lost_races,
                          events_scheduled(env))
-
-    def _run_watched(self, finish: simpy.Event,
-                     progress: Callable[[float, float], None] | None,
-                     guard: Callable[[int, float], None] | None) -> None:
-        """``env.run(until=finish)`` in chunks of events, calling ``progress`` and ``guard``
-        between them; they observe only, so the trace is the same with or without them."""
-        env, sc, step = self.env, self.scenario, self.env.step
-        total = (len(sc.jobs) + sum(s.count for s in sc.streams)
-                 + sum(r.count for r in sc.recurring))
-        finish.callbacks.append(StopSimulation.callback)
-        chunk = range(_CHUNK)
-        n = 0
-        try:
-            while True:
-                for _ in chunk:
-                    step()
-                n += _CHUNK
-                if guard is not None:
-                    guard(n, env.now)
-                if progress is not None:
-                    if sc.until is not None:
-                        fraction = env.now / sc.until
-                    else:
-                        fraction = (self.created - self.live) / total if total else 0.0
-                    progress(fraction, env.now)
-        except StopSimulation:
-            pass
-        if progress is not None:
-            progress(1.0, env.now)
 
     def _record_pending(self, now: float) -> None:
         trace = self.trace
