@@ -1,0 +1,78 @@
+"""The command line: a thin shell over the library.
+
+``jobsim run SCENARIO [--out DIR] [--seed N] [--set PATH=VALUE]… [--quiet]`` runs a scenario
+(each of its variants), prints its story and a one-screen summary with its expectations,
+and writes its run folder with report.md and plots. ``jobsim validate FILE…`` checks scenario
+files; ``jobsim schema`` prints the format as JSON Schema; ``jobsim list`` the shipped
+scenarios; ``jobsim bench`` measures the simulator against a bare SimPy M/M/c.
+
+Exit status: 0 all is well; 1 an invariant or an expectation failed; 2 bad input (a scenario
+file, a flag), reported without a traceback. ``main(argv)`` returns the status, so tests call
+it in-process.
+
+The flags are in ``parser`` (their value types in ``values``); each command is in the module
+of its concern: ``run`` (run, reports), ``scenarios`` (validate, list, schema), ``sweep``,
+``race`` and ``bench``.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from ..base.errors import ScenarioError
+from .bench import _bench
+from .parser import _parser, _UsageError
+from .race import _race
+from .run import _reports, _run
+from .scenarios import _list, _schema, _validate
+from .status import BAD_INPUT, FAILED, OK
+from .sweep import _sweep
+
+__all__ = ["BAD_INPUT", "FAILED", "OK", "entry", "main"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = _parser().parse_args(argv)
+    except _UsageError as exc:
+        print(f"{exc}\n(run 'jobsim --help' for usage)", file=sys.stderr)
+        return BAD_INPUT
+    try:
+        if args.command == "run":
+            return _run(args)
+        if args.command == "validate":
+            return _validate(args)
+        if args.command == "schema":
+            return _schema()
+        if args.command == "list":
+            return _list(args)
+        if args.command == "reports":
+            return _reports(args)
+        if args.command == "sweep":
+            return _sweep(args)
+        if args.command == "race":
+            return _race(args)
+        return _bench(args)
+    except ScenarioError as exc:
+        print(f"jobsim: {len(exc.problems)} problem(s) in {exc.source}:", file=sys.stderr)
+        print(exc.format(), file=sys.stderr)
+        return BAD_INPUT
+
+
+def entry() -> None:
+    """The console script."""
+    try:
+        status = main()
+        sys.stdout.flush()
+    except KeyboardInterrupt:
+        # Ctrl-C: a report or sweep folder is only ever replaced whole, at the end, so
+        # nothing half-written is left looking complete
+        print("\njobsim: interrupted; nothing half-written was left", file=sys.stderr)
+        status = BAD_INPUT
+    except BrokenPipeError:
+        # The reader (``| head``) went away: not an error of ours, and no traceback.
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        status = OK
+    sys.exit(status)

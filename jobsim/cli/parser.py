@@ -1,0 +1,123 @@
+"""The argument parser: every command and its flags.
+
+A usage error (an unknown flag, a bad value) raises ``_UsageError`` instead of exiting, so
+``main`` reports it and returns its status; the flags' value types are in ``values``.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from .values import _at_least_two, _bounded, _events, _positive, _seed, _size
+
+
+class _UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise _UsageError(f"{self.prog}: {message}")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="jobsim", description="A deterministic simulator of database-backed "
+                                           "job executors.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    r = sub.add_parser("run", help="run a scenario and write its report folder")
+    r.add_argument("scenario", help="a scenario YAML file")
+    r.add_argument("--out", help="the report folder (default: reports/<scenario name>)")
+    r.add_argument("--seed", type=_seed, help="override the scenario's seed")
+    r.add_argument("--set", dest="sets", action="append", default=[], metavar="PATH=VALUE",
+                   help="override one value by its dotted path, e.g. executor.lock_time=30s "
+                        "(repeatable)")
+    r.add_argument("--quiet", action="store_true", help="print only the summary")
+    r.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    _budget_args(r)
+    v = sub.add_parser("validate", help="check scenario files, report every problem, and "
+                                        "estimate each run's cost")
+    v.add_argument("files", nargs="+")
+    _budget_args(v)
+    sub.add_parser("schema", help="print the JSON Schema of the scenario format")
+    ls = sub.add_parser("list", help="the shipped scenarios with their descriptions")
+    ls.add_argument("folder", nargs="?", help="a folder of scenarios (default: scenarios/)")
+    ls.add_argument("--policies", action="store_true",
+                    help="list the policy presets instead, with their settings")
+    rp = sub.add_parser("reports", help="regenerate the report folder of every shipped "
+                                        "scenario (reports/<name>/)")
+    rp.add_argument("folder", nargs="?", help="a folder of scenarios (default: scenarios/)")
+    rp.add_argument("--out", default="reports", help="where the report folders go")
+    sw = sub.add_parser("sweep", help="run a scenario over a grid of settings × "
+                                      "replications, in parallel, with confidence intervals")
+    sw.add_argument("scenario", help="a scenario YAML file (its sweep: section, if any, "
+                                     "gives the defaults)")
+    sw.add_argument("--grid", action="append", default=[], metavar="PATH=V1,V2,…",
+                    help="an axis of the grid, e.g. executor.lock_time=10s,30s,2m "
+                         "(repeatable; replaces the file's grid)")
+    sw.add_argument("--replications", type=_positive,
+                    help="runs per grid point (with --precision: the most per point)")
+    sw.add_argument("--workers", type=_positive,
+                    help="local worker processes (default: the machine's cores)")
+    sw.add_argument("--dask", metavar="ADDRESS",
+                    help="run on an existing Dask cluster, e.g. tcp://10.0.0.5:8786")
+    sw.add_argument("--out", help="the sweep folder (default: sweeps/<scenario name>)")
+    sw.add_argument("--plot", action="append", default=[], metavar="FIGURE",
+                    help="a summary figure to plot against the first axis (repeatable)")
+    sw.add_argument("--precision", metavar="FIGURE:PCT",
+                    help="replicate each point until the 95%% CI half-width of FIGURE is "
+                         "within PCT of its mean, e.g. duplicate_executions.total:5%%")
+    sw.add_argument("--seed", type=_seed, help="the base seed (default: the scenario's)")
+    _budget_args(sw)
+    sw.add_argument("--set", dest="sets", action="append", default=[],
+                    metavar="PATH=VALUE", help="override one value of the base scenario")
+    rc = sub.add_parser("race", help="race real worker processes on a real SQLite or "
+                                     "PostgreSQL with a strategy's SQL, beside the "
+                                     "simulator's prediction")
+    rc.add_argument("--db", required=True, metavar="sqlite:PATH|postgresql://…",
+                    help="the database: a SQLite file, or a PostgreSQL DSN")
+    rc.add_argument("--strategy", required=True, action="append", metavar="S",
+                    help="guarded_update, unguarded_update, read_then_write, optimistic or "
+                         "skip_locked (repeatable)")
+    from ..tools import race as race_mod  # its bounds, checked here before any race runs
+
+    rc.add_argument("--workers", type=race_mod.count_arg("workers", race_mod.MAX_WORKERS),
+                    action="append", metavar="K",
+                    help="worker processes, at most 64 (repeatable; default 2, 4 and 8)")
+    rc.add_argument("--jobs", type=race_mod.count_arg("jobs", race_mod.MAX_JOBS),
+                    default=2000, help="due jobs to claim, at most 1,000,000")
+    rc.add_argument("--batch", type=race_mod.count_arg("rows", race_mod.MAX_BATCH),
+                    default=10, help="rows per claim, at most 10,000")
+    rc.add_argument("--repeat", type=race_mod.count_arg("runs", race_mod.MAX_REPEAT),
+                    default=1, help="runs of each race, at most 1,000")
+    rc.add_argument("--isolation", default="read_committed",
+                    help="PostgreSQL: read_committed, repeatable_read or serializable")
+    rc.add_argument("--begin", default="autocommit",
+                    help="SQLite's read_then_write: autocommit, deferred or immediate")
+    rc.add_argument("--time-limit", type=race_mod.seconds_arg, default=120.0,
+                    metavar="SECONDS", help="seconds a race may take (above 0, at most "
+                                            "86,400)")
+    rc.add_argument("--plot", metavar="PNG", help="also draw real beside simulated (a new "
+                                                  "file, or a PNG to replace)")
+    b = sub.add_parser("bench", help="jobsim beside a bare SimPy M/M/c, as a ratio")
+    b.add_argument("--jobs", type=_bounded(10_000_000), default=100_000,
+                   help="jobs per run (at most 10,000,000)")
+    b.add_argument("--replications", type=_at_least_two, default=5,
+                   help="at least 2, for a confidence interval")
+    b.add_argument("--seed", type=_seed, default=1)
+    b.add_argument("--suite", action="store_true",
+                   help="the whole suite: M/M/8 at 200,000 jobs, the full model at 100,000 "
+                        "and 1,000,000 jobs (throughput, peak memory, growth), 30 idle days")
+    b.add_argument("--quick", action="store_true", help="the suite at a tenth of its sizes")
+    return p
+
+
+def _budget_args(p: argparse.ArgumentParser) -> None:
+    from ..sim.cost import DEFAULT_EVENTS, DEFAULT_MEMORY
+
+    p.add_argument("--budget", type=_events, default=DEFAULT_EVENTS, metavar="EVENTS",
+                   help=f"refuse a run estimated beyond this many simulator events "
+                        f"(default {DEFAULT_EVENTS:.0e}, about a minute or two)")
+    p.add_argument("--memory-budget", type=_size, default=DEFAULT_MEMORY, metavar="SIZE",
+                   help=f"refuse a run estimated beyond this much memory, e.g. 8GB "
+                        f"(default {DEFAULT_MEMORY // 1024 ** 3}GB)")
+

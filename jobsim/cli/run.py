@@ -1,0 +1,147 @@
+"""``jobsim run`` and ``jobsim reports``: running scenarios and writing their report folders.
+
+``run`` checks its target folder and every variant's cost before any run, runs the variants
+with a progress bar, writes the folder, then prints each run's story, summary and unexpected
+invariant violations. ``reports`` regenerates the report folder of every shipped scenario.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from .scenarios import _scenario_folder
+from .status import BAD_INPUT, FAILED, OK
+
+
+def _run(args: argparse.Namespace) -> int:
+    from ..format import scenario as scenario_mod
+    from ..sim.cost import Budget, Guard, RunStopped
+    from ..base.progress import Bar
+    from ..output.report import ReportError, analyse, check_target, write
+    from ..sim.world import run
+
+    runs = scenario_mod.load_variants(args.scenario, seed=args.seed, sets=args.sets)
+    out = Path(args.out) if args.out else Path("reports") / runs[0].name
+    try:
+        check_target(out)  # before the work, not after it
+    except ReportError as exc:
+        print(f"jobsim: {exc}", file=sys.stderr)
+        return BAD_INPUT
+    budget = Budget(args.budget, args.memory_budget)
+    estimates = _estimates(args.scenario, runs, budget)
+    if estimates is None:
+        return BAD_INPUT
+    analyses = []
+    for sc, (est, what) in zip(runs, estimates):
+        with Bar(100, sc.variant or sc.name, unit="%", show=not args.quiet) as bar:
+            try:
+                result = run(sc, progress=lambda f, t, unit="s": bar.set(
+                    100 * f, f"t={t:,.0f}s" if unit == "s" else f"{t:,.0f} {unit}"),
+                    guard=Guard(est, budget, what))
+            except RunStopped as exc:
+                bar.close()
+                print(f"jobsim: {exc}", file=sys.stderr)
+                return BAD_INPUT
+            bar.stage("analysing the trace")
+            analyses.append(analyse(result))
+    with Bar(100, "report", unit="%", show=not args.quiet) as bar:
+        bar.stage(f"writing {out}")
+        try:
+            write(analyses, out, with_plots=not args.no_plots)
+        except ReportError as exc:
+            print(f"jobsim: {exc}", file=sys.stderr)
+            return BAD_INPUT
+        except OSError as exc:
+            print(f"jobsim: cannot write the report folder {out}: {exc.strerror or exc}",
+                  file=sys.stderr)
+            return BAD_INPUT
+    return _print_runs(analyses, out, args.quiet)
+
+
+def _estimates(scenario: str, runs: list, budget: Any) -> list[tuple[Any, str]] | None:
+    """Each variant's (cost estimate, name for messages), once every variant is within the
+    budget; None (the refusal printed) if one is not."""
+    from ..sim.cost import BudgetError, estimate
+    from ..sim.cost import check as check_cost
+
+    estimates = []
+    for sc in runs:  # every variant within the budget, before any runs
+        est = estimate(sc)
+        what = scenario + (f" (variant {sc.variant})" if sc.variant else "")
+        try:
+            check_cost(est, budget, what)
+        except BudgetError as exc:
+            print(f"jobsim: {exc}", file=sys.stderr)
+            return None
+        estimates.append((est, what))
+    return estimates
+
+
+def _print_runs(analyses: list, out: Path, quiet: bool) -> int:
+    """Each run's story (unless ``quiet``), summary and unexpected invariant violations, and
+    where the report is; the exit status."""
+    from ..analysis.metrics import trace_frame
+    from ..analysis.narrative import narrate
+    from ..output.report import format_summary, format_violation
+
+    status = OK
+    for a in analyses:
+        if not quiet:
+            if a.result.scenario.variant is not None:
+                print(f"=== {a.name} ===")
+            for line in narrate(a.result.trace):
+                print(line)
+            print()
+        for line in format_summary(a, None):
+            print(line)
+        if a.unexpected_violations:
+            tdf = trace_frame(a.result.trace)
+            shown = a.unexpected_violations[:10]
+            print(f"\n{len(a.unexpected_violations)} invariant violation(s); the first "
+                  f"{len(shown)}:")
+            for v in shown:
+                print(format_violation(v, tdf))
+            where = out / a.name if a.result.scenario.variant is not None else out
+            print(f"(all of them: {where}/violations.txt)")
+        if not a.ok:
+            status = FAILED
+        print()
+    print(f"report: {out}/report.md")
+    return status
+
+
+def _reports(args: argparse.Namespace) -> int:
+    from ..format import scenario as scenario_mod
+    from ..output.report import ReportError, analyse, check_target, write
+    from ..sim.world import run
+
+    folder = _scenario_folder(args.folder)
+    if folder is None:
+        return BAD_INPUT
+    files = sorted(folder.glob("*.yaml"))
+    targets = []
+    for f in files:  # every file valid and every target writable, before any run
+        runs = scenario_mod.load_variants(f)
+        target = Path(args.out) / runs[0].name
+        try:
+            check_target(target)
+        except ReportError as exc:
+            print(f"jobsim: cannot write the report of {f.name}: {exc}", file=sys.stderr)
+            return BAD_INPUT
+        targets.append((f, runs, target))
+    status = OK
+    for f, runs, target in targets:
+        analyses = [analyse(run(sc)) for sc in runs]
+        try:
+            out = write(analyses, target)
+        except (OSError, ReportError) as exc:
+            print(f"jobsim: cannot write the report of {f.name}: {exc}", file=sys.stderr)
+            return BAD_INPUT
+        ok = all(a.ok for a in analyses)
+        print(f"{'ok    ' if ok else 'FAILED'} {f.name} → {out}/report.md")
+        if not ok:
+            status = FAILED
+    return status

@@ -1,0 +1,119 @@
+"""``jobsim validate``, ``jobsim list`` and ``jobsim schema``: reading scenario files without
+running them — checking them and estimating their cost, listing the shipped scenarios and
+policy presets, printing the format as JSON Schema."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..base.errors import ScenarioError
+from .status import BAD_INPUT, OK
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from ..format import scenario as scenario_mod
+    from ..sim.cost import Budget, BudgetError, check, estimate
+
+    budget = Budget(args.budget, args.memory_budget)
+    status = OK
+    for f in args.files:
+        try:
+            doc = scenario_mod.read(f)
+            runs = scenario_mod.variants_of(doc, f)
+            grid = _grid_problem(doc, f)
+        except ScenarioError as exc:
+            print(f"{f}: {len(exc.problems)} problem(s)")
+            print(exc.format())
+            status = BAD_INPUT
+            continue
+        sc = runs[0]
+        variants = f", variants: {', '.join(r.variant for r in runs)}" \
+            if sc.variant is not None else ""
+        nodes = f"{len(sc.nodes)} node{'s' if len(sc.nodes) != 1 else ''}"
+        handlers = f"{len(sc.handlers)} handler{'s' if len(sc.handlers) != 1 else ''}"
+        refused = []
+        for r in runs:
+            est = estimate(r)
+            label = f"  {r.variant}: " if r.variant is not None else "  cost: "
+            try:
+                check(est, budget, f + (f" (variant {r.variant})" if r.variant else ""))
+                refused.append((label + est.describe(), None))
+            except BudgetError as exc:
+                refused.append((label + est.describe(), str(exc)))
+        bad = [why for _, why in refused if why] + ([grid] if grid else [])
+        if bad:
+            print(f"{f}: valid, but refused ({sc.name}: {nodes}, {handlers}{variants})")
+            status = BAD_INPUT
+        else:
+            print(f"{f}: ok ({sc.name}: {nodes}, {handlers}{variants})")
+        for line, why in refused:
+            if why is None:
+                print(line)
+        for why in bad:
+            print("  " + why.replace("\n", "\n  "))
+    return status
+
+
+def _grid_problem(doc: dict, source: str) -> str | None:
+    """Why the file's own (valid) sweep grid would be refused for its size, or None."""
+    from ..tools.sweep import Axis, check_size
+
+    spec = doc.get("sweep") or {}
+    axes = [Axis(path, tuple(values)) for path, values in (spec.get("grid") or {}).items()]
+    try:
+        check_size(axes, spec.get("replications") or 10, source)
+    except ScenarioError as exc:
+        return "its sweep: " + exc.format().strip()
+    return None
+
+
+def _schema() -> int:
+    import json
+
+    from ..format.fileformat import schema
+
+    print(json.dumps(schema(), indent=2, sort_keys=True))
+    return OK
+
+
+def _scenario_folder(given: str | None) -> Path | None:
+    folder = Path(given) if given else Path("scenarios")
+    if not folder.is_dir():
+        shipped = Path(__file__).resolve().parents[2] / "scenarios"
+        if given is None and shipped.is_dir():
+            return shipped
+        print(f"jobsim: {folder}: expected a folder of scenario files (got none)",
+              file=sys.stderr)
+        return None
+    return folder
+
+
+
+def _list(args: argparse.Namespace) -> int:
+    from ..format import scenario as scenario_mod
+
+    if args.policies:
+        from ..executor.policies import DESCRIPTIONS, PRESETS
+
+        width = max(len(n) for n in PRESETS)
+        for name in PRESETS:
+            print(f"{name:<{width}}  {DESCRIPTIONS[name]}")
+            settings = ", ".join(f"{k}: {v}" for k, v in PRESETS[name].items())
+            print(f"{'':<{width}}  {settings}")
+        return OK
+
+    folder = _scenario_folder(args.folder)
+    if folder is None:
+        return BAD_INPUT
+    files = sorted(folder.glob("*.yaml"))
+    width = max((len(f.stem) for f in files), default=0)
+    for f in files:
+        try:
+            sc = scenario_mod.load(f)
+            text = sc.description or "(no description)"
+        except ScenarioError as exc:
+            text = f"INVALID: {len(exc.problems)} problem(s); run jobsim validate {f}"
+        print(f"{f.stem:<{width}}  {text}")
+    return OK

@@ -1,0 +1,189 @@
+"""``jobsim sweep``: a scenario over a grid of settings × replications.
+
+Three steps: the flags and the file's ``sweep:`` section become the sweep's settings, every
+problem with them reported at once before any run (``_settings``); the sweep runs with a
+progress bar and stops cleanly on SIGTERM or Ctrl-C (``_execute``); its table is printed
+from sweep.md (``_print_sweep``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from ..base.errors import ScenarioError
+from .status import BAD_INPUT, FAILED, OK
+
+
+class _Settings(NamedTuple):
+    """What to sweep: the base scenario, its document with the ``--set`` values applied, the
+    grid's axes, the runs per point, the figures to plot and the precision to reach."""
+    base: Any
+    doc: dict
+    axes: list
+    replications: int
+    figures: list[str]
+    precision: tuple[str, float] | None
+
+
+class _Stopped(BaseException):  # not an Exception: no run records it as its own error
+    """SIGTERM (a CI timeout, kill): the sweep stops, its workers end, no traceback."""
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    out = Path(args.out) if args.out else Path("sweeps") / settings.base.name
+    result = _execute(args, settings, out)
+    if result is None:
+        return BAD_INPUT
+    return _print_sweep(result, settings.base.name, out)
+
+
+def _settings(args: argparse.Namespace) -> _Settings:
+    """The sweep's settings from the flags and the file's ``sweep:`` section (the flags
+    win); raises ``ScenarioError`` with every problem found."""
+    import copy
+
+    import yaml
+
+    from ..format import scenario as scenario_mod
+    from ..base.errors import Problem
+    from ..format.fileformat import figure_problem
+    from ..tools.sweep import MAX_REPLICATIONS, Axis, parse_grid
+
+    if args.replications is not None and args.replications > MAX_REPLICATIONS:
+        raise ScenarioError([Problem(
+            "--replications", f"at most {MAX_REPLICATIONS:,} runs per grid point",
+            f"{args.replications:,}", "lower --replications (with --precision it is the "
+            "most runs per point)")], "the command line")
+    doc = scenario_mod.read(args.scenario)
+    base = scenario_mod.from_dict(doc, args.scenario, sets=args.sets)  # reports every problem
+    doc = copy.deepcopy(doc)
+    problems: list[Problem] = []
+    for item in args.sets:  # valid: from_dict checked them
+        path, _, text = item.partition("=")
+        scenario_mod.set_path(doc, path.strip(), yaml.safe_load(text) if text.strip() else "",
+                              f"--set {path.strip()}", problems)
+    spec = doc.get("sweep") or {}
+    if args.grid:
+        axes = parse_grid(args.grid)
+    else:
+        axes = [Axis(path, tuple(values)) for path, values in (spec.get("grid") or {}).items()]
+    replications = args.replications or spec.get("replications") or 10
+    figures = args.plot or list(spec.get("plot") or [])
+    precision = _precision(args.precision, spec, problems)
+    for where, fig in [("--plot", f) for f in figures] + (
+            [("--precision", precision[0])] if precision else []):
+        why = figure_problem(fig)
+        if why is not None:
+            problems.append(Problem(where, f"a figure of the summary: {why[0]}", repr(fig)))
+    if not axes:
+        problems.append(Problem("--grid", "at least one axis (--grid PATH=V1,V2 or the "
+                                "file's sweep.grid)", "none"))
+    if problems:
+        raise ScenarioError(problems, args.scenario)
+    return _Settings(base, doc, axes, replications, figures, precision)
+
+
+def _precision(given: str | None, spec: dict, problems: list) -> tuple[str, float] | None:
+    """The (figure, fraction) of ``--precision FIGURE:PCT``, else of the file's
+    ``sweep.precision``, else None; a malformed flag is added to ``problems``."""
+    from ..base.errors import Problem
+
+    precision = None
+    if given:
+        fig, sep, pct = given.rpartition(":")
+        try:
+            frac = float(pct.rstrip("%")) / (100.0 if pct.endswith("%") else 1.0)
+        except ValueError:
+            frac = -1.0
+        if not sep or not fig or not 0 < frac < 1:
+            problems.append(Problem("--precision", "FIGURE:PCT like "
+                                    "duplicate_executions.total:5%", repr(given)))
+        else:
+            precision = (fig, frac)
+    elif spec.get("precision"):
+        precision = (spec["precision"]["figure"], spec["precision"]["within"])
+    return precision
+
+
+def _execute(args: argparse.Namespace, settings: _Settings, out: Path) -> Any:
+    """Run the sweep with a progress bar, SIGTERM turned into a clean stop; its result, or
+    None (the reason printed) if it stopped or failed."""
+    import os
+    import signal
+    import threading
+
+    from ..base import outdir
+    from ..sim.cost import Budget
+    from ..base import progress as progress_mod
+    from ..tools.sweep import MAX_WORKERS, SweepError, sweep
+
+    base = settings.base
+    workers = args.workers or min(os.cpu_count() or 1, MAX_WORKERS)
+    bar: progress_mod.Bar | None = None
+
+    def progress(done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None or bar.total != total:  # with --precision, each round has its own
+            if bar is not None:
+                bar.close()
+            bar = progress_mod.Bar(total, f"sweep {base.name}", unit="runs")
+        bar.set(done)
+
+    def stage(text: str) -> None:
+        if bar is not None:
+            bar.stage(text)
+
+    def on_sigterm(signum: int, frame: object) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: let the clean-up finish
+        raise _Stopped
+
+    in_main = threading.current_thread() is threading.main_thread()
+    old_sigterm = signal.signal(signal.SIGTERM, on_sigterm) if in_main else None
+    try:
+        return sweep(settings.doc, settings.axes, settings.replications, source=args.scenario,
+                     seed=args.seed, workers=workers, dask=args.dask, out=out,
+                     precision=settings.precision, plot=settings.figures, progress=progress,
+                     stage=stage, budget=Budget(args.budget, args.memory_budget))
+    except (_Stopped, KeyboardInterrupt) as exc:
+        how = "by SIGTERM" if isinstance(exc, _Stopped) else "(interrupted)"
+        print(f"jobsim: the sweep was stopped {how} and its worker processes ended; the "
+              f"runs that finished are cached in {out}/cache: run the same command again to "
+              "compute only the rest", file=sys.stderr)
+        return None
+    except (outdir.OutputError, SweepError) as exc:
+        print(f"jobsim: {exc}", file=sys.stderr)
+        return None
+    except OSError as exc:
+        print(f"jobsim: the sweep failed: {exc}", file=sys.stderr)
+        return None
+    finally:
+        if bar is not None:
+            bar.close()
+        if in_main:
+            signal.signal(signal.SIGTERM,
+                          old_sigterm if old_sigterm is not None else signal.SIG_DFL)
+
+
+def _print_sweep(result: Any, name: str, out: Path) -> int:
+    """The sweep's outcome: damaged cache entries, the counts of runs, the table of
+    sweep.md and the first error; the exit status."""
+    if result.recomputed:
+        n = result.recomputed
+        print(f"jobsim: {n} cache {'entry was' if n == 1 else 'entries were'} damaged or "
+              f"stale and {'was' if n == 1 else 'were'} computed again", file=sys.stderr)
+    rows = result.rows
+    failed = int((~rows["ok"]).sum()) if len(rows) else 0
+    print(f"sweep {name}: {len(rows)} runs over {len(result.points)} grid points "
+          f"({result.computed} computed, {result.cached} from the cache), {failed} failed")
+    for line in (out / "sweep.md").read_text(encoding="utf-8").splitlines():
+        if line.startswith("|"):
+            print(line)
+    if failed:
+        first = rows.loc[~rows["ok"], "error"].iloc[0]
+        print(f"\nfirst error: {first}")
+    print(f"\nsweep: {out}/sweep.md (runs.csv, runs.parquet, points.csv)")
+    return FAILED if failed else OK

@@ -1,0 +1,67 @@
+"""The value types of the flags: seeds, counts with their bounds, event budgets and memory
+sizes. Each parses one flag's text or raises ``argparse.ArgumentTypeError`` saying what it
+expected."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def _events(text: str) -> float:
+    from ..sim.cost import MAX_EVENTS
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (1 <= value <= MAX_EVENTS):  # also refuses nan
+        raise argparse.ArgumentTypeError(f"expected a number of events from 1 to "
+                                         f"{MAX_EVENTS:.0e}, like 5e7 (got {text!r})")
+    return value
+
+
+def _size(text: str) -> float:
+    import re
+
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([kKmMgGtT]?)[bB]?\s*", text)
+    if not m:
+        raise argparse.ArgumentTypeError(f"expected a size like 512MB or 8GB (got {text!r})")
+    value = float(m.group(1)) * 1024 ** " KMGT".index((m.group(2) or " ").upper())
+    if not 1024 ** 2 <= value <= 1024 ** 5:
+        raise argparse.ArgumentTypeError(f"expected a size from 1MB to 1PB (got {text!r})")
+    return value
+
+
+def _bounded(hi: int):
+    def parse(text: str) -> int:
+        value = _positive(text)
+        if value > hi:
+            raise argparse.ArgumentTypeError(f"expected at most {hi:,} (got {text!r})")
+        return value
+
+    return parse
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer (got {text!r})")
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer (got {text!r})")
+    return value
+
+
+def _at_least_two(text: str) -> int:
+    value = _seed(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"expected an integer of at least 2 (got {text!r})")
+    return value
+
+
+def _positive(text: str) -> int:
+    value = _seed(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer (got {text!r})")
+    return value
+

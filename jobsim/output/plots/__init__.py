@@ -1,0 +1,32 @@
+"""Figures of a run: pure functions from tables to matplotlib ``Figure`` objects.
+
+Every function takes data (the per-job table of ``metrics.jobs_frame``, the trace table of
+``metrics.trace_frame``, the duplicates of ``history``, or plain lists) and returns a new
+``Figure``. Nothing here uses ``matplotlib.pyplot``: there is no global figure registry to
+leak into or to close, and no backend is chosen (``Figure.savefig`` draws with Agg). Nothing
+is written to disk except by ``save``. The output depends only on the input: categories are
+sorted, subsets are evenly spaced, there is no randomness. An empty input gives a figure
+with a "no data" note, never an exception.
+
+Kinds of trace events used (see ``trace.KINDS``): ``job_created``, ``locked``,
+``lock_extended``, ``unlocked``, ``exec_start``, ``exec_end``, ``completed``,
+``retry_scheduled``, ``dead_lettered`` and, when present, ``node_crashed``,
+``node_restarted``, ``node_paused`` (``x`` = pause length) and ``node_resumed``.
+
+One module per kind of figure: ``latency`` (start-delay CDFs), ``timeline`` (executions per
+node), ``depth`` (jobs in the table over time), ``duplicates`` (double runs by cause),
+``comparisons`` (one figure across variants, grid points or databases); ``common`` holds
+what they share.
+"""
+
+from __future__ import annotations
+
+from .common import DPI, save
+from .comparisons import compare_bars, race_bars, sweep_bands
+from .depth import table_depth
+from .duplicates import duplicates_by_cause
+from .latency import latency_cdf, start_delay_by_variant
+from .timeline import node_timeline
+
+__all__ = ["DPI", "compare_bars", "duplicates_by_cause", "latency_cdf", "node_timeline",
+           "race_bars", "save", "start_delay_by_variant", "sweep_bands", "table_depth"]

@@ -1,0 +1,110 @@
+"""Comparisons: one figure across the variants of a scenario (bars), against a sweep's grid
+axis (lines with confidence bands), or on a real database beside the simulator (paired
+bars)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
+
+from .common import _figure, _no_data, _seconds
+
+
+def compare_bars(labels: Sequence[str], values: Sequence[float | None], title: str,
+                 ylabel: str) -> Figure:
+    """A labelled bar chart of one figure across variants, in the order given.
+
+    A value of ``None`` (or NaN) is drawn as a hatched stub labelled "n/a".
+    """
+    labels, values = list(labels or []), list(values or [])
+    if len(labels) != len(values):
+        raise ValueError(f"{len(labels)} labels but {len(values)} values")
+    fig, ax = _figure(max(6.0, min(14.0, 1.2 + 0.9 * len(labels))), 4.8)
+    if not labels:
+        return _no_data(fig, ax, title)
+    missing = [v is None or (isinstance(v, float) and math.isnan(v)) for v in values]
+    heights = np.array([0.0 if m else float(v) for v, m in zip(values, missing)])
+    x = np.arange(len(labels), dtype=float)
+    known = heights[~np.array(missing)]
+    if len(known) == 0:
+        lo, hi = 0.0, 1.0
+    else:
+        lo, hi = min(0.0, float(known.min())), max(0.0, float(known.max()))
+        if hi == lo:
+            hi = lo + 1.0
+    stub = (hi - lo) * 0.03
+    colors = ["0.85" if m else "tab:blue" for m in missing]
+    bars = ax.bar(x, np.where(missing, stub, heights), 0.6, color=colors,
+                  hatch=None, edgecolor=["0.5" if m else "none" for m in missing])
+    for rect, m in zip(bars.patches, missing):
+        if m:
+            rect.set_hatch("//")
+    texts = ["n/a" if m else f"{h:.4g}" for h, m in zip(heights, missing)]
+    ax.bar_label(bars, labels=texts, padding=2, fontsize=9)
+    long = max(len(s) for s in labels) * len(labels) > 70
+    ax.set_xticks(x, labels, rotation=30 if long else 0, ha="right" if long else "center")
+    pad = (hi - lo) * 0.12
+    ax.set_ylim(lo - (pad if lo < 0 else 0), hi + pad)
+    ax.axhline(0, color="0.3", linewidth=0.8)
+    ax.set_ylabel(ylabel)
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.set_title(title)
+    return fig
+
+
+# --- sweeps ------------------------------------------------------------------------------------
+
+def sweep_bands(series: Sequence[tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray]],
+                xlabel: str, ylabel: str, categories: Sequence[str] | None = None) -> Figure:
+    """A figure against a grid axis: one line per series ``(label, x, mean, lo, hi)`` with
+    its 95% confidence band (left out where a point has fewer than two runs). With
+    ``categories`` the x values are positions of those labels."""
+    fig, ax = _figure(9.0, 5.0)
+    title = f"{ylabel}\nagainst {xlabel} (mean and 95% confidence band)"
+    if not series:
+        return _no_data(fig, ax, title)
+    for label, x, mean, lo, hi in series:
+        line, = ax.plot(x, mean, marker="o", linewidth=1.6, label=label)
+        ok = ~(np.isnan(lo) | np.isnan(hi))
+        if ok.any():
+            ax.fill_between(x[ok], lo[ok], hi[ok], color=line.get_color(), alpha=0.2,
+                            linewidth=0)
+    if categories is not None:
+        ax.set_xticks(range(len(categories)), categories)
+    else:
+        xs = np.concatenate([s[1] for s in series])
+        if len(xs) and xs.min() > 0 and xs.max() / xs.min() > 50:
+            ax.set_xscale("log")
+        if "time" in xlabel or "interval" in xlabel or "heartbeat" in xlabel:
+            ax.xaxis.set_major_formatter(FuncFormatter(_seconds))
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(True, alpha=0.35)
+    ax.set_title(title)
+    if len(series) > 1 or series[0][0] != ylabel:
+        ax.legend(fontsize=9)
+    return fig
+
+
+def race_bars(rows: Sequence[tuple[str, float, float]]) -> Figure:
+    """The share of jobs claimed twice or more, real beside simulated, one pair per race."""
+    fig, ax = _figure(max(7.0, min(16.0, 1.5 + 0.9 * len(rows))), 4.8)
+    title = "Jobs claimed twice or more: a real database beside the simulator"
+    if not rows:
+        return _no_data(fig, ax, title)
+    x = np.arange(len(rows), dtype=float)
+    real = ax.bar(x - 0.2, [r[1] for r in rows], 0.4, label="real")
+    sim = ax.bar(x + 0.2, [r[2] for r in rows], 0.4, label="simulated")
+    ax.bar_label(real, fmt="%.2f", fontsize=8, padding=2)
+    ax.bar_label(sim, fmt="%.2f", fontsize=8, padding=2)
+    ax.set_xticks(x, [r[0] for r in rows], rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel("share of the jobs")
+    ax.set_ylim(0, 1.1)
+    ax.grid(True, axis="y", alpha=0.35)
+    ax.legend()
+    ax.set_title(title)
+    return fig

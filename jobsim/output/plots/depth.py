@@ -1,0 +1,116 @@
+"""Jobs in the table over time: rows present, rows holding a live lock, and executions
+running, as step series built from the trace."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+from .common import _CRASH, _figure, _kind_is, _no_data, _seconds
+
+
+def _last_per_time(t: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Keep the last value of each run of equal times (``t`` sorted)."""
+    if len(t) == 0:
+        return t, v
+    keep = np.r_[t[1:] != t[:-1], True]
+    return t[keep], v[keep]
+
+
+def _step_series(t: np.ndarray, delta: np.ndarray, t0: float,
+                 t_end: float) -> tuple[np.ndarray, np.ndarray]:
+    """A running total of ``delta`` (events in trace order, ``t`` non-decreasing after a
+    stable sort), from 0 at ``t0`` to its last value at ``t_end``, one point per instant."""
+    order = np.argsort(t, kind="stable")
+    t, level = t[order], np.cumsum(delta[order])
+    t, level = _last_per_time(t, level)
+    last = level[-1] if len(level) else 0
+    return np.r_[t0, t, t_end], np.r_[0, level, last]
+
+
+def _lock_series(df: pd.DataFrame, t0: float, t_end: float) -> tuple[np.ndarray, np.ndarray]:
+    """Rows holding a live lock over time. A ``locked`` or ``lock_extended`` event holds the
+    job's lock until its ``lock_until`` (``x``) or the job's next lock event, whichever comes
+    first; ``completed`` (a row deleted), ``retry_scheduled``, ``dead_lettered`` and
+    ``unlocked`` release it."""
+    holds = _kind_is(df, "locked") | _kind_is(df, "lock_extended")
+    sel = holds | _kind_is(df, "retry_scheduled") | _kind_is(df, "dead_lettered") \
+        | _kind_is(df, "unlocked") | (_kind_is(df, "completed") & (df["a"] == 1).to_numpy())
+    idx = np.flatnonzero(sel)
+    if len(idx) == 0:
+        return np.array([t0, t_end]), np.array([0, 0])
+    job = df["job"].to_numpy()[idx]
+    t = df["time"].to_numpy(dtype=float)[idx]
+    x = df["x"].to_numpy(dtype=float)[idx]
+    hold = holds[idx]
+    order = np.lexsort((idx, job))  # by job, then trace order
+    job, t, x, hold = job[order], t[order], x[order], hold[order]
+    same_next = np.r_[job[1:] == job[:-1], False]
+    next_t = np.where(same_next, np.r_[t[1:], np.inf], np.inf)
+    until = np.where(np.isnan(x), np.inf, x)
+    end = np.minimum(until, next_t)[hold]
+    start = t[hold]
+    end = np.maximum(end, start)
+    released = end <= t_end
+    times = np.r_[start, end[released]]
+    delta = np.r_[np.ones(len(start)), -np.ones(int(released.sum()))]
+    return _step_series(times, delta, t0, t_end)
+
+
+def table_depth(trace_df: pd.DataFrame) -> Figure:
+    """Jobs in the table over time, with the rows locked and the executions running.
+
+    In the table: ``job_created`` minus the terminal events (``completed`` with a=1, a row
+    deleted, and ``dead_lettered``). Locked: rows whose lock is live (see ``_lock_series``;
+    a crashed node's locks stay until they expire). Running: ``exec_start`` minus
+    ``exec_end`` minus the runs a ``node_crashed`` event says were lost (its ``a``); a hung
+    execution keeps counting. Step plots, one value per instant (a lock taken and released
+    at the same instant does not show); node crashes, if any, are dashed red vertical
+    lines.
+    """
+    title = "Jobs in the table over time"
+    fig, ax = _figure(10.0, 5.0)
+    if trace_df is None or len(trace_df) == 0:
+        return _no_data(fig, ax, title, "empty trace")
+    df = trace_df
+    times = df["time"].to_numpy(dtype=float)
+    times_f = times[np.isfinite(times)]
+    t0, t_end = float(times_f.min()), float(times_f.max())
+    created = _kind_is(df, "job_created")
+    if not created.any():
+        return _no_data(fig, ax, title, "no jobs created")
+    a = df["a"].to_numpy()
+    gone = (_kind_is(df, "completed") & (a == 1)) | _kind_is(df, "dead_lettered")
+    sel = created | gone
+    t_tab, v_tab = _step_series(times[sel], np.where(created[sel], 1, -1), t0, t_end)
+    starts, ends = _kind_is(df, "exec_start"), _kind_is(df, "exec_end")
+    crashes = _kind_is(df, "node_crashed")
+    sel = starts | ends | crashes
+    step = np.where(starts, 1, np.where(ends, -1, -a))[sel]  # a crash loses ``a`` runs
+    t_run, v_run = _step_series(times[sel], step, t0, t_end)
+    t_lock, v_lock = _lock_series(df, t0, t_end)
+
+    ax.step(t_tab, v_tab, where="post", color="tab:blue", linewidth=2.6,
+            label="in the table (created − completed − dead-lettered)")
+    ax.step(t_lock, v_lock, where="post", color="tab:orange", linewidth=1.6,
+            label="locked (live lock)")
+    ax.step(t_run, v_run, where="post", color="tab:green", linewidth=0.9,
+            label="running (executions in progress)")
+    crash_t = times[crashes]
+    if len(crash_t):
+        ax.vlines(crash_t, 0, 1, transform=ax.get_xaxis_transform(), colors=_CRASH,
+                  linestyles="dashed", linewidth=1, label="node crash")
+    ax.set_xlim(t0, t_end + (t_end - t0) * 0.01 + 1e-9)
+    top = max(1, int(v_tab.max()), int(v_lock.max()), int(v_run.max()))
+    ax.set_ylim(-0.02 * top, top * 1.05)  # lines at 0 stay clear of the axis
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.xaxis.set_major_formatter(FuncFormatter(_seconds))
+    ax.set_xlabel("simulated time (s)")
+    ax.set_ylabel("jobs")
+    ax.grid(True, alpha=0.3)
+    ax.set_title(f"{title} · peak {int(v_tab.max())} in the table, {int(v_lock.max())} "
+                 f"locked, {int(v_run.max())} running; {int(v_tab[-1])} left at the end")
+    fig.legend(loc="outside lower center", ncol=4, fontsize=9, frameon=False)
+    return fig

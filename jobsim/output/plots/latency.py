@@ -1,0 +1,112 @@
+"""Start-delay figures: the empirical CDF of first start − due, one line per priority class
+of a run, or one line per variant of a scenario."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.ticker import FuncFormatter, NullFormatter
+
+from .common import _figure, _no_data, _plural, _seconds
+
+
+def _delay_axis(ax: Axes, d_all: np.ndarray) -> None:
+    """A delay axis: logarithmic (symmetric-log if some delays are ≤ 0) when the positive
+    delays span more than two decades, else linear."""
+    positive = d_all[d_all > 0]
+    if len(positive) and positive.max() / positive.min() > 100:
+        if (d_all <= 0).any():
+            linthresh = 10.0 ** math.floor(math.log10(positive.min()))
+            ax.set_xscale("symlog", linthresh=linthresh, linscale=0.5)
+            xlabel = f"start delay (s, symmetric log; linear below {linthresh:g} s)"
+        else:
+            ax.set_xscale("log")
+            xlabel = "start delay (s, log scale)"
+        ax.xaxis.set_major_formatter(FuncFormatter(_seconds))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+    else:
+        xlabel = "start delay (s)"
+    ax.set_xlabel(xlabel)
+
+
+def start_delay_by_variant(delays: dict[str, np.ndarray]) -> Figure:
+    """Empirical CDF of the start delay, one line per variant (NaN = never started: left
+    out of the line and counted in its label), to compare runs of one workload."""
+    title = "Start delay (first start − due) by variant: empirical CDF"
+    fig, ax = _figure(9.0, 5.0)
+    drawn = []
+    for name, delay in delays.items():
+        delay = np.asarray(delay, dtype=float)
+        started = ~np.isnan(delay)
+        d = np.sort(delay[started])
+        never = int((~started).sum())
+        label = f"{name} ({_plural(len(d), 'job')}" + (f", {never} never started)"
+                                                       if never else ")")
+        if len(d) == 0:
+            ax.plot([], [], color="none", label=label)
+            continue
+        y = np.arange(1, len(d) + 1) / len(d)
+        ax.step(np.r_[d[0], d], np.r_[0.0, y], where="post", label=label, linewidth=1.6)
+        drawn.append(d)
+    if not drawn:
+        return _no_data(fig, ax, title, "no job started")
+    _delay_axis(ax, np.concatenate(drawn))
+    ax.set_ylabel("fraction of started jobs with delay ≤ x")
+    ax.set_ylim(0, 1.02)
+    ax.grid(True, which="major", alpha=0.35)
+    ax.set_title(title)
+    ax.legend(loc="lower right", fontsize=9)
+    return fig
+
+
+def latency_cdf(jobs: pd.DataFrame) -> Figure:
+    """Empirical CDF of the start delay (first start − due), one line per priority class.
+
+    Jobs that never started are left out of the lines and counted in the legend and the
+    title. The x axis is logarithmic (symmetric-log if some delays are ≤ 0) when the
+    positive delays span more than two decades.
+    """
+    title = "Start delay (first start − due): empirical CDF"
+    fig, ax = _figure(9.0, 5.0)
+    if jobs is None or len(jobs) == 0:
+        return _no_data(fig, ax, title, "no jobs")
+    delay = (jobs["first_start"].to_numpy(dtype=float) - jobs["due"].to_numpy(dtype=float))
+    started = ~np.isnan(delay)
+    prio = jobs["priority"].to_numpy()
+    never = int((~started).sum())
+    head = f"{title}\n{_plural(len(jobs), 'job')}"
+    if never:
+        head += f", {never} never started (not drawn)"
+    if not started.any():
+        return _no_data(fig, ax, head, "no job started")
+
+    empty_classes: list[Line2D] = []
+    for p in sorted(set(prio.tolist())):
+        in_class = prio == p
+        d = np.sort(delay[in_class & started])
+        missed = int((in_class & ~started).sum())
+        label = f"priority {p} ({_plural(len(d), 'job')}"
+        label += f", {missed} never started)" if missed else ")"
+        if len(d) == 0:
+            # Keep the class visible in the legend without drawing a line.
+            empty_classes.append(Line2D([], [], color="none", label=label))
+            continue
+        y = np.arange(1, len(d) + 1) / len(d)
+        ax.step(np.r_[d[0], d], np.r_[0.0, y], where="post", label=label, linewidth=1.6)
+
+    _delay_axis(ax, delay[started])
+    ax.set_ylabel("fraction of started jobs with delay ≤ x")
+    ax.set_ylim(0, 1.02)
+    ax.grid(True, which="major", alpha=0.35)
+    ax.set_title(head)
+    handles, labels = ax.get_legend_handles_labels()
+    for h in empty_classes:
+        handles.append(h)
+        labels.append(h.get_label())
+    ax.legend(handles, labels, loc="lower right", fontsize=9)
+    return fig

@@ -1,0 +1,235 @@
+"""The per-node timeline: a Gantt chart of executions (one lane per worker thread), with the
+nodes' crashes, restarts, down time and pauses.
+
+The steps: pair the trace's ``exec_start`` and ``exec_end`` events into executions
+(``_executions``), keep an evenly spaced subset when there are too many, draw the bars
+(``_draw_executions``), the down time and pauses (``_draw_spans``, from ``_spans``) and the
+crash and restart markers (``_draw_markers``), then the axes, title and legend.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
+
+from .common import (_CRASH, _DOWN, _FAILED, _OK, _OPEN, _PAUSE, _RESTART, _bars, _figure,
+                     _kind_is, _no_data, _plural, _seconds)
+
+#: the height of a node's row shared by its lanes (rows are 1 apart)
+_BAND = 0.8
+
+_STYLES = {
+    "ok": dict(facecolor=_OK, edgecolor="none", label="succeeded"),
+    "failed": dict(facecolor=_FAILED, edgecolor="none", label="failed"),
+    "open": dict(facecolor="white", edgecolor=_OPEN, hatch="////", linewidth=0.6,
+                 label="no end (hung or crashed)"),
+}
+
+
+def _executions(df: pd.DataFrame, t_end: float) -> pd.DataFrame:
+    """Executions as rows (node, job, attempt, thread, start, end, status) in start order;
+    status is ``ok``, ``failed`` or ``open`` (no exec_end: lost to a crash — it ends at the
+    crash — or hung — it runs to ``t_end``)."""
+    cols = ["node", "job", "attempt"]
+    starts = df.loc[_kind_is(df, "exec_start"), cols + ["time", "a"]]
+    starts = starts.rename(columns={"time": "start", "a": "thread"})
+    ends = df.loc[_kind_is(df, "exec_end"), cols + ["time", "a"]]
+    ends = ends.rename(columns={"time": "end", "a": "ok"}).drop_duplicates(cols, keep="first")
+    ex = starts.merge(ends, on=cols, how="left", sort=False)
+    opened = ex["end"].isna().to_numpy()
+    ok = ex["ok"].to_numpy(dtype=float) == 1
+    ex["status"] = np.where(opened, "open", np.where(ok, "ok", "failed"))
+    # An execution without an end stops at its node's next crash (it died there), or runs
+    # to the end of the trace (hung).
+    crashes = df.loc[_kind_is(df, "node_crashed"), ["node", "time"]]
+    ends_at = np.full(len(ex), t_end)
+    if len(crashes) and opened.any():
+        by_node: dict[str, np.ndarray] = {
+            n: np.sort(g["time"].to_numpy(dtype=float)) for n, g in crashes.groupby("node")}
+        for i in np.flatnonzero(opened):
+            times = by_node.get(ex.at[i, "node"])
+            if times is not None:
+                k = np.searchsorted(times, ex.at[i, "start"], side="left")
+                if k < len(times):
+                    ends_at[i] = times[k]
+    ex["end"] = ex["end"].fillna(pd.Series(ends_at, index=ex.index))
+    return ex.reset_index(drop=True)
+
+
+def _spans(df: pd.DataFrame, node: np.ndarray, begin: str, finish: str, t_end: float,
+           length_from_x: bool) -> list[tuple[str, float, float]]:
+    """(node, start, end) spans opened by ``begin`` events and closed by the node's next
+    ``finish`` event (or by ``x`` when ``length_from_x`` and it is a number), else by
+    ``t_end``."""
+    out: list[tuple[str, float, float]] = []
+    sel = np.flatnonzero(_kind_is(df, begin) | _kind_is(df, finish))
+    times = df["time"].to_numpy(dtype=float)[sel]
+    xs = df["x"].to_numpy(dtype=float)[sel]
+    is_begin = _kind_is(df, begin)[sel]
+    open_at: dict[str, int] = {}
+    for i, n in enumerate(node[sel].tolist()):
+        if is_begin[i]:
+            if n in open_at:  # a second begin without a finish: close the first here
+                j = open_at.pop(n)
+                out.append((n, times[j], times[i]))
+            if length_from_x and not math.isnan(xs[i]):
+                out.append((n, times[i], min(times[i] + xs[i], t_end)))
+            else:
+                open_at[n] = i
+        elif n in open_at:
+            j = open_at.pop(n)
+            out.append((n, times[j], times[i]))
+    out.extend((n, times[j], t_end) for n, j in sorted(open_at.items()))
+    return out
+
+
+def node_timeline(trace_df: pd.DataFrame, max_bars: int = 2000) -> Figure:
+    """Per-node Gantt chart of executions, with crashes, restarts and pauses.
+
+    One row per node (sorted by name), split into one lane per worker thread. Each execution
+    is a horizontal bar from ``exec_start`` to ``exec_end`` (paired by node, job and
+    attempt): blue when it succeeded, orange when it failed, hatched purple when it has no
+    end (hung or lost to a crash; it runs to the end of the trace). Bars shorter than 0.3 %
+    of the time span are widened to that so they stay visible. Crashes are red X markers
+    (the node is shaded grey until it restarts), restarts green triangles, pauses gold
+    spans. With more than ``max_bars`` executions an evenly spaced subset (in start order)
+    is drawn and the title says so.
+    """
+    title = "Executions per node"
+    if trace_df is None or len(trace_df) == 0:
+        fig, ax = _figure(10.0, 3.0)
+        return _no_data(fig, ax, title, "empty trace")
+    df = trace_df
+    node = df["node"].fillna("").astype(str).to_numpy(dtype=object)
+    times = df["time"].to_numpy(dtype=float)
+    times_f = times[np.isfinite(times)]
+    t0, t_end = float(times_f.min()), float(times_f.max())
+    span = max(t_end - t0, 1e-9)
+    names = sorted({n for n in node.tolist() if n})
+    if not names:
+        fig, ax = _figure(10.0, 3.0)
+        return _no_data(fig, ax, title, "no node events")
+    row = {n: i for i, n in enumerate(names)}
+
+    ex = _executions(df.assign(node=node), t_end)
+    shown = _evenly_spaced(ex, max_bars)
+    height = min(12.0, 1.9 + 0.75 * len(names))
+    fig, ax = _figure(11.0, height)
+    handles = _draw_executions(ax, ex, shown, row, span)
+    handles += _draw_spans(ax, df, node, row, t_end, span)
+    handles += _draw_markers(ax, df, node, times, row)
+
+    ax.set_yticks(range(len(names)), names)
+    ax.set_ylim(len(names) - 0.5, -0.5)  # first node on top
+    ax.set_xlim(t0 - span * 0.015, t_end + span * 0.015)
+    ax.xaxis.set_major_formatter(FuncFormatter(_seconds))
+    ax.set_xlabel("simulated time (s)")
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.set_title(_title(title, ex, shown))
+    if not handles:
+        ax.text(0.5, 0.5, "no executions", transform=ax.transAxes, ha="center",
+                va="center", fontsize=14, color="0.4")
+    else:
+        fig.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 6),
+                   fontsize=9, frameon=False)
+    return fig
+
+
+def _evenly_spaced(ex: pd.DataFrame, max_bars: int) -> pd.DataFrame:
+    """The executions to draw: all of them, or with more than ``max_bars`` an evenly spaced
+    subset in start order."""
+    n_exec = len(ex)
+    max_bars = max(1, int(max_bars))
+    if n_exec > max_bars:
+        pick = np.unique(np.linspace(0, n_exec - 1, max_bars).round().astype(np.int64))
+        return ex.iloc[pick]
+    return ex
+
+
+def _draw_executions(ax: Axes, ex: pd.DataFrame, shown: pd.DataFrame, row: dict[str, int],
+                     span: float) -> list[Any]:
+    """One bar per execution of ``shown``, in its node's row and its thread's lane (a node
+    has as many lanes as ``ex`` shows threads), one collection per status."""
+    lanes = ex.groupby("node")["thread"].max().to_dict() if len(ex) else {}
+    handles: list[Any] = []
+
+    def lane_geometry(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+        n_lanes = frame["node"].map(lambda n: lanes.get(n, 0) + 1).to_numpy(dtype=float)
+        lane_h = _BAND / n_lanes
+        y = (frame["node"].map(row).to_numpy(dtype=float) - _BAND / 2
+             + frame["thread"].to_numpy(dtype=float) * lane_h)
+        return y + lane_h / 2, lane_h * 0.85
+
+    for status in ("ok", "failed", "open"):
+        part = shown[shown["status"] == status]
+        if part.empty:
+            continue
+        y, h = lane_geometry(part)
+        start = part["start"].to_numpy(dtype=float)
+        width = np.maximum(part["end"].to_numpy(dtype=float) - start, span * 0.003)
+        handles.append(_bars(ax, start, width, y, h, **_STYLES[status]))
+    return handles
+
+
+def _draw_spans(ax: Axes, df: pd.DataFrame, node: np.ndarray, row: dict[str, int],
+                t_end: float, span: float) -> list[Any]:
+    """The time each node was down (crash → restart) and paused, as shaded bars behind its
+    row."""
+    handles: list[Any] = []
+    # Crashes (and the time the node is down), restarts, pauses.
+    down = _spans(df, node, "node_crashed", "node_restarted", t_end, length_from_x=False)
+    pauses = _spans(df, node, "node_paused", "node_resumed", t_end, length_from_x=True)
+    for spans, color, alpha, label in ((down, _DOWN, 0.25, "down (crash → restart)"),
+                                       (pauses, _PAUSE, 0.45, "paused")):
+        spans = [s for s in spans if s[0] in row]
+        if not spans:
+            continue
+        y = np.array([row[n] for n, _, _ in spans], dtype=float)
+        left = np.array([a for _, a, _ in spans], dtype=float)
+        width = np.maximum(np.array([b for _, _, b in spans], dtype=float) - left,
+                           span * 0.0015)
+        handles.append(_bars(ax, left, width, y, 0.96, facecolor=color, alpha=alpha,
+                             zorder=0.5, label=label, edgecolor="none"))
+    return handles
+
+
+def _draw_markers(ax: Axes, df: pd.DataFrame, node: np.ndarray, times: np.ndarray,
+                  row: dict[str, int]) -> list[Any]:
+    """Crashes as red X markers and restarts as green triangles, on their node's row."""
+    handles: list[Any] = []
+    crashed = _kind_is(df, "node_crashed")
+    restarted = _kind_is(df, "node_restarted")
+    for mask, marker, color, size, label in ((crashed, "X", _CRASH, 11, "crash"),
+                                             (restarted, "^", _RESTART, 9, "restart")):
+        idx = np.flatnonzero(mask & (node != ""))
+        if len(idx) == 0:
+            continue
+        y = np.array([row[n] for n in node[idx].tolist()], dtype=float)
+        (line,) = ax.plot(times[idx], y, linestyle="none", marker=marker, color=color,
+                          markersize=size, markeredgecolor="black", markeredgewidth=0.6,
+                          zorder=5, label=label)
+        handles.append(line)
+    return handles
+
+
+def _title(title: str, ex: pd.DataFrame, shown: pd.DataFrame) -> str:
+    """The chart's title: the executions, how many failed or have no end, and whether only
+    a subset is drawn."""
+    n_exec = len(ex)
+    counts = Counter(ex["status"].tolist())
+    parts = [_plural(n_exec, "execution")]
+    if counts.get("failed"):
+        parts.append(f"{counts['failed']} failed")
+    if counts.get("open"):
+        parts.append(f"{counts['open']} without end")
+    head = f"{title} (one lane per worker thread) · " + ", ".join(parts)
+    if len(shown) < n_exec:
+        head += f"\nshowing {len(shown)} of {n_exec} executions (evenly spaced subset)"
+    return head
