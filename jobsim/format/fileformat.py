@@ -396,5 +396,3 @@ def _rate(text: str) -> float | None:
         return None
     rate = value / per
     return rate if 0 < rate <= 1e9 else None
-
-
