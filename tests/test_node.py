@@ -129,13 +129,18 @@ def _peak_queues(monkeypatch):
     from jobsim.executor.node import Node
 
     peak: dict[str, int] = {}
-    original = Node._on_locked
+    original = Node._listener
 
-    def wrapped(self, locked):
-        original(self, locked)
-        peak[self.name] = max(peak.get(self.name, 0), len(self.queue))
+    def wrapped(self):
+        listener = original(self)
 
-    monkeypatch.setattr(Node, "_on_locked", wrapped)
+        def on_locked(locked):
+            listener(locked)
+            peak[self.name] = max(peak.get(self.name, 0), len(self.queue))
+
+        return on_locked
+
+    monkeypatch.setattr(Node, "_listener", wrapped)
     return peak
 
 

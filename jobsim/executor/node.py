@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
 
 import simpy
@@ -109,6 +109,7 @@ class Node:
         self.alive = True
         if self.cfg.handles is not None:
             self.db.store.routes[self.name] = frozenset(self.cfg.handles)
+        self._on_locked = self._listener()
         self.db.lock_listeners[self.name] = self._on_locked
         self._procs = [env.process(self._life(body)) for body in processes(self)]
 
@@ -204,34 +205,39 @@ class Node:
             self._slot = self.env.event()
         return self._slot
 
-    def _on_locked(self, locked: list) -> None:
-        """Rows one of this node's claim statements locked, at its commit instant: trace
-        them and hand them to idle threads, or queue them. With a timer loop, a timer it
-        locked waits for its move instead; with ``on_queue_full: unacquire``, a row that finds
-        the local queue full is refused and unlocked again. (Bound once at start as the
-        database's listener for this node: the hot path of every claim.)"""
-        if not self.alive:
-            return
-        now, emit, code, k_locked, node = (self.env.now, self.trace.emit, self.code,
-                                           K["locked"], self.trace.node)
-        idle, queue = self.idle, self.queue
+    def _listener(self) -> Callable[[list], None]:
+        """The hand-off of claimed rows, made once per start and bound as the database's
+        listener for this node (the hot path of every claim): at a claim's commit instant,
+        trace the rows it locked and hand them to idle threads, or queue them. With a timer
+        loop, a timer it locked waits for its move instead; with ``on_queue_full:
+        unacquire``, a row that finds the local queue full is refused and unlocked again."""
+        env, emit, code, k_locked, node = (self.env, self.trace.emit, self.code, K["locked"],
+                                           self.trace.node)
+        idle, queue, rows = self.idle, self.queue, self.db.store.rows
         timers = self.timer_table
         reject = self.cfg.on_queue_full == "unacquire"
         size = self.cfg.queue_size
-        for lk in locked:
-            prev = -1 if lk.previous_owner is None else node(lk.previous_owner)
-            emit((now, k_locked, code, lk.id, 0, prev, int(lk.previous_valid), 0, lk.lock_until,
-                  -1))
-            if timers and self.db.store.rows[lk.id].table == TIMER:
-                self._timers_locked.append(lk.id)
-                continue
-            item = (lk.id, lk.handler, lk.kind, lk.fetched)
-            if idle:
-                idle.popleft().succeed(item)
-            elif reject and len(queue) >= size:
-                reject_job(self, lk.id)
-            else:
-                queue.append(item)
+
+        def on_locked(locked: list) -> None:
+            if not self.alive:
+                return
+            now = env.now
+            for lk in locked:
+                prev = -1 if lk.previous_owner is None else node(lk.previous_owner)
+                emit((now, k_locked, code, lk.id, 0, prev, int(lk.previous_valid), 0,
+                      lk.lock_until, -1))
+                if timers and rows[lk.id].table == TIMER:
+                    self._timers_locked.append(lk.id)
+                    continue
+                item = (lk.id, lk.handler, lk.kind, lk.fetched)
+                if idle:
+                    idle.popleft().succeed(item)
+                elif reject and len(queue) >= size:
+                    reject_job(self, lk.id)
+                else:
+                    queue.append(item)
+
+        return on_locked
 
     def hint(self, row: Any) -> None:
         """Flowable's hint path: a job this node's transaction created was inserted locked by
