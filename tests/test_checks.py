@@ -76,16 +76,16 @@ def test_a_wrong_backoff_and_an_early_dead_letter_are_reported(lesson_path):
 def test_a_real_run_with_a_long_handler_explains_its_duplicates(lesson_path):
     """A run longer than its lock, without heartbeat: the lock expires, another node takes
     the job and runs it again; the duplicate is explained as lock_expired."""
-    text = f"""
+    text = """
 name: long-run
 until: 10m
-db: {{latency: 1ms}}
-executor: {{acquisition: guarded_update, wakeup: poll, poll_interval: 5s, lock_time: 30s}}
-nodes: [{{name: node-A}}, {{name: node-B, start_at: 1s}}]
+db: {latency: 1ms}
+executor: {acquisition: guarded_update, wakeup: poll, poll_interval: 5s, lock_time: 30s}
+nodes: [{name: node-A}, {name: node-B, start_at: 1s}]
 handlers:
-  slow: {{duration: 100s}}
+  slow: {duration: 100s}
 workload:
-  jobs: [{{handler: slow}}]
+  jobs: [{handler: slow}]
 """
     sc = scenario.loads(text)
     result = run(sc)

@@ -7,7 +7,7 @@ import pytest
 
 from jobsim.format import scenario
 from jobsim.output.report import analyse
-from jobsim.database.store import DEADLETTER, JOB, TIMER
+from jobsim.database.store import DEADLETTER, TIMER
 from jobsim.base.trace import K
 from jobsim.sim.world import World, run
 

@@ -3,7 +3,6 @@ failed runs, replicate-until-precise, and the same rows on a Dask cluster; and i
 folder of the user's is refused, a damaged cache entry is computed again, workers end with
 the sweep, a bad Dask address and an absurd sweep are refused at once."""
 
-import copy
 import json
 import os
 import shutil
