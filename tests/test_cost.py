@@ -227,3 +227,19 @@ def test_validate_shows_the_estimate(lesson_path, capsys):
     assert main(["validate", str(lesson_path)]) == 0
     out = capsys.readouterr().out
     assert "events" in out and "memory" in out
+
+
+def test_a_stager_is_priced():
+    """A part that ticks for the whole run is in the estimate: a stager every 10 ms."""
+    text = """
+name: st
+until: 10m
+db: {latency: 1ms}
+executor: {wakeup: notify, poll_interval: 1h, stager_interval: 10ms}
+nodes: 1
+handlers: {w: {}}
+workload: {jobs: [{name: a, handler: w}]}
+"""
+    sc = scenario.loads(text)
+    est = estimate(sc).events
+    assert 1 / 3 <= run(sc).events / est <= 3

@@ -189,7 +189,7 @@ def _polls(sc: Scenario, workload: Workload, run: Work, span: float, drain: floa
 
 def _periodic(sc: Scenario, run: Work, span: float, threads: int, per_poll: float) -> float:
     """The ticks of the threads that tick for the whole run (a statement when they have
-    work): heartbeats, the reset thread, the global lock's polling."""
+    work): heartbeats, the reset thread, the stager, the global lock's polling."""
     n_nodes = max(len(sc.nodes), 1)
     periodic = 0.0
     busy = min(1.0, run.work / max(threads * span, 1e-9)) if math.isfinite(span) else 1.0
@@ -200,6 +200,8 @@ def _periodic(sc: Scenario, run: Work, span: float, threads: int, per_poll: floa
             periodic += active / e.heartbeat * (1.0 + busy * per_poll)
         if e.reset_interval:
             periodic += active / e.reset_interval * (1.0 + per_poll)
+        if e.stager_interval:  # a statement every time
+            periodic += active / e.stager_interval * (1.0 + per_poll)
         if e.global_lock and e.global_lock_poll:
             periodic += min(active / e.global_lock_poll, 2.0 * run.executions / n_nodes + 1)
     return periodic
