@@ -19,6 +19,7 @@ lock. Its SimPy processes (never one per job) are parts, one concept each, in
 - an optional **reset thread** unlocks rows whose lock expired (or discards them when
   attempts are counted at fetch and none are left);
 - an optional **unacquirer** unlocks rows refused by a full local queue (Flowable).
+- an optional **stager** notifies the nodes when rows wait to be claimed (Oban).
 
 Faults: ``crash()`` kills every process at that instant — the local queue and running
 executions are lost, the locks stay in the table until they expire — and ``restart()``
