@@ -1,4 +1,4 @@
-"""The comparison policies beyond the seeds (executors.md §3–5), behaviour by behaviour:
+"""The comparison policies beyond the seeds, behaviour by behaviour:
 the SKIP LOCKED family (Oban's numbers), db-scheduler and real Zeebe."""
 
 import copy

@@ -2,7 +2,7 @@
 processes on SQLite (always) and PostgreSQL (a throwaway cluster started for the session, or
 JOBSIM_PG_DSN; skipped when neither can be had), must agree with the simulator's prediction
 on the verdict (zero vs non-zero double acquisitions) and on the shape of the batches. The
-two-session interleavings of db-semantics.md §3 run against the real PostgreSQL too."""
+two-session interleavings of the transaction model run against the real PostgreSQL too."""
 
 import pytest
 

@@ -36,7 +36,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "lock_expiry": "never",
         "retry": {"attempts": 3, "backoff": ["0s"]},
     },
-    # Seed 002 and executors.md §2 (failsafe-executor v2): one table, an optimistic VERSION
+    # failsafe-executor v2: one table, an optimistic VERSION
     # lock ordered by created date, a heartbeat every lockTimeout/4 for running tasks,
     # lockTimeout 5 min, 5 threads, a queue of 30, a poll every 5 s; a failure marks the task
     # failed and nothing retries it until an operator's retry (or cancel). Version 3 is the
@@ -60,7 +60,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "retry": {"attempts": 1, "backoff": ["0s"]},
     },
 }
-# failsafe-executor v3 (executors.md §2.3–2.4, 2.7): SKIP LOCKED ordered by planned time;
+# failsafe-executor v3: SKIP LOCKED ordered by planned time;
 # pickTasks asks for the full queueSize whatever is free (the pool's queue is unbounded, so a
 # node can hold far more than it runs); a heartbeat every lockTimeout/3 over every task it
 # holds, queued ones too; serial queues (workload queue:).
@@ -71,7 +71,7 @@ PRESETS["failsafe_v3"] = {**PRESETS["failsafe"],
                           "heartbeat": "100s",
                           "heartbeat_scope": "held"}
 PRESETS.update({
-    # Seeds 000/001 and executors.md §1 (Flowable 6.7+/7.x async executor): jobs created by a
+    # Flowable 6.7+/7.x async executor: jobs created by a
     # node are inserted locked by it and handed to its pool on commit (the hint path);
     # polling is the fallback: an acquisition loop every 10 s (0 after a full batch of 512)
     # selecting unlocked jobs with no ORDER BY, locked optimistically on REV_ with the whole
@@ -106,7 +106,7 @@ PRESETS.update({
         "exhausted": "dead_letter",
         "retry": {"attempts": 3, "backoff": {"fixed": "10s"}},
     },
-    # executors.md §5.1 (Oban, the SKIP LOCKED family; River and pg-boss differ in numbers):
+    # Oban, the SKIP LOCKED family; River and pg-boss differ in numbers:
     # a fetch of SELECT … FOR UPDATE SKIP LOCKED ordered by priority, for as many jobs as the
     # queue has idle slots (limit 10; no local queue), woken by insert notifications and a
     # 1 s stager; the attempt counted at fetch; no heartbeat: a job
@@ -131,7 +131,7 @@ PRESETS.update({
         "retry": {"attempts": 20, "backoff": {"exponential": {
             "base": "2s", "factor": 2.0, "offset": "15s"}}},
     },
-    # executors.md §3 (db-scheduler) with its LOCK_AND_FETCH polling strategy (upper limit
+    # db-scheduler with its LOCK_AND_FETCH polling strategy (upper limit
     # 1.0 × threads): one statement locks as many due executions as there are idle threads
     # (FOR UPDATE SKIP LOCKED on PostgreSQL), by execution time; a heartbeat every 5 min for
     # executing jobs; dead after 6 missed (30 min), found every 10 min and revived to run
@@ -155,7 +155,7 @@ PRESETS.update({
         "exhausted": "dead_letter",
         "retry": {"attempts": 1_000_000, "backoff": {"fixed": "5m"}},
     },
-    # executors.md §4.1–4.3 (real Zeebe with the Java client's defaults): the broker activates
+    # real Zeebe with the Java client's defaults: the broker activates
     # jobs FIFO by key; a job not completed by its deadline (activation + 5 min) times out and
     # is activatable again with its retries unchanged; a late completion is still accepted;
     # retries are sent by the worker, an incident at 0; no backoff by default.
