@@ -16,9 +16,10 @@ unacquirer                    ``on_queue_full: unacquire``    ``unacquire.py``
 stager                        ``stager_interval`` is set      ``stager.py``
 ============================  ==============================  ==========================
 
-The others are steps those processes take: the idle sleep (``idle.py``), the global acquire
-lock (``global_lock.py``, with ``global_lock``), the timer mover (``timers.py``), the failure
-statement and its retry policy (``failure.py``), serial queues (``serial.py``). A policy
+The others are steps those processes take: the global acquire lock (``global_lock.py``, with
+``global_lock``), the timer mover (``timers.py``), the failure statement and its retry policy
+(``failure.py``), serial queues (``serial.py``); the idle sleep is written out in the
+acquisition loop. A policy
 preset is a set of settings (``jobsim/executor/policies.py``): its settings choose the parts.
 A new behaviour is a new part (or a change to one) and a row here or a setting, not an edit
 of the others.
