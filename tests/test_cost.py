@@ -47,8 +47,10 @@ def random_costed_scenario(r: random.Random, jobs: int) -> str:
     if r.random() < 0.5 and policy not in ("failsafe",):
         executor.append(f"retry: {{attempts: {r.randint(1, 6)}, "
                         f"backoff: {r.choice(['[1s]', '[10s, 60s]', '{fixed: 5s}'])}}}")
-    db = f"db: {{dialect: {dialect}, latency: {r.choice(['0s', '1ms', '{uniform: {low: 1ms, high: 5ms}}'])}}}" \
-        if policy not in ("failsafe", "skip_locked", "db_scheduler", "zeebe_like") else ""
+    db = ""
+    if policy not in ("failsafe", "skip_locked", "db_scheduler", "zeebe_like"):
+        latency = r.choice(['0s', '1ms', '{uniform: {low: 1ms, high: 5ms}}'])
+        db = f"db: {{dialect: {dialect}, latency: {latency}}}"
     if policy in ("skip_locked",):
         db = "db: {dialect: postgres, latency: 1ms}"
     until = r.choice(["", "", "until: 1h"])

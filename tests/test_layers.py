@@ -79,7 +79,7 @@ def _imports(path: Path):
 
 
 def test_every_module_sits_in_a_layer():
-    folders = {p.relative_to(PKG).parts[0] for p in _modules() if len(p.relative_to(PKG).parts) > 1}
+    folders = {_folder(p) for p in _modules()} - {None}
     assert folders <= set(LAYERS), folders - set(LAYERS)
 
 
@@ -93,8 +93,9 @@ def test_imports_point_down():
             if what == "own":
                 layer, target = _target_layer(path, node)
                 if layer > mine:
-                    bad.append(f"{me}:{line} imports {target} (layer {LAYERS[layer] if layer < TOP else 'top'} "
-                               f"above {folder or 'top'})")
+                    above = LAYERS[layer] if layer < TOP else "top"
+                    bad.append(f"{me}:{line} imports {target} (layer {above} above "
+                               f"{folder or 'top'})")
             elif what == "simpy" and folder not in SIMPY_FOLDERS and me not in SIMPY_MODULES:
                 bad.append(f"{me}:{line} imports simpy")
             elif what in ("pandas", "matplotlib") and folder in PANDAS_FREE:

@@ -167,6 +167,12 @@ class Store(Indexes):
         row.stamp = self._stamp
         return True
 
+    def _retable(self, row: Row, table: str) -> None:
+        """Move ``row`` to ``table``, keeping the per-table counts."""
+        self._count[row.table] -= 1
+        self._count[table] += 1
+        row.table = table
+
     def reschedule(self, rid: int, due: float, retries: int, error: str,
                    owner: str | None = None, table: str = JOB) -> bool:
         """A failure with retries left: unlock, new due date, retries and error recorded."""
@@ -175,9 +181,7 @@ class Store(Indexes):
             return False
         if owner is not None and row.locked_by != owner:
             return False
-        self._count[row.table] -= 1
-        self._count[table] += 1
-        row.table = table
+        self._retable(row, table)
         row.due, row.retries, row.error = due, retries, error
         row.failures += 1
         row.locked_by, row.lock_until = None, -math.inf
@@ -193,9 +197,7 @@ class Store(Indexes):
             return False
         if owner is not None and row.locked_by != owner:
             return False
-        self._count[row.table] -= 1
-        self._count[table] += 1
-        row.table = table
+        self._retable(row, table)
         if error is not None:
             row.error = error
             row.failures += 1
@@ -221,9 +223,8 @@ class Store(Indexes):
         row = self.rows.get(rid)
         if row is None or row.table in ACQUIRABLE:
             return False
-        self._count[row.table] -= 1
-        self._count[JOB] += 1
-        row.table, row.due, row.retries, row.failures = JOB, now, retries, 0
+        self._retable(row, JOB)
+        row.due, row.retries, row.failures = now, retries, 0
         row.locked_by, row.lock_until = None, -math.inf
         row.version += 1
         self._reindex(row, now)

@@ -1,1 +1,3 @@
-"""The executor: a node's core and its parts, handlers, retry policies, the settings, and the policy presets."""
+"""The executor: a node's core and its parts, handlers, retry policies, the settings, and the
+policy presets.
+"""

@@ -1,1 +1,3 @@
-"""The scenario file: its format (YAML with line numbers), the schema, and validation into a Scenario."""
+"""The scenario file: its format (YAML with line numbers), the schema, and validation into a
+Scenario.
+"""

@@ -27,7 +27,7 @@ of the others.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ...database.store import JOB, TIMER
@@ -44,18 +44,18 @@ if TYPE_CHECKING:
 Body = Generator[Any, Any, None]
 
 #: (part, whether a node runs it, its process bodies) in the order a node starts them
-PARTS: tuple[tuple[str, Callable[["Node"], bool], Callable[["Node"], Iterator[Body]]], ...] = (
-    ("acquisition loop (jobs)", lambda node: True, lambda node: iter((loop(node, JOB),))),
+PARTS: tuple[tuple[str, Callable[["Node"], bool], Callable[["Node"], Iterable[Body]]], ...] = (
+    ("acquisition loop (jobs)", lambda node: True, lambda node: [loop(node, JOB)]),
     ("acquisition loop (timers)", lambda node: node.timer_table,
-     lambda node: iter((loop(node, TIMER),))),
+     lambda node: [loop(node, TIMER)]),
     ("worker threads", lambda node: True,
      lambda node: (worker(node, i) for i in range(node.cfg.threads))),
-    ("heartbeat", lambda node: bool(node.cfg.heartbeat), lambda node: iter((heartbeat(node),))),
+    ("heartbeat", lambda node: bool(node.cfg.heartbeat), lambda node: [heartbeat(node)]),
     ("reset thread", lambda node: bool(node.cfg.reset_interval),
-     lambda node: iter((reset_expired(node),))),
+     lambda node: [reset_expired(node)]),
     ("unacquirer", lambda node: node.cfg.on_queue_full == "unacquire",
-     lambda node: iter((unacquirer(node),))),
-    ("stager", lambda node: bool(node.cfg.stager_interval), lambda node: iter((stager(node),))),
+     lambda node: [unacquirer(node)]),
+    ("stager", lambda node: bool(node.cfg.stager_interval), lambda node: [stager(node)]),
 )
 
 

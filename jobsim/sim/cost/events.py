@@ -15,7 +15,7 @@ import math
 
 from ...base.dists import Constant
 from ...database.claims import INSTANT
-from ...executor.config import Scenario
+from ...executor.config import ExecutorConfig, Scenario
 from .budget import Estimate
 from .work import (Work, Workload, count_executions, count_workload, db_latency,
                    outlived_locks, reruns, run_span, shares, within_capacity)
@@ -104,28 +104,34 @@ def _events_per_execution(sc: Scenario, workload: Workload, mean_d: float,
     nodes = sc.nodes
     if mean_d > 0 or not db_instant:
         per_exec = EVENTS_PER_EXECUTION
-    else:  # instant: a burst's rows go to idle threads within the poll that took them
-        spread_jobs = min(1.0, workload.created_by_event / max(workload.jobs, 1.0))
-        # (a burst's rows wait in the local queue and a thread that finishes takes the next
-        # at the same instant: hardly an event each; with no local queue each row is handed
-        # to an idle thread: an event)
-        burst = sum(n.executor.threads / max(threads, 1) * (
-            EVENTS_PER_HANDOFF if n.executor.queue_size == 0
-            else EVENTS_PER_INSTANT_BURST_EXECUTION if n.executor.acquisition in INSTANT
-            else EVENTS_PER_BATCH_HANDOFF * min(1.0, n.executor.threads / max(
-                1, min(n.executor.batch_size, n.executor.queue_size + n.executor.threads))))
-            for n in nodes)
-        per_exec = spread_jobs * EVENTS_PER_INSTANT_EXECUTION + (1.0 - spread_jobs) * burst
+    else:  # instant: spread arrivals cost a little each; a burst's, by how it is handed out
+        burst = sum(n.executor.threads / max(threads, 1) * _instant_burst_execution(n.executor)
+                    for n in nodes)
+        per_exec = workload.spread * EVENTS_PER_INSTANT_EXECUTION \
+            + (1.0 - workload.spread) * burst
     per_exec *= _dialect_factor(sc)
     return per_exec
+
+
+def _instant_burst_execution(e: ExecutorConfig) -> float:
+    """The events of an instant execution of a burst on a node with settings ``e``. With no
+    local queue each row is handed to an idle thread: an event. With one, the rows wait there
+    and a thread that finishes takes the next at the same instant: hardly an event each when
+    the claim applies at once, a share of a hand-off per thread when it goes through the
+    statement path."""
+    if e.queue_size == 0:
+        return EVENTS_PER_HANDOFF
+    if e.acquisition in INSTANT:
+        return EVENTS_PER_INSTANT_BURST_EXECUTION
+    return EVENTS_PER_BATCH_HANDOFF * min(1.0, e.threads / max(
+        1, min(e.batch_size, e.queue_size + e.threads)))
 
 
 def _events_per_poll(sc: Scenario, workload: Workload, db_instant: bool) -> float:
     """The events a poll costs (and a statement of a periodic thread)."""
     if db_instant:
-        spread_jobs = min(1.0, workload.created_by_event / max(workload.jobs, 1.0))
-        return spread_jobs * EVENTS_PER_INSTANT_POLL + \
-            (1.0 - spread_jobs) * EVENTS_PER_INSTANT_BURST_POLL
+        return workload.spread * EVENTS_PER_INSTANT_POLL + \
+            (1.0 - workload.spread) * EVENTS_PER_INSTANT_BURST_POLL
     return EVENTS_PER_POLL * _dialect_factor(sc)
 
 
@@ -137,9 +143,8 @@ def _polls(sc: Scenario, workload: Workload, run: Work, span: float, drain: floa
     # thread frees (a notify node, or one with no local queue: a poll per execution) or,
     # with a local queue on the poll grid, when the full queue's wait ends. Otherwise a
     # change to the table wakes it (an insert, a failure, a retry falling due) — every
-    # idle node, so polls grow with the nodes. Spread arrivals change
-    # the table at their own instants; a burst's jobs run in waves, a wave per round of the
-    # threads. A node on the poll grid makes at most one poll per interval however many
+    # idle node, so polls grow with the nodes. Spread arrivals change the table at their own
+    # instants; a burst's jobs run in waves, a wave per round of the threads. A node on the poll grid makes at most one poll per interval however many
     # changes fall in it (the share of intervals holding one, for changes at random:
     # 1 − e^(−c·T)); a notify node answers an insert at once, other changes on its grid.
     ex = sc.executor
@@ -149,7 +154,7 @@ def _polls(sc: Scenario, workload: Workload, run: Work, span: float, drain: floa
     constant = all(isinstance(sc.handlers[name].duration, Constant)
                    for name in workload.by_handler)
     busy_span = max(min(span, drain), 1e-9)
-    spread = min(1.0, created_by_event / max(workload.jobs, 1.0))
+    spread = workload.spread
     retries = executions * retry_share
     failures = executions * fail_share
     # the writes that wake idle nodes: inserts, failures (a retry's new due time) and the

@@ -25,6 +25,12 @@ class Workload:
     created_by_event: float
     arrivals_end: float
 
+    @property
+    def spread(self) -> float:
+        """The share of jobs that arrive at instants of their own (1 for a stream with a
+        rate, about 0 for a burst created at once)."""
+        return min(1.0, self.created_by_event / max(self.jobs, 1.0))
+
 
 @dataclass
 class Work:
