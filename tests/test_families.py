@@ -24,7 +24,9 @@ HANDLERS = {
 
 def make(policy, jobs, db=None, nodes=("a", "b"), **top):
     doc = {"name": "t", "until": "drained", "horizon": "4h", "policy": policy,
-           "nodes": [{"name": n} if isinstance(n, str) else n for n in nodes],
+           # pinned at 0 s unless a test says otherwise: these tests time each poll
+           "nodes": [{"name": n, "start_at": "0s"} if isinstance(n, str)
+                     else {"start_at": "0s", **n} for n in nodes],
            "handlers": copy.deepcopy(HANDLERS), "workload": {"jobs": list(jobs)}}
     if db:
         doc["db"] = db

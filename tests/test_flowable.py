@@ -17,7 +17,7 @@ BASE = {
     "horizon": "6h",
     "policy": "flowable",
     "db": {"latency": "2ms"},
-    "nodes": [{"name": "a"}, {"name": "b", "start_at": "3s"}],
+    "nodes": [{"name": "a", "start_at": "0s"}, {"name": "b", "start_at": "3s"}],
     "handlers": {
         "ok": {"duration": "1s"},
         "bad": {"duration": "1s", "outcome": "always_fail", "error": "boom"},
@@ -40,6 +40,8 @@ def make(jobs=(), streams=(), **over):
         for s in steps:
             cur = cur.setdefault(s, {})
         cur[last] = value
+    for node in doc["nodes"]:  # pinned at 0 s unless a test says otherwise: polls are timed
+        node.setdefault("start_at", "0s")
     return scenario.from_dict(doc)
 
 

@@ -30,6 +30,9 @@ def make(**kw):
              queue=100, threads=4, nodes=1, duration="100ms", outcome="succeed", count=500,
              rate="0.05/s")
     p.update(kw)
+    if isinstance(p["nodes"], int):  # pinned at 0 s: these tests time each poll
+        p["nodes"] = "[" + ", ".join(f"{{name: node-{i + 1}, start_at: 0s}}"
+                                     for i in range(p["nodes"])) + "]"
     return scenario.loads(BASE.format(**p))
 
 
@@ -65,7 +68,8 @@ def test_a_full_batch_repolls_at_once():
     """A burst of 50 jobs with batch 10 and room in the queue: five claims at t≈0, not five
     poll intervals."""
     text = BASE.format(until="drained", latency="0s", connections=0, wakeup="poll", poll="10s",
-                       batch=10, queue=100, threads=50, nodes=1, duration="1s",
+                       batch=10, queue=100, threads=50,
+                       nodes="[{name: a, start_at: 0s}]", duration="1s",
                        outcome="succeed", count=50, rate="0.05/s")
     text = text.replace(", rate: 0.05/s", "")  # a burst: count jobs at once
     result = run(scenario.loads(text))
@@ -202,7 +206,7 @@ seed: 1
 db: {{dialect: postgres, latency: 2ms}}
 executor: {{wakeup: notify, poll_interval: 1h, threads: 2, queue_size: 0,
            retry: {{attempts: 3, backoff: [5s]}}, stager_interval: {stager}}}
-nodes: 2
+nodes: [{{name: node-1, start_at: 0s}}, {{name: node-2, start_at: 0s}}]
 handlers: {{w: {{duration: 100ms, outcome: {{fail_first: 2}}}}}}
 workload: {{jobs: [{{name: a, handler: w}}]}}
 """
@@ -231,7 +235,7 @@ def test_parts_follow_the_settings():
     from jobsim.executor.parts import parts_of
     from jobsim.sim.world import World
 
-    sc = scenario.loads(STAGED.format(stager="1s").replace("nodes: 2", "nodes: 1"))
+    sc = scenario.loads(STAGED.format(stager="1s").replace(", {name: node-2, start_at: 0s}", ""))
     node = World(sc).nodes[0]
     assert parts_of(node) == ["acquisition loop (jobs)", "worker threads", "stager"]
     flowable = scenario.loads("""

@@ -52,7 +52,7 @@ name: pausegate
 until: drained
 db: {latency: 100ms}
 executor: {poll_interval: 1s, lock_time: 1m}
-nodes: [{name: a}]
+nodes: [{name: a, start_at: 0s}]
 handlers: {w: {duration: 0s}}
 workload: {jobs: [{handler: w}]}
 faults: [{at: 50ms, pause: a, for: 10s}]
@@ -135,7 +135,7 @@ name: g
 until: drained
 db: {latency: 1s}
 executor: {poll_interval: 10s}
-nodes: 1
+nodes: [{name: node-1, start_at: 0s}]
 handlers: {ok: {}}
 workload: {jobs: [{handler: ok, at: 25s}]}
 """, 34.0),
@@ -143,7 +143,7 @@ workload: {jobs: [{handler: ok, at: 25s}]}
 name: g
 until: drained
 executor: {poll_interval: 10s}
-nodes: 1
+nodes: [{name: node-1, start_at: 0s}]
 handlers: {ok: {}}
 workload: {jobs: [{handler: ok, at: 16s}]}
 faults: [{at: 5s, pause: node-1, for: 10s}]
@@ -404,7 +404,7 @@ until: drained
 horizon: 1h
 db: {latency: 1s}
 executor: {poll_interval: 1s, lock_time: 10s, retry: {attempts: 4, backoff: [5s]}}
-nodes: [{name: a}, {name: b, start_at: 1s}]
+nodes: [{name: a, start_at: 0s}, {name: b, start_at: 1s}]
 handlers: {w: {duration: 1s, outcome: {fail_rate: 0.5}, side_effect: {at: end}}}
 workload: {jobs: [{name: j, handler: w}]}
 faults: [{at: 2.5s, crash: a}]

@@ -40,8 +40,13 @@ class ExecutorConfig:
     handles: tuple[str, ...] | None = None
     wakeup: str = "poll"
     poll_interval: float = 10.0
+    #: each wait between polls is ``poll_interval × (1 ± poll_jitter)``, drawn uniformly
+    poll_jitter: float = 0.0
+    #: the wait between a node's start and its first poll (failsafe-executor: 10 s)
+    initial_delay: float = 0.0
     batch_size: int = 10
-    queue_size: int = 100
+    #: 0: no local queue, a claim asks only for idle threads (no prefetch)
+    queue_size: int = 0
     threads: int = 4
     lock_time: float = 300.0
     heartbeat: float | None = None
@@ -89,9 +94,13 @@ class ExecutorConfig:
 
 @dataclass(frozen=True)
 class NodeConfig:
+    """A node; ``start_at`` pins when it starts (None: at 0, its first poll at a phase drawn
+    uniformly within one poll interval from its own stream, so that nodes are not in
+    lock-step)."""
+
     name: str
     executor: ExecutorConfig
-    start_at: float = 0.0
+    start_at: float | None = None
 
 
 @dataclass(frozen=True)

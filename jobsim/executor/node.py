@@ -37,7 +37,6 @@ Everything a node does is written to the trace.
 
 from __future__ import annotations
 
-import math
 from collections import deque
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
@@ -50,6 +49,7 @@ from ..database.dialects import STRATEGIES
 from ..database.store import JOB, TIMER, Locked
 from .config import ExecutorConfig
 from .parts import processes
+from .parts.polls import Grid, Sleep
 from .parts.unacquire import reject as reject_job
 
 if TYPE_CHECKING:
@@ -57,7 +57,8 @@ if TYPE_CHECKING:
 
 
 class Node:
-    def __init__(self, world: "World", name: str, cfg: ExecutorConfig, start_at: float = 0.0):
+    def __init__(self, world: "World", name: str, cfg: ExecutorConfig,
+                 start_at: float | None = None):
         self.world = world
         self.env = world.env
         self.db = world.db
@@ -65,7 +66,22 @@ class Node:
         self.name = name
         self.code = world.trace.node(name)
         self.cfg = cfg
+        #: when the node starts; None: at 0, with its first poll at a drawn phase
         self.start_at = start_at
+        streams = world.streams
+        phase = streams.stream(f"poll/phase/{name}")
+        #: where its polls fall within one poll interval (pinned by ``start_at``)
+        self.phase = phase.uniform() * cfg.poll_interval if start_at is None else 0.0
+        #: orders this node's polls among other nodes' at one instant (``polls.rank``)
+        self.salt = int(phase.uniform() * 2 ** 31)
+        db = world.db
+        #: whether an empty poll takes no time and touches nothing another statement sees,
+        #: so that the idle sleep may count polls instead of simulating them (``polls.py``)
+        self.instant_polls = (db.dialect == "atomic" and db.pool is None
+                              and db.latency.is_zero and not cfg.global_lock
+                              and not any(f.kind == "partition" and f.node == name
+                                          for f in world.scenario.faults))
+        self.exact_idle = world.idle_shortcut and self.instant_polls
         dialect = world.db.dialect
         # With the global acquire lock held, Flowable locks in bulk without REV_: a SELECT,
         # then one UPDATE … WHERE ID_ IN (…) (read_then_write, made safe by the lock).
@@ -93,15 +109,14 @@ class Node:
         self._paused: simpy.Event | None = None
         #: per acquisition loop (job table, timer table): the event its next tick fires
         self._ticks: dict[str, simpy.Event] = {}
+        #: on the fake clock, the tick's timer round while it runs (the job round waits)
+        self._timer_round: simpy.Event | None = None
         self._slot = None
         self.polls = 0
         self.polls_skipped = 0
-        #: per acquisition loop (job table, timer table): the idle sleep's poll grid
-        self._asleep: dict[str, tuple[float, float]] = {}
-        self._replan: dict[str, simpy.Event] = {}
-        #: only a node that may be paused needs its idle sleep to be interruptible
-        self._pausable = any(f.kind == "pause" and f.node == name
-                             for f in world.scenario.faults)
+        #: per acquisition loop (job table, timer table): its idle sleep, if asleep
+        self._sleeps: dict[str, Sleep] = {}
+        self._grids: dict[str, Grid] = {}
 
     # --- life ------------------------------------------------------------------------------
 
@@ -140,9 +155,8 @@ class Node:
         self.running.clear()
         self._timers_locked.clear()
         self._rejects.clear()
-        self._replan.clear()
         self._ticks = {}
-        self._slot = self._paused = self._reject_wake = None
+        self._slot = self._paused = self._reject_wake = self._timer_round = None
         self.trace.add(self.env.now, K["node_crashed"], self.code, a=lost_runs, b=lost_queued)
         self.world.check_drained()
 
@@ -151,7 +165,7 @@ class Node:
         if self.alive:
             return
         self.trace.add(self.env.now, K["node_restarted"], self.code)
-        self.start_at = 0.0
+        self.start_at, self.phase = 0.0, 0.0  # it polls after its initial delay
         self.start()
 
     def pause(self, length: float) -> None:
@@ -160,9 +174,8 @@ class Node:
             return
         self._paused = self.env.event()
         self.trace.add(self.env.now, K["node_paused"], self.code, x=length)
-        for replan in self._replan.values():
-            if not replan.triggered:
-                replan.succeed()  # an idle sleeper re-plans its polls around the pause
+        for sleep in self._sleeps.values():
+            sleep.nudge()  # its next poll waits for the pause to end, as a simulated one
         self.env.process(self._resume_after(length, self._paused))
 
     def _resume_after(self, length: float, ev: simpy.Event) -> Generator[Any, Any, None]:
@@ -182,15 +195,29 @@ class Node:
                 ev.succeed()
 
     def finish(self, end: float) -> None:
-        """At the end of the run: count the polls an idle node would have made since it
-        fell asleep (the sleep itself never finishes)."""
-        for table, (next_poll, period) in sorted(self._asleep.items()):
-            if end >= next_poll:
-                skipped = math.floor((end - next_poll) / period) + 1
-                self.polls += skipped
-                self.polls_skipped += skipped
-                self.trace.add(end, K["polls_skipped"], self.code, a=skipped)
-        self._asleep.clear()
+        """At the end of the run (or a crash): count the polls an idle node slept through
+        until now (the sleep itself never finishes)."""
+        for table in sorted(self._sleeps):
+            self._sleeps[table].stop()
+        self._sleeps.clear()
+
+    def first_poll(self) -> float:
+        """Seconds from the loop's start to its first poll: the pinned start, the system's
+        initial delay and the node's phase."""
+        return (self.start_at or 0.0) + self.cfg.initial_delay + self.phase
+
+    def grid(self, table: str) -> Grid:
+        """The poll grid of this node's loop over ``table``: one for the node's life, so
+        that the jitter drawn for polls that never came is drawn again after a restart (one
+        stream per loop, so that one loop's sleep never takes another's draws)."""
+        grid = self._grids.get(table)
+        if grid is None:
+            cfg = self.cfg
+            stream = self.world.streams.stream(f"poll/jitter/{self.name}/{table}") \
+                if cfg.poll_jitter else None
+            salt = 2 * self.salt + (table == JOB)
+            grid = self._grids[table] = Grid(cfg.poll_interval, cfg.poll_jitter, stream, salt)
+        return grid
 
     # --- the local queue and its threads ---------------------------------------------------
 

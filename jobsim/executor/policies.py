@@ -7,16 +7,34 @@ acquisition, retry and lock code); what each preset models and leaves out is in 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
+
+
+@dataclass(frozen=True)
+class Derived:
+    """A setting the modelled system derives from another: ``factor × source`` (failsafe's
+    heartbeat is lockTimeout / 4). It follows the source wherever the source is set — in
+    ``executor:`` or on a node — unless the setting itself is set."""
+
+    source: str
+    factor: float
+    text: str
+
 
 PRESETS: dict[str, dict[str, Any]] = {
     # Seed 000, "Build It": one guarded UPDATE acquires up to 10 due rows in table order;
     # a failure unlocks the row and pushes its due date by the backoff; retries 3 in all,
-    # then the dead-letter table. Nodes tick on a clock the scenario gives.
+    # then the dead-letter table. Nodes tick on a clock the scenario gives. The executor is
+    # one loop that runs the jobs it acquired in turn: one thread, the acquired batch its
+    # local queue, no heartbeat.
     "lesson": {
         "acquisition": "guarded_update",
         "wakeup": "ticks",
         "batch_size": 10,
+        "threads": 1,
+        "queue_size": 10,
+        "heartbeat": None,
         "lock_time": "5m",
         "order": "id",
         "complete_guard": "none",
@@ -26,9 +44,17 @@ PRESETS: dict[str, dict[str, Any]] = {
     # (activation + 300000 ms) is informational, nothing expires; a crashed worker's job stays
     # activated until a server restart; retries are stored as sent (one less per failure),
     # with no retry delay; no retries left → an incident.
+    # The worker: one job at a time (it awaits each), asking for one job per request, told of
+    # new jobs at once and asking again every 100 ms (the polling worker of the Java client).
     "zeebe_like": {
         "acquisition": "broker",
         "wakeup": "notify",
+        "poll_interval": "100ms",
+        "initial_delay": "0s",
+        "batch_size": 1,
+        "queue_size": 0,
+        "threads": 1,
+        "heartbeat": None,
         "lock_time": "5m",
         "order": "id",
         "complete_guard": "none",
@@ -38,7 +64,8 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
     # failsafe-executor v2: one table, an optimistic VERSION
     # lock ordered by created date, a heartbeat every lockTimeout/4 for running tasks,
-    # lockTimeout 5 min, 5 threads, a queue of 30, a poll every 5 s; a failure marks the task
+    # lockTimeout 5 min, 5 threads, a queue of 30, a poll every 5 s after an initial delay of
+    # 10 s; a failure marks the task
     # failed and nothing retries it until an operator's retry (or cancel). Version 3 is the
     # same with SKIP LOCKED by planned time, a heartbeat over every held task every
     # lockTimeout/3 (set acquisition: skip_locked, order: due, heartbeat: 100s,
@@ -47,11 +74,12 @@ PRESETS: dict[str, dict[str, Any]] = {
         "acquisition": "optimistic",
         "wakeup": "poll",
         "poll_interval": "5s",
+        "initial_delay": "10s",
         "batch_size": 30,
         "queue_size": 30,
         "threads": 5,
         "lock_time": "5m",
-        "heartbeat": "75s",
+        "heartbeat": Derived("lock_time", 1 / 4, "lock_time / 4"),
         "heartbeat_scope": "running",
         "order": "created",
         "complete_guard": "none",
@@ -68,7 +96,7 @@ PRESETS["failsafe_v3"] = {**PRESETS["failsafe"],
                           "acquisition": "skip_locked",
                           "order": "due",
                           "queue_size": 1_000_000,
-                          "heartbeat": "100s",
+                          "heartbeat": Derived("lock_time", 1 / 3, "lock_time / 3"),
                           "heartbeat_scope": "held"}
 PRESETS.update({
     # Flowable 6.7+/7.x async executor: jobs created by a
@@ -84,6 +112,7 @@ PRESETS.update({
         "acquisition": "optimistic_batch",
         "wakeup": "poll",
         "poll_interval": "10s",
+        "initial_delay": "0s",
         "batch_size": 512,
         "queue_size": 2048,
         "threads": 8,
@@ -116,6 +145,7 @@ PRESETS.update({
         "acquisition": "skip_locked",
         "wakeup": "notify",
         "poll_interval": "1s",
+        "initial_delay": "0s",
         "batch_size": 10,
         "queue_size": 0,
         "threads": 10,
@@ -134,18 +164,20 @@ PRESETS.update({
     # db-scheduler with its LOCK_AND_FETCH polling strategy (upper limit
     # 1.0 × threads): one statement locks as many due executions as there are idle threads
     # (FOR UPDATE SKIP LOCKED on PostgreSQL), by execution time; a heartbeat every 5 min for
-    # executing jobs; dead after 6 missed (30 min), found every 10 min and revived to run
+    # executing jobs; dead after 6 missed (lock_time = 6 × heartbeat: 30 min), found every
+    # 10 min and revived to run
     # now; a failed one-time task retries every 5 min, forever. (The default FETCH strategy,
     # which picks each execution only when a thread takes it, is not modelled.)
     "db_scheduler": {
         "acquisition": "skip_locked",
         "wakeup": "poll",
         "poll_interval": "10s",
+        "initial_delay": "0s",
         "batch_size": 10,
         "queue_size": 0,
         "threads": 10,
-        "lock_time": "30m",
         "heartbeat": "5m",
+        "lock_time": Derived("heartbeat", 6.0, "6 × heartbeat"),
         "heartbeat_scope": "running",
         "reset_interval": "10m",
         "reset_page": 1000,
@@ -163,6 +195,7 @@ PRESETS.update({
         "acquisition": "broker",
         "wakeup": "notify",
         "poll_interval": "100ms",
+        "initial_delay": "0s",
         "batch_size": 32,
         "queue_size": 32,
         "threads": 1,

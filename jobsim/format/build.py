@@ -15,7 +15,7 @@ from ..executor.handlers import Handler
 from ..executor.retry import (CycleBackoff, ExponentialBackoff, FixedBackoff, ListBackoff,
                               RetryPolicy)
 from .fileformat import _rate
-from .settings import DEFAULT_EXECUTOR, merge_executor, node_list
+from .settings import DEFAULT_EXECUTOR, derive, derived_settings, merge_executor, node_list
 
 
 def _build_dist(d: Any) -> dists.Distribution:
@@ -120,9 +120,14 @@ def _build_expect(v: dict[str, Any], raw: dict[str, Any]) -> list[Expectation]:
 def build(v: dict[str, Any], raw: dict[str, Any], source: str,
           variant: str | None = None) -> Scenario:
     """The ``Scenario`` of a validated document ``v`` (``raw`` is the file's own)."""
-    executor = _build_executor(merge_executor(v), DEFAULT_EXECUTOR)
-    nodes = tuple(NodeConfig(n["name"], _build_executor(n, executor), n.get("start_at", 0.0))
-                  for n in node_list(v))
+    merged = merge_executor(v)
+    executor = _build_executor(merged, DEFAULT_EXECUTOR)
+    derived = derived_settings(v)
+    nodes = []
+    for n in node_list(v):
+        n = dict(n)
+        derive(n, derived, node=True)  # a node that sets lock_time gets its own heartbeat
+        nodes.append(NodeConfig(n["name"], _build_executor(n, executor), n.get("start_at")))
     handlers = _build_handlers(v["handlers"], executor)
     work = v["workload"]
     jobs = tuple(JobSpec(j["handler"], j["kind"], j.get("id"), j["at"], j["due_in"],
@@ -145,7 +150,7 @@ def build(v: dict[str, Any], raw: dict[str, Any], source: str,
     until = v["until"]
     return Scenario(
         name=v["name"], description=v["description"], seed=v["seed"], handlers=handlers,
-        nodes=nodes, until=None if until == "drained" else until, horizon=v["horizon"],
+        nodes=tuple(nodes), until=None if until == "drained" else until, horizon=v["horizon"],
         db=DbConfig(db.get("dialect", "atomic"), _build_dist(db.get("latency")),
                     db.get("connections") or None, db.get("isolation", "read_committed"),
                     db.get("sqlite_begin", "autocommit")),

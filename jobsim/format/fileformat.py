@@ -9,17 +9,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..database.claims import STRATEGIES
-from ..executor.config import (COMPLETE_GUARDS, COUNT_ATTEMPT, EXHAUSTED, HEARTBEAT_SCOPES, QUEUE_FULL,
-                     RECURRING_MODES, WAKEUPS)
+from ..executor.config import RECURRING_MODES
 from ..database.db import DIALECTS
 from ..database.dialects import ISOLATIONS, SQLITE_BEGIN
 from ..base.durations import parse_duration
 from ..base.errors import Problem
 from ..executor.policies import PRESETS
-from .spec import (MISSING, Const, Cycle, Dur, Either, Enum, Field, Int, ListOf, MapOf, Name,
+from .executor_keys import EXECUTOR as _EXECUTOR, NOT_PER_NODE as _NOT_PER_NODE
+from .executor_keys import TABLE_ONLY as _TABLE_ONLY, retry as _retry
+from .spec import (MISSING, Const, Dur, Either, Enum, Field, Int, ListOf, MapOf, Name,
                    Num, Obj, Str, is_map_with, show)
-from ..database.store import LOCK_EXPIRY, ORDERS
 
 MAX_JOBS = 10_000_000
 
@@ -28,7 +27,7 @@ _CAUSES = {c: None for c in ("unsafe_acquisition", "lock_expired", "pause", "cra
                              "partition", "server_restart", "unexplained")}
 _INVARIANTS = {k: None for k in ("no_job_lost", "done_means_ran", "exclusive_locks",
                                  "duplicates_explained", "retries_follow_policy",
-                                 "terminal_once")}
+                                 "terminal_once", "liveness")}
 ANY = "<any>"
 #: the shape of a run's summary, for checking an expectation's path before the run
 #: (``ANY`` stands for a priority, a node or a job name)
@@ -48,7 +47,10 @@ SUMMARY_SHAPE: dict[str, Any] = {
                 "by_priority": {ANY: {"jobs": None, "start_delay": _DIST}}},
     "named": {ANY: {k: None for k in ("id", "outcome", "executions", "start_delay",
                                       "end_to_end", "duplicate_executions")}},
-    "nodes": {ANY: {"executions": None, "executions_after_restart": None}},
+    "nodes": {ANY: {k: None for k in (
+        "executions", "executions_after_restart", "claims", "acquire_attempts", "lost_races",
+        "busy_share", "busy_thread_seconds", "threads", "time_up", "time_down", "time_paused",
+        "longest_idle_wait", "even_share", "idle_while_work_waited")}},
     "throughput_per_s": None, "invariants": _INVARIANTS, "end_time": None, "drained": None,
     "trace_events": None,
 }
@@ -86,94 +88,6 @@ _dist = Either([
                                                      ("median", "p99"))}, ("lognormal",))),
 ], "a duration (constant) or one of {constant: D}, {uniform: {low, high}}, "
    "{exponential: {mean}}, {lognormal: {median, p99}}")
-
-_backoff = Either([
-    (lambda v: isinstance(v, list), ListOf(Dur(), min_len=1, max_len=100,
-                                           doc="the k-th failure waits the k-th delay; "
-                                               "the last repeats")),
-    (lambda v: isinstance(v, str) and v.startswith("R"), Cycle()),
-    (is_map_with("fixed"), Obj({"fixed": Dur()}, ("fixed",))),
-    (is_map_with("exponential"), Obj({"exponential": Obj({
-        "base": Dur(positive=True), "factor": Num(2.0, lo=1.0, hi=100.0),
-        "cap": Dur(None, none_ok=True), "jitter": Num(0.0, lo=0.0, hi=1.0),
-        "offset": Dur(0.0, doc="added to every delay (Oban: 15s)")}, ("base",))},
-        ("exponential",))),
-], "a list of durations, an ISO-8601 cycle like R5/PT10M, {fixed: D} or "
-   "{exponential: {base, factor, cap, jitter}}")
-
-def _bool(doc: str = "") -> Const:
-    return Const(lambda v: isinstance(v, bool), "true or false", {"type": "boolean"}, doc=doc)
-
-
-_retry = Obj({"attempts": Int(doc="executions in all (Flowable's RETRIES_); set on a job when it "
-                                  "is created", lo=1, hi=1_000_000),
-              "backoff": _backoff})
-
-_EXECUTOR = {
-    "acquisition": Enum(STRATEGIES, doc="how a node claims due jobs"),
-    "handles": ListOf(Str(), min_len=1, max_len=1000,
-                      doc="the task names (handlers) this node runs; others are left to the "
-                          "nodes that registered them"),
-    "wakeup": Enum(WAKEUPS, doc="poll every poll_interval; notify also on insert and when a "
-                                "slot frees; ticks on the fake clock"),
-    "poll_interval": Dur(positive=True),
-    "batch_size": Int(lo=1, hi=100_000),
-    "queue_size": Int(lo=0, hi=1_000_000, doc="the node's bounded local queue; 0: none, a "
-                                             "claim asks only for idle threads (Oban)"),
-    "threads": Int(lo=1, hi=1024),
-    "lock_time": Dur(positive=True),
-    "heartbeat": Dur(none_ok=True, positive=True, doc="extend running jobs' locks this often"),
-    "heartbeat_scope": Enum(HEARTBEAT_SCOPES, doc="running: the jobs being run; held: also "
-                                                  "those waiting in the local queue"),
-    "queue_full_wait": Dur(positive=True),
-    "complete_guard": Enum(COMPLETE_GUARDS, doc="none: DELETE by id; owner: AND locked_by=me"),
-    "exhausted": Enum(EXHAUSTED, doc="where a job goes when its retries run out: the "
-                                     "dead-letter table, or an incident (Zeebe-like)"),
-    "hint": _bool("Flowable's hint path: a job this node creates (workload node:) is "
-                  "inserted locked by it and handed to its own pool on commit"),
-    "on_queue_full": Enum(QUEUE_FULL, doc="a job handed to a full local queue: queue (waits "
-                                          "there anyway) or unacquire (Flowable: unlocked for "
-                                          "any node, and the acquisition waits "
-                                          "queue_full_wait)"),
-    "error_wait": Dur(doc="the wait after a claim failed with an error (40001, SQLITE_BUSY, "
-                          "an optimistic-lock rollback)"),
-    "reset_interval": Dur(none_ok=True, positive=True,
-                          doc="run a reset thread this often: unlock rows whose lock expired "
-                              "(lock_expiry: reset)"),
-    "reset_page": Int(lo=1, hi=1_000_000, doc="rows the reset thread fetches per page; it "
-                                              "repeats until a page is empty"),
-    "stager_interval": Dur(none_ok=True, positive=True,
-                           doc="run a stager this often: when rows wait to be claimed, it "
-                               "notifies the nodes as an insert does (Oban)"),
-    "global_lock": _bool("Flowable's global acquire lock: one node at a time acquires, in "
-                         "bulk without REV_"),
-    "global_lock_wait": Dur(positive=True, doc="how long a node waits for the global lock"),
-    "global_lock_poll": Dur(positive=True, doc="how often it tries; also the least wait "
-                                               "after each acquisition cycle"),
-    "global_lock_force": Dur(positive=True, doc="a holder this old is overridden (crashed)"),
-}
-_NOT_PER_NODE = Const(lambda v: False, "no retry policy per node: retries are set on a job when "
-                      "it is created; set retry in executor or in the handler",
-                      {"not": {}})
-
-# Settings of the cluster as a whole, not of a node: the table's ORDER BY (its index), and the
-# retry policy (retries are set on a job when it is created, and every node follows them).
-_TABLE_ONLY = {
-    "retry": _retry,
-    "order": Enum(ORDERS, doc="the ORDER BY of acquisition"),
-    "aging_rate": Num(lo=0.0, hi=1e6, doc="priority gained per second of age (order: aging)"),
-    "lock_expiry": Enum(LOCK_EXPIRY, doc="claim: an expired lock frees its row at the next "
-                                         "claim; reset: only a reset thread frees it "
-                                         "(Flowable, db-scheduler, Oban); never: nothing "
-                                         "does (the Zeebe-like server)"),
-    "timer_table": _bool("timers and jobs waiting to retry live in timer_job and are moved "
-                         "to job when due (Flowable)"),
-    "count_attempt": Enum(COUNT_ATTEMPT, doc="when an execution counts against the job's "
-                                             "retries: at its failure, or at the claim (fetch: "
-                                             "Oban, River)"),
-    "idempotent_submit": _bool("a submit with an id already in the table does nothing "
-                               "(failsafe-executor)"),
-}
 
 _handler = Obj({
     "duration": _dist,
@@ -333,7 +247,11 @@ FORMAT = Obj({
     "executor": Obj({**_EXECUTOR, **_TABLE_ONLY}),
     "nodes": Either([(lambda v: isinstance(v, int) and not isinstance(v, bool),
                       Int(lo=1, hi=256)),
-                     (lambda v: True, ListOf(Obj({"name": Str(), "start_at": Dur(0.0),
+                     (lambda v: True, ListOf(Obj({"name": Str(), "start_at": Dur(
+                                                  doc="pin the node's start (its first poll "
+                                                      "then follows initial_delay); absent: "
+                                                      "it starts at 0 and polls first at a "
+                                                      "phase drawn within one poll interval"),
                                                   **_EXECUTOR, "retry": _NOT_PER_NODE},
                                                  ("name",)),
                                              min_len=1, max_len=256))],

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..base.errors import Problem
 from ..executor.config import ExecutorConfig
-from ..executor.policies import PRESETS
+from ..executor.policies import PRESETS, Derived
 from .fileformat import FORMAT
 from .spec import MISSING
 
@@ -28,12 +28,34 @@ def _l(x: Any) -> list[Any]:
     return x if isinstance(x, list) else []
 
 
+def derived_settings(v: dict[str, Any]) -> dict[str, Derived]:
+    """The settings the policy derives from another (failsafe's heartbeat: lock_time / 4)
+    and that the ``executor`` section does not set itself."""
+    if not isinstance(v.get("policy"), str):
+        return {}
+    own = _d(v.get("executor"))
+    return {k: x for k, x in PRESETS[v["policy"]].items()
+            if isinstance(x, Derived) and own.get(k, MISSING) is MISSING}
+
+
+def derive(settings: dict[str, Any], derived: dict[str, Derived], node: bool = False) -> None:
+    """Set each derived setting from its source, in place. For a ``node``, only where the
+    node sets the source and not the setting (else it inherits the scenario's value)."""
+    for key, d in derived.items():
+        if node and (key in settings or d.source not in settings):
+            continue
+        src = settings.get(d.source, MISSING)
+        if isinstance(src, (int, float)) and not isinstance(src, bool):
+            settings[key] = src * d.factor
+
+
 def merge_executor(v: dict[str, Any]) -> dict[str, Any]:
     """The policy preset (validated), then the ``executor`` keys over it; ``retry`` is
-    merged key by key."""
+    merged key by key; settings the policy derives follow their source."""
     merged: dict[str, Any] = {}
     if isinstance(v.get("policy"), str):
-        preset = copy.deepcopy(PRESETS[v["policy"]])
+        preset = {k: x for k, x in copy.deepcopy(PRESETS[v["policy"]]).items()
+                  if not isinstance(x, Derived)}
         p: list[Problem] = []
         checked = FORMAT.fields["executor"].check(preset, "policy", p)
         assert not p, p  # presets are ours and must validate
@@ -45,6 +67,7 @@ def merge_executor(v: dict[str, Any]) -> dict[str, Any]:
             merged["retry"] = {**merged["retry"], **x}  # key by key: attempts, backoff
         else:
             merged[k] = x
+    derive(merged, derived_settings(v))
     return merged
 
 

@@ -39,6 +39,8 @@ def join(path: str, key: str | int) -> str:
 
 class Field:
     default: Any = MISSING
+    #: a default shown in the schema only (an executor setting's comes from its preset first)
+    shown: Any = MISSING
     doc: str = ""
 
     def check(self, value: Any, path: str, problems: list[Problem]) -> Any:
@@ -50,9 +52,15 @@ class Field:
     def _described(self, schema: dict[str, Any]) -> dict[str, Any]:
         if self.doc:
             schema["description"] = self.doc
-        if self.default is not MISSING and self.default is not None:
-            schema["default"] = self.default
+        if self.shown is not MISSING:
+            schema["default"] = self.shown
+        elif self.default is not MISSING and self.default is not None:
+            schema["default"] = self._file_form(self.default)
         return schema
+
+    def _file_form(self, value: Any) -> Any:
+        """``value`` as a file writes it (a duration with its unit)."""
+        return value
 
 
 class Str(Field):
@@ -156,6 +164,11 @@ class Dur(Field):
                                     show(value)))
             return MISSING
         return seconds
+
+    def _file_form(self, value):
+        from ..base.durations import format_duration
+
+        return format_duration(value) if isinstance(value, (int, float)) else value
 
     def schema(self):
         s: dict[str, Any] = {"type": "string",

@@ -52,8 +52,12 @@ class RunResult:
 
 
 class World:
-    def __init__(self, scenario: Scenario, seed: int | None = None):
+    def __init__(self, scenario: Scenario, seed: int | None = None, idle_shortcut: bool = True):
         self.scenario = scenario
+        #: idle nodes may count polls instead of simulating them, where that is exact
+        self.idle_shortcut = idle_shortcut
+        #: (instant, salt) of the poll whose wake-up ran last (``parts/polls.py``)
+        self.rank_now = (-1.0, 0)
         self.seed = scenario.seed if seed is None else seed
         self.env = simpy.Environment()
         self.streams = Streams(self.seed)
@@ -292,8 +296,10 @@ class World:
 
 def run(scenario: Scenario, seed: int | None = None,
         progress: Callable[[float, float], None] | None = None,
-        guard: Callable[[int, float], None] | None = None) -> RunResult:
+        guard: Callable[[int, float], None] | None = None,
+        idle_shortcut: bool = True) -> RunResult:
     """Run ``scenario`` (with its own seed unless ``seed`` is given). ``guard(events, now)``,
     if given, is called every few thousand events and may stop the run by raising (see
-    ``cost.Guard``)."""
-    return World(scenario, seed).run(progress, guard)
+    ``cost.Guard``). ``idle_shortcut=False`` simulates every poll of an idle node instead of
+    counting them (the same trace, less the empty polls' records, and slower)."""
+    return World(scenario, seed, idle_shortcut).run(progress, guard)

@@ -2,18 +2,18 @@
 
 It re-polls at once when a batch came back full. It wakes by ``poll`` (every
 ``poll_interval``), by ``notify`` (also at every insert and whenever a thread frees a slot) or
-by ``ticks`` (the fake clock: one round per tick). With a timer table a second loop claims
-due timers and moves them to the job table. When a poll finds nothing and nothing can change
-its answer before a later poll, the node sleeps through the polls that would find nothing:
-they are counted, not simulated, so an idle month costs a handful of events (the idle sleep
-is written out in the loop: it runs after nearly every claim, and a helper generator there
-cost the M/M/8 benchmark 4%). Flowable's global acquire lock and its wait after a refused
-batch are steps of this loop when the settings ask for them.
+by ``ticks`` (the fake clock: one round per tick). Its first poll comes after the node's start,
+its ``initial_delay`` and its phase (``Node.first_poll``). With a timer table a second loop
+claims due timers and moves them to the job table. When a poll finds nothing and nothing can
+change its answer before a later poll, the node sleeps through the polls that would find
+nothing: they are counted, not simulated, so an idle month costs a handful of events — and
+the trace is the one of simulating them (``polls.py``: the grid, the ranks, the sleep).
+Flowable's global acquire lock and its wait after a refused batch are steps of this loop when
+the settings ask for them.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +22,7 @@ from ...database.claims import Attempt
 from ...database.db import StatementFailed
 from ...database.store import JOB, TIMER
 from .global_lock import release as release_global_lock, take as take_global_lock
+from .polls import Sleep, rank, wake_at
 from .timers import move as move_timers
 
 if TYPE_CHECKING:
@@ -30,27 +31,38 @@ if TYPE_CHECKING:
 
 def loop(node: Node, table: str = JOB) -> Generator[Any, Any, None]:
     env, cfg = node.env, node.cfg
-    if node.start_at > 0:
-        yield env.timeout(node.start_at)
     if cfg.wakeup == "ticks":
+        if node.start_at:
+            yield env.timeout(node.start_at)
         # each loop waits for its own tick: with a timer table there are two loops, and
         # one shared event left the job table's loop waiting forever (and the timer
         # loop claiming job rows, so that no timer ever came due)
         while True:
             node._ticks[table] = ev = env.event()
             yield ev
+            if table == TIMER:  # a tick runs its timer round first ...
+                node._timer_round = done = env.event()
+            elif node._timer_round is not None:
+                yield node._timer_round  # ... so that a timer it moves runs at this tick
             if node._paused is not None:
                 yield node._paused
             while table == TIMER or node._free() > 0:
                 asked, got = yield from claim_round(node, table)
                 if got < asked:
                     break
+            if table == TIMER:
+                node._timer_round = None
+                done.succeed()
         return
     timers = table == TIMER
     notify = cfg.wakeup == "notify" and not timers
-    period = cfg.poll_interval
-    store, db, end = node.db.store, node.db, node.world.scenario.end
-    step = period + (0.0 if db.instant else db.latency.mean)
+    db, world = node.db, node.world
+    store = db.store
+    grid = node.grid(table)
+    salt = grid.salt
+    exact = node.exact_idle  # the idle sleep may count polls instead of simulating them
+    keep_grid = node.instant_polls  # an empty poll took no time: the grid goes on
+    on_grid = False  # the last wake-up was the grid's (not an insert's, not a wait's)
     instant, acquire, me, queue = node._instant, node._acquire, node.name, node.queue
     batch, size, lock_time, trace_attempt = (cfg.batch_size, cfg.queue_size,
                                              cfg.lock_time, node._trace_attempt)
@@ -61,9 +73,16 @@ def loop(node: Node, table: str = JOB) -> Generator[Any, Any, None]:
     sized = bool(size) and not timers
     if timers:
         instant = None  # the timer table goes through the statement path
+    first = env.now + node.first_poll()
+    if first > env.now:  # the node's start, initial delay and phase
+        ev = wake_at(env, first, rank(salt, first))
+        yield env.any_of([ev, db.inserted()]) if notify else ev
+        if ev.processed:
+            world.rank_now = (first, salt)
     while True:
         if node._paused is not None:
             yield node._paused
+            on_grid = False
         if sized:
             free = size - len(queue)
         else:
@@ -73,6 +92,7 @@ def loop(node: Node, table: str = JOB) -> Generator[Any, Any, None]:
                 yield node._slot_freed()
             else:
                 yield env.timeout(cfg.queue_full_wait)
+            on_grid = False
             continue
         asked = batch if batch < free else free
         node.polls += 1
@@ -84,14 +104,16 @@ def loop(node: Node, table: str = JOB) -> Generator[Any, Any, None]:
         else:
             try:
                 if global_lock and not (yield from take_global_lock(node, table)):
-                    yield env.timeout(period)  # the lock was busy all along: next cycle
+                    yield env.timeout(cfg.poll_interval)  # the lock was busy all along
+                    on_grid = False
                     continue
                 att = yield from acquire(db, me, asked, lock_time, table=table)
                 if global_lock:
                     yield from release_global_lock(node, table)
             except StatementFailed:
                 node._failed("acquire")
-                yield env.timeout(period)
+                yield env.timeout(cfg.poll_interval)
+                on_grid = False
                 continue
             trace_attempt(att, strategy_text)
             if timers and node._timers_locked:
@@ -100,76 +122,45 @@ def loop(node: Node, table: str = JOB) -> Generator[Any, Any, None]:
                 # 40001 / SQLITE_BUSY: retry at once (after others); Flowable's
                 # optimistic-lock rollback: wait the acquire wait
                 yield env.timeout(cfg.error_wait)
+                on_grid = False
                 continue
             got = len(att.locked)
             if global_lock:  # "to let other nodes have the ability to fill the queue"
                 yield env.timeout(cfg.global_lock_poll)
         if watch_rejects and node.rejected > rejected:  # refused: Flowable waits 5 s
             yield env.timeout(cfg.queue_full_wait)
+            on_grid = False
             continue
         if got == asked:
+            on_grid = False
             continue
         now = env.now
-        next_poll = now + period
-        soonest = store.next_eligible(now, table)
-        if soonest is not None and soonest <= next_poll:
-            if notify:
-                yield env.any_of([env.timeout(period), db.inserted()])
+        if got == 0 and on_grid and keep_grid:
+            grid.k += 1  # an empty poll on the grid keeps it (where it took no time)
+        else:
+            grid.restart(now)
+        nxt = grid.at(grid.k)
+        if notify or exact:
+            soonest = store.next_eligible(now, table) if exact else None
+            counting = exact and (soonest is None or soonest > nxt)
+            # Idle: sleep through the polls that cannot find anything (polls.py)
+            sleep = node._sleeps[table] = Sleep(node, table, grid, notify, soonest, counting)
+            m = yield sleep.wake
+            del node._sleeps[table]
+            if m is None:
+                return  # the node crashed, or the run ended
+            if m < 0:  # an insert woke a notify node: it polls now, off the grid
+                m = -m - 1
+                on_grid = False
             else:
-                yield env.timeout(period)
-            continue
-        # Idle: no poll before ``soonest`` can find anything unless the table changes.
-        # Sleep until the last poll instant at or before ``soonest`` (a poll there may
-        # see it if its statement takes long enough) or until the table changes; a
-        # notify node then polls at once after an insert, any other node resumes its
-        # poll schedule. The polls slept through are counted, not simulated. The poll
-        # instants of a naive loop are ``step = poll_interval + statement latency`` apart
-        # (a poll, then a sleep); with a random latency its mean stands in for it.
-        changed = db.changed()
-        node._asleep[table] = (next_poll, step)
-        target = math.inf
-        if soonest is not None:
-            target = next_poll + math.floor((soonest - next_poll) / step) * step
-        if target >= end:
-            target = math.inf
-        replan = None
-        if node._pausable:
-            node._replan[table] = replan = env.event()
-            yield first_of(node.env, (changed, replan),
-                              None if target == math.inf else target - now)
-        elif target == math.inf:
-            yield changed  # the common idle wait: one event, no helper
+                on_grid = True
+            if m > sleep.k0:
+                sleep.count(m)
+            grid.k = m
         else:
-            yield first_of(node.env, (changed,), target - now)
-        del node._asleep[table]
-        if replan is not None:
-            del node._replan[table]
-        now = env.now
-        if replan is not None and replan.triggered:
-            # Paused while asleep: the polls before the pause found nothing; a poll that
-            # fell due during the pause happens when it ends, and the grid restarts there.
-            paused_at = now
-            if node._paused is not None:
-                yield node._paused
-            skipped = max(0, math.ceil((paused_at - next_poll) / step))
-            tick = next_poll + skipped * step
-            if tick > env.now:
-                yield env.timeout(tick - env.now)
-        elif now >= target:
-            skipped = round((target - next_poll) / step)
-        else:
-            skipped = max(0, math.ceil((now - next_poll) / step))
-            if not (notify and changed.triggered and changed.value):
-                resume = next_poll + skipped * step
-                if resume > now:
-                    if notify:  # an insert meanwhile still wakes a notify node at once
-                        yield env.any_of([env.timeout(resume - now), db.inserted()])
-                    else:
-                        yield env.timeout(resume - now)
-        if skipped > 0:
-            node.polls += skipped
-            node.polls_skipped += skipped
-            node.trace.add(env.now, K["polls_skipped"], node.code, a=skipped)
+            yield wake_at(env, nxt, rank(salt, nxt))
+            on_grid = True
+        world.rank_now = (env.now, salt)
 
 
 def claim_round(node: Node, table: str = JOB) -> Generator[Any, Any, tuple[int, int]]:
@@ -193,19 +184,3 @@ def claim_round(node: Node, table: str = JOB) -> Generator[Any, Any, tuple[int, 
     if timers and node._timers_locked:
         yield from move_timers(node)
     return att.asked, len(att.locked)
-
-
-def first_of(env, events: tuple[Any, ...], delay: float | None) -> Any:
-    """An event that fires when the first of ``events`` does, or when ``delay`` (if not
-    None) has passed (a lighter ``any_of`` for the idle loop)."""
-    wake = env.event()
-
-    def fire(_: Any) -> None:
-        if not wake.triggered:
-            wake.succeed()
-
-    for event in events:
-        event.callbacks.append(fire)
-    if delay is not None:
-        env.timeout(delay).callbacks.append(fire)
-    return wake

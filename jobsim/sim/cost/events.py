@@ -169,7 +169,7 @@ def _polls(sc: Scenario, workload: Workload, run: Work, span: float, drain: floa
         e = n.executor
         if e.wakeup == "ticks":
             continue
-        active = max(0.0, min(span, busy_span + e.poll_interval) - n.start_at)
+        active = max(0.0, min(span, busy_span + e.poll_interval) - (n.start_at or 0.0))
         share = e.threads / max(threads, 1)
         batches = executions * share / max(min(e.batch_size, e.queue_size + e.threads), 1)
         if e.wakeup == "notify" or not e.queue_size:
@@ -178,7 +178,16 @@ def _polls(sc: Scenario, workload: Workload, run: Work, span: float, drain: floa
         else:
             cycle = e.queue_full_wait or e.poll_interval
             when_busy = min(active, busy_span) / max(cycle, 1e-9) + batches
-        if e.wakeup == "poll" and e.poll_interval > 0:
+        # where the idle sleep is not exact (parts/polls.py), every poll is simulated
+        counted = sc.db.dialect == "atomic" and not sc.db.connections and \
+            sc.db.latency.is_zero and not e.global_lock and \
+            not any(f.kind == "partition" and f.node == n.name for f in sc.faults)
+        if not counted:
+            grid = active / max(e.poll_interval + latency, 1e-9)
+            when_idle = grid + batches
+            if e.wakeup == "notify":  # and a poll at every insert
+                when_idle += inserts * min(active / busy_span, 1.0)
+        elif e.wakeup == "poll" and e.poll_interval > 0:
             grid = active / e.poll_interval
             when_idle = grid * -math.expm1(-rate * e.poll_interval) + batches
         else:  # notify: an insert at once; another change on the poll grid
@@ -200,7 +209,7 @@ def _periodic(sc: Scenario, run: Work, span: float, threads: int, per_poll: floa
     busy = min(1.0, run.work / max(threads * span, 1e-9)) if math.isfinite(span) else 1.0
     for n in sc.nodes:
         e = n.executor
-        active = max(0.0, span - n.start_at)
+        active = max(0.0, span - (n.start_at or 0.0))
         if e.heartbeat:
             periodic += active / e.heartbeat * (1.0 + busy * per_poll)
         if e.reset_interval:

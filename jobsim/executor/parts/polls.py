@@ -1,0 +1,227 @@
+"""When a node polls: its poll grid, the rank of a poll among simultaneous events, and the
+idle sleep that counts polls instead of simulating them.
+
+**The grid.** After a poll that did not fill its batch, a node polls again ``poll_interval``
+later (× ``1 ± poll_jitter``, drawn from its own stream). A poll that found nothing keeps
+the grid (``anchor + k × interval``); any other poll starts a new one at its instant. The
+instants are computed the same way whether a poll is simulated or counted, so both give the
+same floats.
+
+**The rank.** A poll that falls due at an instant runs after every other event of that
+instant (a job inserted or failed at the very instant of a poll is seen by it), and polls of
+different nodes at one instant run in an order drawn afresh for that instant (from the
+node's seeded salt and the instant), so no node wins every tie. SimPy orders events of one
+instant by priority, then by the order they were scheduled; a poll's wake-up is scheduled
+with priority ``2 + rank``, after SimPy's NORMAL (1).
+
+**The idle sleep.** When no poll before the next eligible row can find anything unless the
+table changes, a node sleeps: the polls in between are counted, not simulated. It wakes at
+the first grid instant at or after that row's time, at an insert (a notify node, which then
+polls at once), or at a write that may make a row eligible sooner (then it aims again). The
+sleep is exact: the trace is the one of simulating every poll, less the empty polls'
+records. It is taken only where an empty poll touches nothing another statement could see:
+the ``atomic`` dialect, no statement latency, no bounded connection pool, no global acquire
+lock and no partition of the node (``World(idle_shortcut=False)`` or ``jobsim run
+--every-poll`` simulates every poll everywhere).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from heapq import heappush
+from typing import TYPE_CHECKING
+
+import simpy
+
+from ...base.rng import Stream
+from ...base.trace import K
+
+if TYPE_CHECKING:
+    from ..node import Node
+
+#: the priority of a poll's wake-up before its rank (SimPy: URGENT 0, NORMAL 1)
+POLL = 2
+_RANKS = 0xFFFFFFF
+
+
+def rank(salt: int, at: float) -> int:
+    """The priority of the poll at ``at`` of the loop whose salt is ``salt`` (its node's,
+    doubled, plus 1 for the job table: a node's timer loop polls before its job loop at one
+    instant). Deterministic: the hash of a tuple of numbers does not depend on
+    PYTHONHASHSEED."""
+    return POLL + ((hash((salt >> 1, at)) & _RANKS) << 1) + (salt & 1)
+
+
+def wake_at(env: simpy.Environment, at: float, priority: int) -> simpy.Event:
+    """An event that fires at exactly ``at`` (SimPy's ``schedule`` adds a delay to ``now``,
+    which may round) with ``priority``."""
+    ev = simpy.Event(env)
+    ev._ok = True
+    ev._value = None
+    heappush(env._queue, (at, priority, next(env._eid), ev))  # type: ignore[attr-defined]
+    return ev
+
+
+class Grid:
+    """A node's poll instants: index ``k`` is the next poll's."""
+
+    __slots__ = ("period", "jitter", "stream", "salt", "anchor", "k", "_at", "_draws",
+                 "_spare")
+
+    def __init__(self, period: float, jitter: float, stream: Stream | None, salt: int):
+        self.period, self.jitter, self.stream, self.salt = period, jitter, stream, salt
+        self.anchor, self.k = 0.0, 1
+        #: with jitter: the instants from the anchor on, and the draws that made them
+        self._at: list[float] = [0.0]
+        self._draws: list[float] = []
+        self._spare: deque[float] = deque()
+
+    def restart(self, now: float) -> None:
+        """A poll at ``now`` that starts a new grid: the next poll is index 1."""
+        if self.jitter:
+            # draws made for polls that never came (a sleep looked ahead) go back, in order
+            self._spare.extendleft(reversed(self._draws[self.k:]))
+            self._at, self._draws = [now], []
+        self.anchor, self.k = now, 1
+
+    def at(self, m: int) -> float:
+        """The instant of poll ``m``."""
+        if not self.jitter:
+            return self.anchor + m * self.period
+        at, draws, spare, j, p = self._at, self._draws, self._spare, self.jitter, self.period
+        while len(at) <= m:
+            u = spare.popleft() if spare else self.stream.uniform()  # type: ignore[union-attr]
+            draws.append(u)
+            at.append(at[-1] + p * (1.0 + j * (2.0 * u - 1.0)))
+        return at[m]
+
+    def first_from(self, m: int, t: float) -> int:
+        """The first index from ``m`` on whose instant is at or after ``t``."""
+        if not self.jitter and t > self.at(m):
+            m = max(m, math.ceil((t - self.anchor) / self.period) - 1)
+        while self.at(m) < t:
+            m += 1
+        return m
+
+
+class Sleep:
+    """The wait of one acquisition loop until its next poll (see the module's docstring):
+    the next grid instant, or — ``counting`` — the first one at or after ``soonest``, the
+    polls in between counted. A notify node also wakes at an insert, and polls then at its
+    rank among the polls of that instant."""
+
+    __slots__ = ("node", "table", "grid", "notify", "wake", "k0", "_gen", "_target",
+                 "_counting")
+
+    def __init__(self, node: Node, table: str, grid: Grid, notify: bool,
+                 soonest: float | None, counting: bool):
+        self.node, self.table, self.grid, self.notify = node, table, grid, notify
+        self.wake = simpy.Event(node.env)
+        self.k0 = grid.k
+        self._gen = 0
+        self._target = -1
+        #: a counting sleep aims again at each write that may make a row eligible sooner
+        self._counting = counting
+        if notify or counting:  # an insert is a change: one event tells both
+            node.db.changed().callbacks.append(self._changed)
+        if not counting:
+            soonest = grid.at(grid.k)
+        elif soonest is None and node._paused is None:
+            return  # nothing to aim at: only a change wakes it
+        self._aim(soonest)
+
+    # --- where the next real poll falls ---------------------------------------------------
+
+    def pending(self) -> int:
+        """The first poll of the grid not yet made at this instant: a later one, or one at
+        this instant that ranks after the event running now."""
+        node, grid = self.node, self.grid
+        now = node.env.now
+        m = grid.k
+        at = grid.at(m)
+        if at < now:
+            m = grid.first_from(m, now)
+            at = grid.at(m)
+        if at == now:
+            at_now, salt = node.world.rank_now
+            if at_now == now:  # an instant's polls run in rank order: before this one?
+                running = rank(salt, now)
+                while at == now and rank(grid.salt, now) < running:
+                    m += 1
+                    at = grid.at(m)
+        return m
+
+    def _aim(self, soonest: float | None) -> None:
+        """Wake at the first pending poll at or after ``soonest`` (None: at none); while
+        the node is paused, at the next pending poll (it waits for the pause to end)."""
+        self._gen += 1
+        node = self.node
+        if node._paused is not None:
+            soonest = node.env.now
+        if soonest is None or soonest >= node.world.scenario.end:
+            self._target = -1
+            return
+        grid = self.grid
+        m = grid.first_from(self.pending(), soonest)
+        at = grid.at(m)
+        if at >= node.world.scenario.end:
+            self._target = -1
+            return
+        self._target = m
+        gen = self._gen
+        ev = wake_at(node.env, at, rank(grid.salt, at))
+        ev.callbacks.append(lambda _: self._due(gen))
+
+    def nudge(self) -> None:
+        """Wake at the next pending poll (the node was paused: that poll waits for the
+        pause to end, as a simulated one would)."""
+        if not self.wake.triggered:
+            self._aim(self.node.env.now)
+
+    # --- callbacks --------------------------------------------------------------------------
+
+    def _due(self, gen: int) -> None:
+        if gen == self._gen and not self.wake.triggered:
+            self.wake.succeed(self._target)
+
+    def _inserted(self) -> None:
+        wake = self.wake
+        if not wake.triggered:  # it polls now, off the grid, at its rank of this instant
+            env = self.node.env
+            wake._ok, wake._value = True, -self.pending() - 1
+            heappush(env._queue, (env.now, rank(self.grid.salt, env.now),  # type: ignore
+                                  next(env._eid), wake))  # type: ignore[attr-defined]
+
+    def _changed(self, ev: simpy.Event) -> None:
+        if self.wake.triggered:
+            return
+        if ev.value and self.notify:
+            self._inserted()  # an insert wakes a notify node
+            return
+        node = self.node
+        node.db.changed().callbacks.append(self._changed)
+        if self._counting:
+            self._aim(node.db.store.next_eligible(node.env.now, self.table))
+
+    # --- the end of the sleep ---------------------------------------------------------------
+
+    def count(self, upto: int) -> None:
+        """Count the polls slept through, up to index ``upto`` (excluded)."""
+        node = self.node
+        skipped = upto - self.k0
+        if skipped > 0:
+            node.polls += skipped
+            node.polls_skipped += skipped
+            node.db.statements += skipped
+            node.trace.add(node.env.now, K["polls_skipped"], node.code, a=skipped)
+
+    def stop(self) -> None:
+        """The node crashed or the run ended: count the polls made until now (a wake-up
+        due at this very instant never comes)."""
+        if not self.wake.processed:
+            self._gen += 1
+            if not self.wake.triggered:
+                self.wake.succeed(None)
+            self.grid.k = m = self.pending()
+            self.count(m)

@@ -1,0 +1,127 @@
+"""Defaults that are visible and not traps: the schema carries a valid default and a
+description for every setting, the README lists the same defaults (generated from the same
+source), every preset sets what its system fixes and derives what it derives, and
+``jobsim list --policies`` prints each preset in full."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from jobsim.cli import main
+from jobsim.executor.config import ExecutorConfig
+from jobsim.executor.policies import PRESETS, Derived
+from jobsim.format.executor_keys import EXECUTOR, TABLE_ONLY, preset_settings, settings_table
+from jobsim.format.fileformat import schema
+from jobsim.format.scenario import loads
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _defaults(node, path=""):
+    """(dotted path, subschema) of every schema node that carries a default."""
+    if isinstance(node, dict):
+        if "default" in node:
+            yield path, node
+        for key, value in node.items():
+            yield from _defaults(value, f"{path}.{key}")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from _defaults(value, f"{path}[{i}]")
+
+
+def test_every_default_in_the_schema_is_valid_against_its_own_subschema():
+    found = list(_defaults(schema()))
+    assert len(found) > 40
+    for path, node in found:
+        sub = {k: v for k, v in node.items() if k != "default"}
+        jsonschema.validate(node["default"], sub), path
+
+
+def test_every_executor_setting_has_a_description_and_a_default_in_the_schema():
+    props = schema()["properties"]["executor"]["properties"]
+    assert set(props) == set(EXECUTOR) | set(TABLE_ONLY)
+    for name, node in props.items():
+        assert node.get("description"), name
+        if name != "handles":  # absent means all: the description says so
+            assert "default" in node, name
+
+
+def test_every_executor_setting_of_the_config_is_in_the_file_format():
+    fields = {f.name for f in dataclasses.fields(ExecutorConfig)}
+    assert fields == set(EXECUTOR) | set(TABLE_ONLY)
+
+
+def test_the_readme_lists_the_defaults_the_code_uses():
+    text = (ROOT / "README.md").read_text()
+    m = re.search(r"<!-- settings:begin[^>]*-->\n(.*?)\n<!-- settings:end -->", text, re.S)
+    assert m, "the README's settings table is missing"
+    assert m.group(1) == settings_table(), (
+        "README.md's settings table is stale: regenerate it from "
+        "jobsim.format.executor_keys.settings_table()")
+
+
+def test_the_generic_executor_does_not_prefetch():
+    sc = loads("name: x\nnodes: 2\nhandlers: {h: {}}\nworkload: {jobs: [{handler: h}]}\n")
+    assert sc.executor.queue_size == 0
+    assert all(n.start_at is None for n in sc.nodes)
+
+
+FIXED = ("threads", "queue_size", "lock_time", "heartbeat")
+POLLING = ("poll_interval", "initial_delay")
+
+
+@pytest.mark.parametrize("policy", sorted(PRESETS))
+def test_every_preset_sets_what_its_system_fixes(policy):
+    preset = PRESETS[policy]
+    wanted = FIXED + (POLLING if preset["wakeup"] != "ticks" else ())
+    missing = [k for k in wanted if k not in preset]
+    assert not missing, f"{policy} inherits {missing} from the generic executor"
+
+
+def test_failsafe_derives_its_heartbeat_from_the_lock_time():
+    assert isinstance(PRESETS["failsafe"]["heartbeat"], Derived)
+    base = "handlers: {h: {}}\nworkload: {jobs: [{handler: h}]}\n"
+    sc = loads("name: x\npolicy: failsafe\nnodes: 1\n" + base)
+    assert sc.executor.lock_time == 300.0 and sc.executor.heartbeat == 75.0
+    sc = loads("name: x\npolicy: failsafe\nexecutor: {lock_time: 1m}\nnodes: 1\n" + base)
+    assert sc.executor.heartbeat == 15.0  # lockTimeout / 4, not a fixed 75 s
+    sc = loads("name: x\npolicy: failsafe\nexecutor: {lock_time: 1m, heartbeat: 20s}\n"
+               "nodes: 1\n" + base)
+    assert sc.executor.heartbeat == 20.0  # set itself: not derived
+    sc = loads("name: x\npolicy: failsafe\nnodes: [{name: a}, {name: b, lock_time: 2m}]\n"
+               + base)
+    assert [n.executor.heartbeat for n in sc.nodes] == [75.0, 30.0]
+    sc = loads("name: x\npolicy: failsafe_v3\nexecutor: {lock_time: 3m}\nnodes: 1\n" + base)
+    assert sc.executor.heartbeat == 60.0  # v3: lockTimeout / 3
+    sc = loads("name: x\npolicy: db_scheduler\nexecutor: {heartbeat: 1m}\nnodes: 1\n" + base)
+    assert sc.executor.lock_time == 360.0  # dead after 6 missed heartbeats
+
+
+def test_list_policies_prints_every_setting_of_every_preset(capsys):
+    assert main(["list", "--policies"]) == 0
+    out = capsys.readouterr().out
+    for policy in PRESETS:
+        block = out.split(f"\n{policy}: ", 1)[1].split("\n\n", 1)[0]
+        keys = [line.split()[0] for line in block.splitlines()[1:]]
+        assert keys == [k for k, _, _ in preset_settings(policy)], policy
+    assert "  heartbeat           75s  (derived: lock_time / 4)" in out
+
+
+def test_the_file_format_knows_every_invariant_and_every_node_figure():
+    """An expectation names a figure before the run: the format's shape of the summary
+    must list what the checks and the per-node figures produce."""
+    from jobsim.analysis.checks import INVARIANTS
+    from jobsim.format.fileformat import ANY, SUMMARY_SHAPE
+
+    assert tuple(SUMMARY_SHAPE["invariants"]) == INVARIANTS
+    sc = loads("name: x\nnodes: 2\nhandlers: {h: {}}\nworkload: {jobs: [{handler: h}]}\n")
+    from jobsim.output.report import analyse
+    from jobsim.sim.world import run
+
+    node = analyse(run(sc)).summary["nodes"]["node-1"]
+    assert set(node) == set(SUMMARY_SHAPE["nodes"][ANY])

@@ -1,0 +1,149 @@
+"""The idle sleep is exact: counting an idle node's polls gives the trace of simulating every
+one of them, less the empty polls' own records, with the same poll and statement counts.
+
+Random scenarios over every dialect, latencies, crashes, pauses, partitions, slow databases,
+notify and poll wake-ups, pinned starts (ties between nodes' polls), jitter, failures with
+retries, timers due later (long idle stretches), explicit jobs at round instants (ties with
+polls), routing, a timer table. ``JOBSIM_IDLE_SEED`` and ``JOBSIM_IDLE_N`` replay a fresh run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+
+import numpy as np
+
+from jobsim.base.trace import COLUMNS, K
+from jobsim.format.scenario import loads
+from jobsim.output.report import analyse
+from jobsim.sim.world import run as run_world
+
+
+def random_idle_scenario(r: random.Random) -> str:
+    exact = r.random() < 0.6  # most scenarios where the sleep may be taken
+    dialect = "atomic" if exact else r.choice(["atomic", "postgres", "sqlite"])
+    latency = "0s" if exact else r.choice(["0s", "1ms", "500ms",
+                                           "{uniform: {low: 1ms, high: 20ms}}"])
+    connections = 0 if exact else r.choice([0, 2])
+    strategy = r.choice({"atomic": ["guarded_update", "read_then_write", "optimistic",
+                                     "skip_locked"],
+                         "postgres": ["guarded_update", "skip_locked"],
+                         "sqlite": ["guarded_update"]}[dialect])
+    n = r.randint(1, 4)
+    period = r.choice(["1s", "2s", "10s", "30s"])
+    nodes = []
+    for i in range(n):
+        node = f"{{name: n{i + 1}"
+        if r.random() < 0.3:
+            node += f", start_at: {r.choice(['0s', '1s', '10s'])}"
+        if r.random() < 0.2 and n > 1:
+            node += ", handles: [a]"
+        nodes.append(node + "}")
+    faults = []
+    for _ in range(r.randint(0, 3)):
+        kind = r.choice(["crash", "pause", "slow_db", "partition"])
+        at = r.choice([r.randint(1, 600), r.choice([10, 20, 30, 60])])
+        who = f"n{r.randint(1, n)}"
+        if kind == "crash":
+            restart = f", restart_after: {r.randint(1, 120)}s" if r.random() < 0.7 else ""
+            faults.append(f"{{at: {at}s, crash: {who}{restart}}}")
+        elif kind == "pause":
+            faults.append(f"{{at: {at}s, pause: {who}, for: {r.randint(1, 90)}s}}")
+        elif kind == "slow_db":
+            faults.append(f"{{at: {at}s, slow_db: 3.0, for: {r.randint(1, 60)}s}}")
+        else:
+            faults.append(f"{{at: {at}s, partition: {who}, for: {r.randint(1, 60)}s, "
+                          f"timeout: 2s}}")
+    jobs = [f"{{handler: {r.choice('ab')}, at: {r.choice([0, 5, 10, 20, 30, 60])}s, "
+            f"due_in: {r.choice([0, 10, 30, 120, 600, 3600])}s, kind: timer}}"
+            for _ in range(r.randint(0, 6))]
+    rate = r.choice(["1/s", "10/m", "1/m"])
+    return f"""
+name: idle-{r.random():.6f}
+seed: {r.randint(0, 10_000)}
+until: {r.choice(["drained", "drained", "2h"])}
+horizon: 3h
+db: {{dialect: {dialect}, latency: {latency}, connections: {connections}}}
+executor:
+  acquisition: {strategy}
+  wakeup: {r.choice(["poll", "notify"])}
+  poll_interval: {period}
+  poll_jitter: {r.choice([0.0, 0.0, 0.2])}
+  batch_size: {r.choice([1, 3, 10])}
+  queue_size: {r.choice([0, 0, 5])}
+  threads: {r.randint(1, 3)}
+  lock_time: {r.choice(["5s", "30s", "5m"])}
+  timer_table: {str(r.random() < 0.15).lower()}
+  retry: {{attempts: 3, backoff: [{r.choice(["0s", "7s", "60s"])}]}}
+nodes: [{", ".join(nodes)}]
+handlers:
+  a: {{duration: {r.choice(["0s", "1s", "{exponential: {mean: 2s}}"])},
+      outcome: {{fail_rate: {r.choice([0.0, 0.3])}}}}}
+  b: {{duration: {{uniform: {{low: 100ms, high: 3s}}}}}}
+workload:
+  jobs: [{", ".join(jobs)}]
+  streams: [{{handler: {r.choice("ab")}, count: {r.randint(1, 60)}, rate: {rate}}}]
+faults: [{", ".join(faults)}]
+"""
+
+
+def _reduced(result) -> tuple[str, dict, int]:
+    """The trace less the empty polls' records, the polls per node, the statements."""
+    cols = result.trace.arrays()
+    kind = cols["kind"]
+    empty = (kind == K["acquire"]) & (cols["b"] == 0) & (cols["c"] == 0) & \
+        (cols["attempt"] == 0)
+    keep = ~(empty | (kind == K["polls_skipped"]))
+    h = hashlib.sha256()
+    h.update("\x1f".join(result.trace.texts).encode())
+    for name in COLUMNS:
+        h.update(np.ascontiguousarray(cols[name][keep]).tobytes())
+    return h.hexdigest(), result.polls, result.statements
+
+
+def _compare(seed: int) -> bool:
+    """Whether the sleep was taken; fails (with the seed) if it changed anything."""
+    text = random_idle_scenario(random.Random(seed))
+    scenario = loads(text)
+    on = run_world(scenario)
+    off = run_world(scenario, idle_shortcut=False)
+    assert _reduced(on) == _reduced(off), (
+        f"the idle sleep changed the run of random scenario {seed} "
+        f"(replay: JOBSIM_IDLE_SEED={seed} JOBSIM_IDLE_N=1 pytest {__file__})\n{text}")
+    assert on.end_time == off.end_time and on.drained == off.drained
+    return sum(on.polls_skipped.values()) > 0
+
+
+def test_the_idle_sleep_is_exact_on_240_random_scenarios():
+    slept = sum(_compare(seed) for seed in range(240))
+    assert slept >= 60  # the sleep was taken, not only allowed
+
+
+def test_the_idle_sleep_is_exact_on_fresh_random_scenarios():
+    start = int(os.environ.get("JOBSIM_IDLE_SEED", random.SystemRandom().randrange(10**9)))
+    n = int(os.environ.get("JOBSIM_IDLE_N", "40"))
+    print(f"fresh idle-sleep seeds {start}..{start + n - 1}")
+    for seed in range(start, start + n):
+        _compare(seed)
+
+
+def test_a_naive_loop_with_latency_has_mean_start_delay_half_its_cycle():
+    """T = 2 s, 500 ms statements: polls start (T + L) apart, so a job arriving at random
+    waits (T + L) / 2 = 1.25 s for its claim, with the idle sleep allowed (it is not taken
+    where statements take time: there an empty poll is simulated)."""
+    jobs = 100_000
+    scenario = loads(f"""
+name: naive
+seed: 3
+db: {{dialect: atomic, latency: 500ms}}
+executor: {{wakeup: poll, poll_interval: 2s, threads: 1000, batch_size: 1000}}
+nodes: 1
+handlers: {{h: {{duration: 0s}}}}
+workload: {{streams: [{{handler: h, count: {jobs}, rate: 1/s}}]}}
+""")
+    result = run_world(scenario)
+    summary = analyse(result).summary
+    assert summary["jobs"]["done"] == jobs
+    assert abs(summary["latency"]["start_delay"]["mean"] - 1.25) < 0.0125
