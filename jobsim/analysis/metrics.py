@@ -3,6 +3,28 @@
 Pure pandas and numpy over the trace (and the per-job stories of ``history``); nothing here
 knows about SimPy. The summary holds no wall-clock figure, so it is the same for the same
 scenario and seed on every machine.
+
+Per node (``nodes.<name>``, see ``node_figures``): ``executions`` (its ``exec_start`` rows),
+``claims`` (rows it locked: its ``locked`` rows — claims on the job table and the timer
+table, and Flowable's hint path), ``acquire_attempts`` and ``lost_races`` (its ``acquire``
+rows, and their ``c``), ``time_down`` (from each ``node_crashed`` to its ``node_restarted``,
+or the end of the run), ``time_up`` (the run's length minus ``time_down``: a node that starts
+late is up, and idle, before its ``start_at``), ``time_paused`` (from each ``node_paused`` to
+its ``node_resumed``, a crash, or the end; paused time is up), ``busy_thread_seconds`` (the
+length of its executions, each from its ``exec_start`` to its ``exec_end``, or to the node's
+next crash, or to the end of the run) and ``busy_share`` (that over ``threads × time_up``).
+
+A node is **idle** while it is up, not paused and runs fewer executions than it has threads.
+A job **waits** from its due time (or the last time an operator made it runnable — revived or
+activated — if later) until its first execution starts; a job never started waits until the
+end of the run while it is still in the job or timer table (pending, or lost), or until an
+interrupting boundary timer withdrew it. ``longest_idle_wait`` is the longest time one job the
+node could run (its ``handles``) waited while the node was idle. ``even_share`` is the
+executions the node would have run had the executions of each handler been split among the
+nodes that handle it in proportion to ``threads × time_up``. ``idle_while_work_waited`` flags
+a node whose ``longest_idle_wait`` exceeds one of its poll intervals while it ran fewer than
+``max(1, even_share × IDLE_SHARE)`` executions: a node that did (next to) nothing while work
+it could run waited for it.
 """
 
 from __future__ import annotations
@@ -17,11 +39,14 @@ import pandas as pd
 from .checks import Violation, verdicts
 from .history import CAUSES, Histories
 from ..base.trace import KIND_NAMES, K, Trace
+from ..executor.config import NodeConfig
 
 JOB_COLUMNS = ("id", "name", "kind", "handler", "priority", "created", "due", "first_start", "end",
                "outcome", "executions", "failures", "duplicate_executions",
                "duplicate_side_effects", "double_acquisitions", "nodes", "pending_reason")
 PERCENTILES = (50, 90, 99)
+#: below this fraction of its even share of the executions, a node did next to no work
+IDLE_SHARE = 0.1
 
 
 def trace_frame(trace: Trace) -> pd.DataFrame:
@@ -79,8 +104,11 @@ def _dist(values: np.ndarray) -> dict[str, Any]:
 
 def summary(trace: Trace, hist: Histories, violations: list[Violation], *,
             scenario_name: str, seed: int, end_time: float, drained: bool,
-            statements: int, polls: dict[str, int], polls_skipped: dict[str, int]) -> dict:
-    """The run's figures as a JSON-ready dict (sorted keys when written)."""
+            statements: int, polls: dict[str, int], polls_skipped: dict[str, int],
+            nodes: tuple[NodeConfig, ...] = ()) -> dict:
+    """The run's figures as a JSON-ready dict (sorted keys when written). ``nodes``, the
+    scenario's nodes, give the per-node figures that need a node's settings (threads,
+    handles, poll interval); without them those figures are None."""
     jobs = jobs_frame(hist)
     cols = trace.arrays()
     kind = cols["kind"]
@@ -98,16 +126,6 @@ def summary(trace: Trace, hist: Histories, violations: list[Violation], *,
             "start_delay": _dist((group["first_start"] - group["due"]).to_numpy(dtype=float)),
         }
     outcomes = Counter(jobs["outcome"])
-    starts = kind == K["exec_start"]
-    restarts = kind == K["node_restarted"]
-    per_node = {}
-    for code, name in enumerate(trace.nodes):
-        mine = starts & (cols["node"] == code)
-        back = cols["time"][restarts & (cols["node"] == code)]
-        per_node[name] = {
-            "executions": int(mine.sum()),
-            "executions_after_restart": int((cols["time"][mine] > back.max()).sum())
-            if len(back) else None}
     named = {}
     for s in hist.jobs.values():
         if s.name:
@@ -153,9 +171,177 @@ def summary(trace: Trace, hist: Histories, violations: list[Violation], *,
         "latency": {"start_delay": _dist(start_delay), "end_to_end": _dist(e2e[done.to_numpy()]),
                     "by_priority": by_priority},
         "named": dict(sorted(named.items())),
-        "nodes": dict(sorted(per_node.items())),
+        "nodes": node_figures(trace, jobs, nodes, end_time),
         "throughput_per_s": _r(done.sum() / end_time) if end_time > 0 else None,
         "invariants": verdicts(violations),
         "trace_events": len(trace),
         "trace_sha256": trace.sha256(),
     }
+
+
+# --- per node ---------------------------------------------------------------------------------
+
+def idle_note(name: str, f: dict[str, Any]) -> str:
+    """What a node flagged ``idle_while_work_waited`` did, in one sentence."""
+    return (f"{name} ran {f['executions']} execution{'' if f['executions'] == 1 else 's'} "
+            f"(its even share: {f['even_share']:.4g}) while a job it could run waited "
+            f"{f['longest_idle_wait']:.4g}s with a thread of it free")
+
+
+def _span_ends(opens: np.ndarray, closes: np.ndarray, time: np.ndarray,
+               end: float) -> np.ndarray:
+    """The end of each span opened at a row of ``opens``: the time of the first row of
+    ``closes`` after it (rows are sorted: event order), or ``end``."""
+    if len(closes) == 0:
+        return np.full(len(opens), float(end))
+    i = np.searchsorted(closes, opens)
+    return np.where(i < len(closes), time[closes[np.minimum(i, len(closes) - 1)]], end)
+
+
+def _idle_measure(end: float, threads: int, runs: tuple[np.ndarray, np.ndarray],
+                  blocked: tuple[np.ndarray, np.ndarray]):
+    """``F(t)``: the seconds of ``[0, t]`` during which fewer than ``threads`` executions ran
+    and the node was not ``blocked`` (down or paused), vectorized over ``t``."""
+    times = np.concatenate([[0.0, end], runs[0], runs[1], blocked[0], blocked[1]])
+    deltas = np.concatenate([[0, 0], np.ones(len(runs[0]), np.int64),
+                             -np.ones(len(runs[1]), np.int64),
+                             np.full(len(blocked[0]), threads, np.int64),
+                             np.full(len(blocked[1]), -threads, np.int64)])
+    order = np.argsort(times, kind="stable")
+    times, count = times[order], np.cumsum(deltas[order])
+    # segment k is [times[k], times[k+1]); at equal times the last row holds the count
+    free = np.append(count[:-1] < threads, False)
+    before = np.concatenate([[0.0], np.cumsum(np.diff(times) * free[:-1])])
+
+    def measure(t: np.ndarray) -> np.ndarray:
+        t = np.clip(t, 0.0, end)
+        k = np.searchsorted(times, t, side="right") - 1
+        return before[k] + (t - times[k]) * free[k]
+
+    return measure
+
+
+def _waits(cols: dict[str, np.ndarray], jobs: pd.DataFrame,
+           end: float) -> tuple[np.ndarray, np.ndarray]:
+    """Each job's wait for its first execution, ``(from, to)`` (NaN: it never waited; see the
+    module's docstring)."""
+    first = jobs["first_start"].to_numpy(dtype=float)
+    outcome = jobs["outcome"].to_numpy(dtype=object)
+    codes, reasons = pd.factorize(jobs["pending_reason"])  # a few distinct reasons
+    runnable = np.array([r.split(":")[0] in ("job", "timer_job") for r in reasons], bool)
+    waiting = (outcome == "lost") | ((outcome == "pending") & runnable[codes])
+    w1 = np.where(~np.isnan(first), first, np.where(
+        outcome == "withdrawn", jobs["end"].to_numpy(dtype=float),
+        np.where(waiting, end, np.nan)))
+    w0 = jobs["due"].to_numpy(dtype=float).copy()
+    kind = cols["kind"]
+    back = np.flatnonzero((kind == K["revived"]) | ((kind == K["suspended"]) & (cols["a"] == 0)))
+    ids = jobs["id"].to_numpy(dtype=np.int64)
+    if len(back) and len(ids):
+        ix = np.minimum(np.searchsorted(ids, cols["job"][back]), len(ids) - 1)
+        t = cols["time"][back]
+        ok = (ids[ix] == cols["job"][back]) & (t <= w1[ix])  # NaN: never waited
+        np.maximum.at(w0, ix[ok], t[ok])
+    return w0, w1
+
+
+def node_figures(trace: Trace, jobs: pd.DataFrame, nodes: tuple[NodeConfig, ...],
+                 end: float) -> dict[str, dict[str, Any]]:
+    """Each node's figures (see the module's docstring), by node name, sorted."""
+    cols = trace.arrays()
+    kind, node, time = cols["kind"], cols["node"], cols["time"]
+    n = len(trace.nodes)
+
+    def rows(k: str) -> np.ndarray:
+        return np.flatnonzero(kind == K[k])
+
+    def per_node(r: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+        return np.bincount(node[r], weights, minlength=n)[:n] if len(r) else np.zeros(n)
+
+    acq, locked = rows("acquire"), rows("locked")
+    attempts, lost, claims = per_node(acq), per_node(acq, cols["c"][acq]), per_node(locked)
+    starts, ends = rows("exec_start"), rows("exec_end")
+    crashes, restarts = rows("node_crashed"), rows("node_restarted")
+    paused, resumed = rows("node_paused"), rows("node_resumed")
+    # each execution's end: its exec_end (same job and attempt), else its node's next crash
+    span = np.int64(int(cols["attempt"].max()) + 1) if len(cols["attempt"]) else np.int64(1)
+    key_of = cols["job"] * span + cols["attempt"]
+    end_keys = key_of[ends]
+    by_key = np.argsort(end_keys, kind="stable")
+    i = np.minimum(np.searchsorted(end_keys[by_key], key_of[starts]), max(len(ends) - 1, 0))
+    matched = (end_keys[by_key][i] == key_of[starts]) if len(ends) else \
+        np.zeros(len(starts), bool)
+    run_end = np.where(matched, time[ends[by_key][i]] if len(ends) else 0.0, np.nan)
+    executions = per_node(starts)
+    figures: dict[str, dict[str, Any]] = {}
+    for code, name in enumerate(trace.nodes):
+        here = node[starts] == code
+        cut = crashes[node[crashes] == code]
+        open_ = here & np.isnan(run_end)
+        run_end[open_] = _span_ends(starts[open_], cut, time, end)
+        back = restarts[node[restarts] == code]
+        down = _span_ends(cut, back, time, end)
+        pause_at = paused[node[paused] == code]
+        pause_end = _span_ends(pause_at, np.sort(np.concatenate(
+            [resumed[node[resumed] == code], cut])), time, end)
+        time_down = float((down - time[cut]).sum())
+        run_start = time[starts[here]]
+        figures[name] = {
+            "executions": int(executions[code]),
+            "executions_after_restart": int((run_start > time[back].max()).sum())
+            if len(back) else None,
+            "claims": int(claims[code]), "acquire_attempts": int(attempts[code]),
+            "lost_races": int(lost[code]), "time_down": _r(time_down),
+            "time_up": _r(end - time_down),
+            "time_paused": _r(float((pause_end - time[pause_at]).sum())),
+            "busy_thread_seconds": _r(float((run_end[here] - run_start).sum())),
+            "_spans": ((run_start, run_end[here]), (np.concatenate([time[cut], time[pause_at]]),
+                                                    np.concatenate([down, pause_end]))),
+        }
+    configs = {c.name: c for c in nodes}
+    _idle_figures(figures, configs, jobs, _waits(cols, jobs, end), end)
+    return {name: dict(sorted(figures[name].items())) for name in sorted(figures)}
+
+
+def _idle_figures(figures: dict[str, dict[str, Any]], configs: dict[str, NodeConfig],
+                  jobs: pd.DataFrame, waits: tuple[np.ndarray, np.ndarray], end: float) -> None:
+    """Add busy_share, threads, even_share, longest_idle_wait and idle_while_work_waited."""
+    handler = jobs["handler"].to_numpy(dtype=object)
+    done_by = jobs.groupby("handler", sort=True)["executions"].sum()
+    capacity, handles = {}, {}
+    for name, f in figures.items():
+        cfg = configs.get(name)
+        if cfg is not None:
+            capacity[name] = cfg.executor.threads * (f["time_up"] or 0.0)
+            hs = cfg.executor.handles
+            handles[name] = set(done_by.index) if hs is None else set(hs)
+    share = dict.fromkeys(capacity, 0.0)
+    for h, count in done_by.items():
+        able = [m for m in sorted(capacity) if h in handles[m]]
+        total = sum(capacity[m] for m in able)
+        for m in able:
+            if total > 0:
+                share[m] += float(count) * capacity[m] / total
+    w0, w1 = waits
+    for name, f in figures.items():
+        runs, blocked = f.pop("_spans")
+        cfg = configs.get(name)
+        if cfg is None:
+            f.update(threads=None, busy_share=None, even_share=None, longest_idle_wait=None,
+                     idle_while_work_waited=None)
+            continue
+        ex = cfg.executor
+        f["threads"] = ex.threads
+        f["busy_share"] = _r(f["busy_thread_seconds"] / capacity[name]) \
+            if capacity[name] > 0 else None
+        f["even_share"] = _r(share[name])
+        mask = ~np.isnan(w1) & ~np.isnan(w0) & (w1 > w0)
+        if ex.handles is not None:
+            mask &= np.isin(handler, list(ex.handles))
+        longest = 0.0
+        if mask.any():
+            measure = _idle_measure(end, ex.threads, runs, blocked)
+            longest = float((measure(w1[mask]) - measure(w0[mask])).max())
+        f["longest_idle_wait"] = _r(longest)
+        f["idle_while_work_waited"] = bool(longest > ex.poll_interval and
+                                           f["executions"] < max(1.0, share[name] * IDLE_SHARE))

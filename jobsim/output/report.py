@@ -2,9 +2,9 @@
 
 For a scenario without variants, the folder holds:
 
-- ``report.md`` — the summary tables, the expectations, and the plots (PNG beside it):
-  latency CDF by priority class, the per-node timeline, table depth over time, double runs
-  by cause;
+- ``report.md`` — a warning per idle node, the expectations, the summary and per-node tables,
+  the plots (PNG beside it): latency CDF by priority class, the per-node timeline, table
+  depth over time, double runs by cause;
 - ``summary.json`` — the run's figures (sorted keys, no wall-clock figures, ``trace_sha256``);
 - ``jobs.csv`` — one row per job; ``trace.csv`` — one row per event, codes turned into names;
 - ``scenario.yaml`` — the scenario as it was run (overrides and seed applied);
@@ -35,7 +35,7 @@ from . import plots
 from ..analysis.checks import Violation, check
 from ..analysis.expect import NO_FIGURE, Verdict, evaluate, figure
 from ..analysis.history import CAUSES, Histories, histories
-from ..analysis.metrics import jobs_frame, summary, trace_frame
+from ..analysis.metrics import idle_note, jobs_frame, summary, trace_frame
 from ..sim.world import RunResult
 
 
@@ -92,7 +92,7 @@ def analyse(result: RunResult) -> Analysis:
     s = summary(result.trace, hist, violations, scenario_name=result.scenario.name,
                 seed=result.seed, end_time=result.end_time, drained=result.drained,
                 statements=result.statements, polls=result.polls,
-                polls_skipped=result.polls_skipped)
+                polls_skipped=result.polls_skipped, nodes=result.scenario.nodes)
     return Analysis(result, hist, violations, s, evaluate(result.scenario.expect, s))
 
 
@@ -155,6 +155,7 @@ def format_summary(a: Analysis, out: Path | None = None) -> list[str]:
     if d["total"]:
         causes = ", ".join(f"{k} {v}" for k, v in d["by_cause"].items() if v)
         lines.append(f"duplicates   by cause: {causes}")
+    lines += node_lines(s["nodes"])
     if bad:
         expected = a.expected_invariants
         lines.append("invariants   FAILED: " + ", ".join(
@@ -167,6 +168,44 @@ def format_summary(a: Analysis, out: Path | None = None) -> list[str]:
     lines.append(f"trace        {s['trace_events']} events · sha256 {s['trace_sha256'][:16]}…")
     if out is not None:
         lines.append(f"report       {out}/")
+    return lines
+
+
+MAX_NODES_SHOWN = 16  # in the printed summary (summary.json and report.md: all)
+#: the columns of report.md's per-node table: figures of ``nodes.<name>``
+_NODE_COLUMNS = ("threads executions claims acquire_attempts lost_races busy_share time_up "
+                 "time_down time_paused longest_idle_wait even_share idle_while_work_waited"
+                 ).split()
+
+
+def _node_cell(f: dict[str, Any], key: str) -> str:
+    v = f.get(key)
+    if v is None or key == "idle_while_work_waited":
+        return "—" if v is None else "⚠ **yes**" if v else "no"
+    if key == "busy_share":
+        return f"{100 * v:.1f}%"
+    if key.startswith("time_") or key == "longest_idle_wait":
+        return format_seconds(v) if v else "0s"
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def node_lines(nodes: dict[str, dict[str, Any]]) -> list[str]:
+    """A line per node (the first ``MAX_NODES_SHOWN``), and a warning per idle node."""
+    names, lines = list(nodes), []
+    width = max((len(n) for n in names[:MAX_NODES_SHOWN]), default=0)
+    for i, (n, f) in enumerate((n, nodes[n]) for n in names[:MAX_NODES_SHOWN]):
+        line = (f"{f['executions']} executions · {f['claims']} claims · "
+                f"{f['acquire_attempts']} attempts · {f['lost_races']} lost races · busy "
+                f"{_node_cell(f, 'busy_share')}")
+        line += "".join(f" · {key[5:]} {format_seconds(f[key])}"
+                        for key in ("time_down", "time_paused") if f[key])
+        lines.append(f"{'nodes' if i == 0 else '':13}{n:<{width}}  {line}")
+    if len(names) > MAX_NODES_SHOWN:
+        lines.append(f"{'':13}… and {len(names) - MAX_NODES_SHOWN} more nodes")
+    idle = [n for n in names if nodes[n]["idle_while_work_waited"]]
+    lines += [f"WARNING      {idle_note(n, nodes[n])}" for n in idle[:MAX_NODES_SHOWN]]
+    if len(idle) > MAX_NODES_SHOWN:
+        lines.append(f"WARNING      … and {len(idle) - MAX_NODES_SHOWN} more idle nodes")
     return lines
 
 
@@ -229,6 +268,9 @@ def markdown(analyses: list[Analysis], plots_of: dict[str, list[tuple[str, str]]
     out += [f"Scenario `{Path(sc.source).name}` · seed {', '.join(map(str, seeds))}"
             + (f" · variants: {', '.join(a.name for a in analyses)}"
                if sc.variant is not None else ""), ""]
+    out += [f"> ⚠ **Idle node{f' ({a.name})' if sc.variant is not None else ''}:** "
+            f"{idle_note(n, f)}.\n" for a in analyses
+            for n, f in a.summary["nodes"].items() if f["idle_while_work_waited"]]
     verdicts = [(a, v) for a in analyses for v in a.verdicts]
     if verdicts:
         out += ["## Expectations", "", "| | run | expectation | actual |", "|---|---|---|---:|"]
@@ -238,6 +280,17 @@ def markdown(analyses: list[Analysis], plots_of: dict[str, list[tuple[str, str]]
                        f"| {actual} |")
         out.append("")
     out += ["## Summary", ""] + _table(analyses, _ROWS) + [""]
+    out += ["## Nodes", ""]
+    for a in analyses:
+        out += [f"### {a.name}", ""] if sc.variant is not None else []
+        out += ["| node | " + " | ".join(c.replace("_", " ").removeprefix("time ")
+                                         for c in _NODE_COLUMNS) + " |",
+                "|---|" + "---:|" * len(_NODE_COLUMNS)]
+        out += [f"| {n} | " + " | ".join(_node_cell(f, k) for k in _NODE_COLUMNS) + " |"
+                for n, f in a.summary["nodes"].items()] + [""]
+    out += ["Busy share: thread-seconds executing / (threads × time up). Idle while work "
+            "waited: a job it could run waited over a poll interval while it had a free thread "
+            "(up, not paused), and it ran under a tenth of its even share (none, if under 10).", ""]
     named = sorted({n for a in analyses for n in a.summary.get("named", {})})
     if named:
         rows = []
