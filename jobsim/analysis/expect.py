@@ -4,6 +4,13 @@ A scenario's ``expect:`` maps figures of the summary (dotted paths such as ``job
 ``named.urgent.start_delay``) to comparisons (``== 0``, ``<= 31s``). Each is checked against
 the summary of the run; one that does not hold — or names a figure the summary lacks — fails
 the run (exit 1), so a scenario fails as soon as the lesson it teaches stops being true.
+
+An expectation ``invariants.<name>`` makes that invariant's violations expected: shown in the
+summary ("as this scenario expects"), not failing the run. Two kinds of expectation also say
+that some jobs are meant to stay unfinished, and the ``liveness`` check leaves those jobs
+alone (``declared``): ``named.<job>.outcome: "== pending"``, and a
+``crash_recovery.unrecovered`` expectation that 0 would fail (jobs a crashed node held,
+never taken again).
 """
 
 from __future__ import annotations
@@ -51,3 +58,16 @@ def evaluate(expectations: tuple[Expectation, ...], summary: dict[str, Any]) -> 
         ok = actual is not NO_FIGURE and e.holds(actual)
         out.append(Verdict(e, actual, ok))
     return out
+
+
+def declared(expectations: tuple[Expectation, ...]) -> tuple[set[str], bool]:
+    """What a scenario's own expectations say it expects to stay unfinished (the liveness
+    check leaves these alone): the job names it expects still pending at the end
+    (``named.<job>.outcome: "== pending"``), and whether it expects jobs a crashed node held
+    never to be taken again (a ``crash_recovery.unrecovered`` expectation that 0 fails)."""
+    names = {e.path.split(".")[1] for e in expectations
+             if e.path.startswith("named.") and e.path.endswith(".outcome")
+             and e.path.count(".") == 2 and e.op == "==" and e.value == "pending"}
+    unrecovered = any(e.path == "crash_recovery.unrecovered" and not e.holds(0)
+                      for e in expectations)
+    return names, unrecovered
