@@ -33,10 +33,18 @@ def _parser() -> argparse.ArgumentParser:
                         "(repeatable)")
     r.add_argument("--quiet", action="store_true", help="print only the summary")
     r.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    r.add_argument("--every-poll", action="store_true",
+                   help="simulate every poll of an idle node instead of counting the ones "
+                        "that cannot find anything (the same run, less the empty polls' "
+                        "trace records, and slower)")
+    r.add_argument("--strict", action="store_true",
+                   help="treat warnings about known traps as errors: run nothing, exit 2")
     _budget_args(r)
     v = sub.add_parser("validate", help="check scenario files, report every problem, and "
                                         "estimate each run's cost")
     v.add_argument("files", nargs="+")
+    v.add_argument("--strict", action="store_true",
+                   help="treat warnings about known traps as errors (exit 2)")
     _budget_args(v)
     sub.add_parser("schema", help="print the JSON Schema of the scenario format")
     ls = sub.add_parser("list", help="the shipped scenarios with their descriptions")

@@ -18,12 +18,21 @@ from .status import BAD_INPUT, FAILED, OK
 
 def _run(args: argparse.Namespace) -> int:
     from ..format import scenario as scenario_mod
+    from ..format.lint import lint_runs
     from ..sim.cost import Budget, Guard, RunStopped
     from ..base.progress import Bar
     from ..output.report import ReportError, analyse, check_target, write
     from ..sim.world import run
 
     runs = scenario_mod.load_variants(args.scenario, seed=args.seed, sets=args.sets)
+    warnings = lint_runs(runs)  # known traps: warned of before the run, refused by --strict
+    for w in warnings:
+        print(w.format(args.scenario, "error" if args.strict else "warning"), file=sys.stderr)
+    if warnings and args.strict:
+        print(f"jobsim: {args.scenario}: {len(warnings)} warning"
+              f"{'s' if len(warnings) != 1 else ''} about known traps, refused by --strict; "
+              f"nothing was run", file=sys.stderr)
+        return BAD_INPUT
     out = Path(args.out) if args.out else Path("reports") / runs[0].name
     try:
         check_target(out)  # before the work, not after it
@@ -40,7 +49,7 @@ def _run(args: argparse.Namespace) -> int:
             try:
                 result = run(sc, progress=lambda f, t, unit="s": bar.set(
                     100 * f, f"t={t:,.0f}s" if unit == "s" else f"{t:,.0f} {unit}"),
-                    guard=Guard(est, budget, what))
+                    guard=Guard(est, budget, what), idle_shortcut=not args.every_poll)
             except RunStopped as exc:
                 bar.close()
                 print(f"jobsim: {exc}", file=sys.stderr)

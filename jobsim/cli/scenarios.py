@@ -14,6 +14,7 @@ from .status import BAD_INPUT, OK
 
 def _validate(args: argparse.Namespace) -> int:
     from ..format import scenario as scenario_mod
+    from ..format.lint import lint_runs
     from ..sim.cost import Budget, BudgetError, check, estimate
 
     budget = Budget(args.budget, args.memory_budget)
@@ -43,6 +44,10 @@ def _validate(args: argparse.Namespace) -> int:
             except BudgetError as exc:
                 refused.append((label + est.describe(), str(exc)))
         bad = [why for _, why in refused if why] + ([grid] if grid else [])
+        warnings = lint_runs(runs)  # known traps: warnings, or errors with --strict
+        if warnings and args.strict:
+            bad.append(f"--strict refuses {len(warnings)} warning"
+                       f"{'s' if len(warnings) != 1 else ''} about known traps (on stderr)")
         if bad:
             print(f"{f}: valid, but refused ({sc.name}: {nodes}, {handlers}{variants})")
             status = BAD_INPUT
@@ -53,6 +58,8 @@ def _validate(args: argparse.Namespace) -> int:
                 print(line)
         for why in bad:
             print("  " + why.replace("\n", "\n  "))
+        for w in warnings:
+            print(w.format(f, "error" if args.strict else "warning"), file=sys.stderr)
     return status
 
 
@@ -96,12 +103,16 @@ def _list(args: argparse.Namespace) -> int:
 
     if args.policies:
         from ..executor.policies import DESCRIPTIONS, PRESETS
+        from ..format.executor_keys import preset_settings
 
-        width = max(len(n) for n in PRESETS)
+        print("Each policy's settings in full: set by the preset, derived from another "
+              "setting (it follows it), or\nthe generic executor's default (marked *).")
         for name in PRESETS:
-            print(f"{name:<{width}}  {DESCRIPTIONS[name]}")
-            settings = ", ".join(f"{k}: {v}" for k, v in PRESETS[name].items())
-            print(f"{'':<{width}}  {settings}")
+            print(f"\n{name}: {DESCRIPTIONS[name]}")
+            for key, value, origin in preset_settings(name):
+                mark = "*" if origin == "default" else " "
+                rule = f"  ({origin})" if origin.startswith("derived") else ""
+                print(f"  {key:<18}{mark} {value}{rule}")
         return OK
 
     folder = _scenario_folder(args.folder)

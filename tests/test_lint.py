@@ -1,0 +1,294 @@
+"""Warnings for known traps (``jobsim/format/lint.py``): each through the real command line, one
+scenario that triggers it and one close to it that does not; ``--strict`` makes them errors
+(exit 2, nothing run or written); without it the run happens, its trace untouched."""
+
+import copy
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from jobsim.base import dists
+from jobsim.cli import main
+from jobsim.format import scenario as scenario_mod
+from jobsim.format.lint import lint, lint_runs, p99
+from jobsim.sim.world import run
+
+SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
+
+BASE = {
+    "name": "traps", "seed": 1, "until": "drained",
+    "executor": {"acquisition": "guarded_update", "wakeup": "poll", "poll_interval": "1s",
+                 "batch_size": 2, "queue_size": 2, "threads": 2, "lock_time": "1m"},
+    "nodes": 2,
+    "handlers": {"work": {"duration": "1s"}},
+    "workload": {"streams": [{"name": "s", "handler": "work", "count": 6}]},
+}
+
+
+def doc(executor: dict | None = None, **top) -> dict:
+    """The base scenario with executor keys set (None: removed) and top-level keys replaced."""
+    d = copy.deepcopy(BASE)
+    for k, v in (executor or {}).items():
+        if v is None:
+            d["executor"].pop(k, None)
+        else:
+            d["executor"][k] = v
+    d.update(top)
+    return d
+
+
+def write(tmp_path: Path, d: dict, name: str = "traps.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(d, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def validate(tmp_path, capsys, d: dict, *flags: str) -> tuple[int, str, str, Path]:
+    path = write(tmp_path, d)
+    status = main(["validate", str(path), *flags])
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.out + captured.err
+    return status, captured.out, captured.err, path
+
+
+def warnings_of(d: dict) -> list:
+    return lint(scenario_mod.from_dict(d))
+
+
+LOGNORMAL = {"work": {"duration": {"lognormal": {"median": "3s", "p99": "60s"}}}}
+SLOW_BURST = {"executor": {"threads": 1, "queue_size": 20, "batch_size": 20},
+              "nodes": 1, "handlers": {"work": {"duration": "10s"}},
+              "workload": {"streams": [{"name": "s", "handler": "work", "count": 30}]}}
+TICKS = {"clock": {"ticks": [{"at": "0s", "nodes": ["node-1", "node-2"]},
+                             {"at": "10s", "nodes": ["node-1", "node-2"]}]}}
+
+#: code → (path, a scenario that triggers it, one close to it that does not)
+CASES = {
+    "lock-shorter-than-run": (
+        "executor.lock_time",
+        doc({"lock_time": "30s"}, handlers=LOGNORMAL),
+        doc({"lock_time": "30s", "heartbeat": "10s"}, handlers=LOGNORMAL)),
+    "queue-outlives-lock": (
+        "executor.queue_size",
+        doc(SLOW_BURST["executor"], **{k: v for k, v in SLOW_BURST.items() if k != "executor"}),
+        doc({**SLOW_BURST["executor"], "queue_size": 5, "batch_size": 5},
+            **{k: v for k, v in SLOW_BURST.items() if k != "executor"})),
+    "heartbeat-not-shorter-than-lock": (
+        "executor.heartbeat", doc({"heartbeat": "1m"}), doc({"heartbeat": "20s"})),
+    "poll-longer-than-lock": (
+        "executor.poll_interval", doc({"poll_interval": "2m"}), doc({"poll_interval": "30s"})),
+    "more-nodes-than-jobs": ("nodes", doc(nodes=8), doc(nodes=6)),
+    "node-without-work": (
+        "nodes[1].handles",
+        doc(nodes=[{"name": "a", "handles": ["work"]}, {"name": "b", "handles": ["mail"]}],
+            handlers={"work": {"duration": "1s"}, "mail": {"duration": "1s"}}),
+        doc(nodes=[{"name": "a", "handles": ["work"]}, {"name": "b", "handles": ["mail"]}],
+            handlers={"work": {"duration": "1s"}, "mail": {"duration": "1s"}},
+            workload={"streams": [{"name": "s", "handler": "work", "count": 6},
+                                  {"name": "m", "handler": "mail", "count": 2}]})),
+}
+
+#: setting → (a scenario that writes it where it has no effect, one where it has)
+IGNORED = {
+    "poll_interval": (doc({"wakeup": "ticks", "poll_interval": "5s"}, **TICKS),
+                      doc({"wakeup": "poll", "poll_interval": "5s"})),
+    "heartbeat_scope": (doc({"heartbeat_scope": "held"}),
+                        doc({"heartbeat_scope": "held", "heartbeat": "20s"})),
+    "heartbeat": (doc({"heartbeat": "20s", "lock_expiry": "never"}),
+                  doc({"heartbeat": "20s", "lock_expiry": "claim"})),
+    "reset_interval": (doc({"reset_interval": "1m"}),
+                       doc({"reset_interval": "1m", "lock_expiry": "reset"})),
+    "reset_page": (doc({"reset_page": 10}),
+                   doc({"reset_page": 10, "reset_interval": "1m", "lock_expiry": "reset"})),
+    "global_lock_wait": (doc({"global_lock_wait": "10s"}),
+                         doc({"global_lock_wait": "10s", "global_lock": True})),
+    "global_lock_force": (doc({"global_lock_force": "1m"}),
+                          doc({"global_lock_force": "1m", "global_lock": True})),
+    "queue_full_wait": (doc({"queue_full_wait": "2s", "queue_size": 0}),
+                        doc({"queue_full_wait": "2s", "queue_size": 2})),
+    "error_wait": (doc({"error_wait": "5s"}),
+                   doc({"error_wait": "5s", "acquisition": "optimistic_batch"})),
+    "batch_size": (doc({"batch_size": 10}), doc({"batch_size": 2})),
+    "aging_rate": (doc({"aging_rate": 0.1}), doc({"aging_rate": 0.1, "order": "aging"})),
+    "hint": (doc({"hint": True}),
+             doc({"hint": True}, workload={"streams": [
+                 {"name": "s", "handler": "work", "count": 6, "nodes": ["node-1", "node-2"]}]})),
+}
+
+
+@pytest.mark.parametrize("code", list(CASES))
+def test_each_warning_triggers_and_a_close_scenario_does_not(tmp_path, capsys, code):
+    path_in_file, trigger, near = CASES[code]
+
+    status, out, err, path = validate(tmp_path, capsys, trigger)
+    assert status == 0, out + err
+    assert f"{path}: ok" in out
+    lines = [line for line in err.splitlines() if line.startswith("warning: ")]
+    assert [w.code for w in warnings_of(trigger)] == [code], err
+    assert len(lines) == 1 and lines[0].startswith(f"warning: {path}: {path_in_file}: "), err
+    assert "fix: " in lines[0]
+
+    status, out, err, _ = validate(tmp_path, capsys, near)
+    assert status == 0 and "warning" not in err, err
+
+
+@pytest.mark.parametrize("setting", list(IGNORED))
+def test_a_setting_without_effect_warns_and_one_with_effect_does_not(tmp_path, capsys, setting):
+    trigger, near = IGNORED[setting]
+
+    status, _, err, path = validate(tmp_path, capsys, trigger)
+    assert status == 0
+    assert f"warning: {path}: executor.{setting}: {setting} has no effect here: " in err, err
+    assert "fix: " in err
+    assert [w.code for w in warnings_of(trigger)] == ["ignored-setting"], err
+
+    status, _, err, _ = validate(tmp_path, capsys, near)
+    assert status == 0 and "warning" not in err, err
+
+
+@pytest.mark.parametrize("setting", [s for s in IGNORED if s != "reset_interval"])
+def test_a_setting_said_to_have_no_effect_leaves_the_trace_alone(setting):
+    """The claim behind each ignored-setting rule, checked on the simulator: the run with the
+    setting and the run without it have one trace. (A reset thread that can find nothing
+    still issues its empty queries, so reset_interval is left out.)"""
+    trigger = IGNORED[setting][0]
+    without = copy.deepcopy(trigger)
+    del without["executor"][setting]
+    a, b = scenario_mod.from_dict(trigger), scenario_mod.from_dict(without)
+    assert run(a).trace_sha256 == run(b).trace_sha256
+
+
+# --- the rules' edges ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("change", [
+    {"lock_expiry": "never"},                       # nothing frees an expired lock
+    {"lock_expiry": "reset"},                       # ... nor with no reset thread
+    {"heartbeat": "10s", "heartbeat_scope": "held"},
+])
+def test_no_lock_warning_where_an_expired_lock_reruns_nothing(change):
+    d = doc({"lock_time": "30s", **change}, handlers=LOGNORMAL)
+    assert [w.code for w in warnings_of(d) if w.code != "ignored-setting"] == []
+
+
+def test_a_reset_thread_makes_an_expired_lock_rerun():
+    d = doc({"lock_time": "30s", "lock_expiry": "reset", "reset_interval": "1m"},
+            handlers=LOGNORMAL)
+    (w,) = warnings_of(d)
+    assert w.code == "lock-shorter-than-run" and "the reset thread frees it" in w.message
+
+
+def test_no_lock_warning_when_the_run_ends_before_any_lock_can_expire():
+    assert warnings_of(doc({"lock_time": "30s"}, handlers=LOGNORMAL, until="20s")) == []
+
+
+def test_a_hanging_handler_outruns_its_lock_on_purpose():
+    d = doc({"lock_time": "30s"}, handlers={"work": {"outcome": {"hang": "10m"}}})
+    assert warnings_of(d) == []
+
+
+def test_a_deep_queue_fed_slower_than_it_drains_does_not_warn():
+    slow = {k: v for k, v in SLOW_BURST.items() if k != "executor"}
+    slow["workload"] = {"streams": [{"name": "s", "handler": "work", "count": 30,
+                                     "rate": "1/m"}]}
+    assert warnings_of(doc(SLOW_BURST["executor"], **slow)) == []
+
+
+def test_a_standby_node_for_a_fault_is_not_idle():
+    d = doc(nodes=8, faults=[{"at": "1s", "crash": "node-1"}])
+    assert warnings_of(d) == []
+
+
+def test_a_node_level_setting_is_named_by_its_node_and_others_name_their_nodes():
+    d = doc({"lock_time": "30s"}, handlers=LOGNORMAL,
+            nodes=[{"name": "a", "lock_time": "2m"}, {"name": "b"}, {"name": "c", "heartbeat": "5s"},
+                   {"name": "d", "poll_interval": "3m"}])
+    found = {(w.code, w.path): w.message for w in warnings_of(d)}
+    assert set(found) == {("lock-shorter-than-run", "executor.lock_time"),
+                          ("poll-longer-than-lock", "nodes[3].poll_interval")}
+    assert found[("lock-shorter-than-run", "executor.lock_time")].startswith("(on b, d) ")
+
+
+def test_variants_share_their_common_warnings_once_and_name_their_own():
+    d = doc({"lock_time": "30s", "heartbeat": "10s", "reset_page": 5}, handlers=LOGNORMAL,
+            variants={"beat": {}, "no_beat": {"set": {"executor.heartbeat": None}}})
+    got = [(w.code, w.path) for w in lint_runs(scenario_mod.variants_of(d))]
+    assert got == [("ignored-setting", "executor.reset_page"),
+                   ("lock-shorter-than-run", "variants.no_beat → executor.lock_time")]
+
+
+def test_p99_is_each_distributions_closed_form():
+    rng = np.random.default_rng(12345)  # a local generator: no scenario stream is touched
+    assert p99(dists.Constant(7.0)) == 7.0
+    assert p99(dists.Uniform(10.0, 110.0)) == pytest.approx(109.0)
+    assert p99(dists.LogNormal(3.0, 60.0)) == 60.0
+    assert p99(dists.Exponential(2.0)) == pytest.approx(2.0 * math.log(100.0))
+    sampled = np.quantile(rng.exponential(2.0, 200_000), 0.99)
+    assert sampled == pytest.approx(p99(dists.Exponential(2.0)), rel=0.03)
+
+
+# --- --strict, and a run with warnings ---------------------------------------------------------
+
+def test_validate_strict_makes_a_warning_an_error(tmp_path, capsys):
+    _, trigger, near = CASES["lock-shorter-than-run"]
+    status, out, err, path = validate(tmp_path, capsys, trigger, "--strict")
+    assert status == 2
+    assert f"{path}: valid, but refused" in out and "--strict refuses 1 warning" in out
+    assert f"error: {path}: executor.lock_time: the lock (30s) is shorter than the p99 run" \
+        in err, err
+    status, out, err, path = validate(tmp_path, capsys, near, "--strict")
+    assert status == 0 and f"{path}: ok" in out and err == ""
+
+
+def test_run_strict_refuses_before_running_or_writing(tmp_path, capsys):
+    path = write(tmp_path, IGNORED["heartbeat_scope"][0])
+    out = tmp_path / "out"
+    status = main(["run", str(path), "--out", str(out), "--quiet", "--no-plots", "--strict"])
+    captured = capsys.readouterr()
+    assert status == 2
+    assert "Traceback" not in captured.out + captured.err
+    assert f"error: {path}: executor.heartbeat_scope: heartbeat_scope has no effect" \
+        in captured.err
+    assert "refused by --strict; nothing was run" in captured.err
+    assert not out.exists() and captured.out == ""
+
+
+def test_run_warns_then_runs_and_the_trace_is_the_one_without_lint(tmp_path, capsys):
+    trigger = IGNORED["heartbeat_scope"][0]
+    path = write(tmp_path, trigger)
+    out = tmp_path / "out"
+    status = main(["run", str(path), "--out", str(out), "--quiet", "--no-plots"])
+    captured = capsys.readouterr()
+    assert status == 0, captured.out + captured.err
+    assert f"warning: {path}: executor.heartbeat_scope: " in captured.err
+    assert (out / "report.md").is_file()
+    summary = yaml.safe_load((out / "summary.json").read_text())
+    assert summary["trace_sha256"] == run(scenario_mod.load(path)).trace_sha256
+
+
+def test_run_strict_of_a_scenario_without_warnings_runs(tmp_path, capsys):
+    path = write(tmp_path, BASE)
+    status = main(["run", str(path), "--out", str(tmp_path / "out"), "--quiet", "--no-plots",
+                   "--strict"])
+    captured = capsys.readouterr()
+    assert status == 0 and captured.err == "", captured.err
+
+
+# --- the shipped scenarios ---------------------------------------------------------------------
+
+#: the shipped scenarios that warn: each demonstrates the trap on purpose
+SHIPPED = {
+    ("executors_side_by_side", "lock-shorter-than-run",
+     "variants.lesson → executor.lock_time"),
+    ("failsafe", "lock-shorter-than-run", "variants.no_heartbeat → executor.heartbeat"),
+    ("lock_expiry", "lock-shorter-than-run", "variants.no_heartbeat → executor.lock_time"),
+    ("zeebe", "lock-shorter-than-run", "executor.lock_time"),
+}
+
+
+def test_shipped_scenarios_warn_only_where_they_show_a_trap_on_purpose():
+    got = {(f.stem, w.code, w.path) for f in sorted(SCENARIOS.glob("*.yaml"))
+           for w in lint_runs(scenario_mod.load_variants(f))}
+    assert got == SHIPPED
