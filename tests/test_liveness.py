@@ -174,7 +174,7 @@ seed: 3
 until: drained
 horizon: 1h
 policy: zeebe_like
-nodes: 2
+nodes: [{{name: node-1, start_at: 0s}}, {{name: node-2, start_at: 1s}}]  # node-1 takes both
 handlers: {{w: {{duration: 30s}}}}
 workload: {{jobs: [{{handler: w}}, {{handler: w}}, {{handler: w, at: 2m}}]}}
 faults: [{{at: 10s, crash: node-1, restart_after: 1m}}]

@@ -44,16 +44,18 @@ PRESETS: dict[str, dict[str, Any]] = {
     # (activation + 300000 ms) is informational, nothing expires; a crashed worker's job stays
     # activated until a server restart; retries are stored as sent (one less per failure),
     # with no retry delay; no retries left → an incident.
-    # The worker: one job at a time (it awaits each), asking for one job per request, told of
-    # new jobs at once and asking again every 100 ms (the polling worker of the Java client).
+    # The worker (the seed shows one in JavaScript): up to 32 jobs activated at once and run
+    # concurrently (the clients' maxJobsActive of 32; a JavaScript handler awaits each job
+    # without blocking the others), told of new jobs at once and asking again every 100 ms
+    # (the clients' poll interval).
     "zeebe_like": {
         "acquisition": "broker",
         "wakeup": "notify",
         "poll_interval": "100ms",
         "initial_delay": "0s",
-        "batch_size": 1,
+        "batch_size": 32,
         "queue_size": 0,
-        "threads": 1,
+        "threads": 32,
         "heartbeat": None,
         "lock_time": "5m",
         "order": "id",
