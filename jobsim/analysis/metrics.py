@@ -6,8 +6,9 @@ scenario and seed on every machine.
 
 Per node (``nodes.<name>``, see ``node_figures``): ``executions`` (its ``exec_start`` rows),
 ``claims`` (rows it locked: its ``locked`` rows — claims on the job table and the timer
-table, and Flowable's hint path), ``acquire_attempts`` and ``lost_races`` (its ``acquire``
-rows, and their ``c``), ``time_down`` (from each ``node_crashed`` to its ``node_restarted``,
+table, and Flowable's hint path), ``acquire_attempts`` (its ``acquire`` rows, and the empty
+polls an idle sleep counted instead of simulating: the same figure either way),
+``lost_races`` (its ``acquire`` rows' ``c``), ``time_down`` (from each ``node_crashed`` to its ``node_restarted``,
 or the end of the run), ``time_up`` (the run's length minus ``time_down``: a node that starts
 late is up, and idle, before its ``start_at``), ``time_paused`` (from each ``node_paused`` to
 its ``node_resumed``, a crash, or the end; paused time is up), ``busy_thread_seconds`` (the
@@ -158,7 +159,10 @@ def summary(trace: Trace, hist: Histories, violations: list[Violation], *,
                         "row_gone": hist.completions_row_gone},
         "crash_recovery": {"stranded_jobs": hist.stranded, "unrecovered": hist.unrecovered,
                            "delay": _dist(np.asarray(hist.recoveries, dtype=float))},
-        "acquisition": {"attempts": int(acq.sum()), "empty": int((got == 0).sum()),
+        # the polls an idle node counted instead of simulating were empty attempts: the same
+        # figures whether they were simulated or not
+        "acquisition": {"attempts": int(acq.sum()) + sum(polls_skipped.values()),
+                        "empty": int((got == 0).sum()) + sum(polls_skipped.values()),
                         "rows": int(got.sum()), "lost_races": int(cols["c"][acq].sum()),
                         "errors": int(cols["attempt"][acq].sum()),
                         "full": int((got == cols["a"][acq]).sum()),
@@ -171,7 +175,7 @@ def summary(trace: Trace, hist: Histories, violations: list[Violation], *,
         "latency": {"start_delay": _dist(start_delay), "end_to_end": _dist(e2e[done.to_numpy()]),
                     "by_priority": by_priority},
         "named": dict(sorted(named.items())),
-        "nodes": node_figures(trace, jobs, nodes, end_time),
+        "nodes": node_figures(trace, jobs, nodes, end_time, polls_skipped),
         "throughput_per_s": _r(done.sum() / end_time) if end_time > 0 else None,
         "invariants": verdicts(violations),
         "trace_events": len(trace),
@@ -246,7 +250,7 @@ def _waits(cols: dict[str, np.ndarray], jobs: pd.DataFrame,
 
 
 def node_figures(trace: Trace, jobs: pd.DataFrame, nodes: tuple[NodeConfig, ...],
-                 end: float) -> dict[str, dict[str, Any]]:
+                 end: float, skipped: dict[str, int] | None = None) -> dict[str, dict[str, Any]]:
     """Each node's figures (see the module's docstring), by node name, sorted."""
     cols = trace.arrays()
     kind, node, time = cols["kind"], cols["node"], cols["time"]
@@ -290,7 +294,8 @@ def node_figures(trace: Trace, jobs: pd.DataFrame, nodes: tuple[NodeConfig, ...]
             "executions": int(executions[code]),
             "executions_after_restart": int((run_start > time[back].max()).sum())
             if len(back) else None,
-            "claims": int(claims[code]), "acquire_attempts": int(attempts[code]),
+            "claims": int(claims[code]),
+            "acquire_attempts": int(attempts[code]) + (skipped or {}).get(name, 0),
             "lost_races": int(lost[code]), "time_down": _r(time_down),
             "time_up": _r(end - time_down),
             "time_paused": _r(float((pause_end - time[pause_at]).sum())),
