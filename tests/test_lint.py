@@ -89,7 +89,50 @@ CASES = {
             handlers={"work": {"duration": "1s"}, "mail": {"duration": "1s"}},
             workload={"streams": [{"name": "s", "handler": "work", "count": 6},
                                   {"name": "m", "handler": "mail", "count": 2}]})),
+    "work-without-node": (
+        "handlers.mail",
+        doc(nodes=[{"name": "a", "handles": ["work"]}, {"name": "b", "handles": ["work"]}],
+            handlers={"work": {"duration": "1s"}, "mail": {"duration": "1s"}},
+            workload={"streams": [{"name": "s", "handler": "work", "count": 6},
+                                  {"name": "m", "handler": "mail", "count": 2}]}),
+        doc(nodes=[{"name": "a", "handles": ["work"]}, {"name": "b", "handles": ["mail"]}],
+            handlers={"work": {"duration": "1s"}, "mail": {"duration": "1s"}},
+            workload={"streams": [{"name": "s", "handler": "work", "count": 6},
+                                  {"name": "m", "handler": "mail", "count": 2}]})),
 }
+
+#: a prefetching node that polls right after arrivals takes them all: 3 nodes of 5 threads,
+#: 60 % loaded as a cluster but twice what one node runs — one node's queue of 30 outlives a
+#: 60 s lock (measured: 489 duplicate runs from lock expiry, and no warning before)
+PREFETCH = {"name": "prefetch", "policy": "failsafe", "executor": {"lock_time": "60s"},
+            "nodes": 3, "handlers": {"mail": {"duration": {"lognormal": {
+                "median": "20s", "p99": "90s"}}}},
+            "workload": {"streams": [{"name": "m", "handler": "mail", "count": 300,
+                                      "rate": "0.4/s"}]}}
+
+
+def test_a_queue_one_node_fills_while_the_cluster_keeps_up_warns():
+    assert [w.code for w in warnings_of(PREFETCH)] == ["queue-outlives-lock"]
+    slow = copy.deepcopy(PREFETCH)
+    slow["workload"]["streams"][0]["rate"] = "0.1/s"  # one node alone keeps up
+    assert warnings_of(slow) == []
+    held = copy.deepcopy(PREFETCH)
+    held["executor"]["heartbeat_scope"] = "held"
+    assert warnings_of(held) == []
+    assert analyse_duplicates(PREFETCH) > 0 and analyse_duplicates(held) == 0
+
+
+def analyse_duplicates(d: dict) -> int:
+    from jobsim.output.report import analyse
+
+    s = analyse(run(scenario_mod.from_dict(d))).summary
+    return s["duplicate_executions"]["by_cause"]["lock_expired"]
+
+
+def test_work_no_node_runs_is_not_warned_of_when_the_scenario_expects_it():
+    d = copy.deepcopy(CASES["work-without-node"][1])
+    d["expect"] = {"invariants.liveness": "== 1"}
+    assert warnings_of(d) == []
 
 #: setting → (a scenario that writes it where it has no effect, one where it has)
 IGNORED = {

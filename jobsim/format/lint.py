@@ -22,6 +22,7 @@ from typing import Any
 from ..base import dists
 from ..base.durations import format_duration
 from ..executor.config import ExecutorConfig, Scenario
+from .backlog import peak_backlog
 
 __all__ = ["IGNORED", "Warning", "lint", "lint_runs", "p99"]
 
@@ -72,7 +73,7 @@ class _Run:
     sc: Scenario
     executor: dict[str, Any]  # the file's executor keys
     nodes: list[_Node] = field(default_factory=list)
-    backlog: dict[frozenset[str], float] = field(default_factory=dict)
+    backlog: dict[tuple[frozenset[str], int], float] = field(default_factory=dict)
 
     def written(self, node: _Node, key: str) -> str | None:
         """Where the file writes ``key`` for ``node`` (its own entry first), or None."""
@@ -150,44 +151,6 @@ def _lock_shorter_than_run(run: _Run, node: _Node) -> Iterator[Found]:
                f"{_dur(max(t for _, t in long))}, or a heartbeat shorter than the lock")
 
 
-def _peak_backlog(sc: Scenario, handlers: frozenset[str], threads: int, mean: float) -> float:
-    """The most jobs of ``handlers`` waiting for a thread, in a fluid model: explicit jobs and
-    bursts arrive at their due instant, Poisson streams and recurring schedules at their
-    rate, and ``threads`` servers of mean ``mean`` drain them: dX/dt = rate − min(X,
-    threads)/mean; the backlog is X − threads."""
-    mass: dict[float, float] = {}  # due instant → jobs
-    step: dict[float, float] = {}  # instant → change of the arrival rate
-    for j in sc.jobs:
-        if j.handler in handlers and j.record_failure is None:
-            mass[j.at + j.due_in] = mass.get(j.at + j.due_in, 0) + 1
-    segments = [(s.start + s.due_in, s.count / s.rate, s.rate) for s in sc.streams
-                if s.handler in handlers and s.rate] + \
-        [(r.start, r.count * r.every, 1 / r.every) for r in sc.recurring
-         if r.handler in handlers and r.every > 0]
-    for s in sc.streams:
-        if s.handler in handlers and s.rate is None:  # a burst
-            mass[s.start + s.due_in] = mass.get(s.start + s.due_in, 0) + s.count
-    for a, length, r in segments:
-        step[a], step[a + length] = step.get(a, 0.0) + r, step.get(a + length, 0.0) - r
-    cap, x, peak, rate, now = threads / mean, 0.0, 0.0, 0.0, None
-    for t in sorted(mass.keys() | step.keys()):
-        dt = 0.0 if now is None else t - now
-        if x >= threads and rate < cap and dt > 0:  # drains linearly down to all-busy
-            fall = min(dt, (x - threads) / (cap - rate))
-            x, dt = x - (cap - rate) * fall, dt - fall
-        top = rate * mean  # with a thread idle, x nears rate × mean exponentially
-        if x >= threads and rate >= cap:
-            x += (rate - cap) * dt
-        elif dt > 0 and top > threads and \
-                (cross := mean * math.log((top - x) / (top - threads))) < dt:
-            x = threads + (rate - cap) * (dt - cross)
-        elif dt > 0:
-            x = top + (x - top) * math.exp(-dt / mean)
-        x, rate = x + mass.get(t, 0), max(0.0, rate + step.get(t, 0.0))
-        peak, now = max(peak, x - threads), t
-    return peak
-
-
 def _queue_outlives_lock(run: _Run, node: _Node) -> Iterator[Found]:
     cfg, mode, handlers = node.cfg, _expires(run, node), run.sc.handlers
     if mode is None or cfg.queue_size == 0 or \
@@ -197,20 +160,21 @@ def _queue_outlives_lock(run: _Run, node: _Node) -> Iterator[Found]:
     mean = sum(handlers[h].duration.mean * n for h, n in runs.items()) / max(1, sum(runs.values()))
     if mean <= 0:
         return
-    # the nodes that run any of this work share it; one node's queue may hold all that
-    # waits, up to its size (a full batch is followed at once by another claim)
+    # A node with a local queue may take all that is due at its poll (up to its size; a full
+    # batch is followed at once by another claim), before the other nodes' polls come: the
+    # backlog that may sit in its queue is the one its own threads would leave.
     key = frozenset(runs)
-    threads = sum(n.cfg.threads for n in run.nodes if key & n.runs.keys())
-    if key not in run.backlog:
-        run.backlog[key] = _peak_backlog(run.sc, key, threads, mean)
-    depth = min(cfg.queue_size, math.floor(run.backlog[key] + 1e-9))
+    threads = cfg.threads
+    if (key, threads) not in run.backlog:
+        run.backlog[key, threads] = peak_backlog(run.sc, key, threads, mean)
+    depth = min(cfg.queue_size, math.floor(run.backlog[key, threads] + 1e-9))
     wait = depth * mean / cfg.threads
     if wait > cfg.lock_time:
         held = "no heartbeat" if cfg.heartbeat is None else "a heartbeat over running jobs only"
         yield ("queue-outlives-lock", run.where(node, "queue_size", "lock_time"),
                f"a claimed job may wait in the local queue longer than its lock: {depth} queued "
                f"jobs (queue_size {cfg.queue_size}, or the workload's peak backlog of "
-               f"{math.floor(run.backlog[key] + 1e-9)} if smaller) × mean run "
+               f"{math.floor(run.backlog[key, threads] + 1e-9)} if smaller) × mean run "
                f"{_dur(mean)} / {cfg.threads} thread{'s' if cfg.threads != 1 else ''} ≈ "
                f"{_dur(wait)} before the last starts, while the lock ({_dur(cfg.lock_time)}) "
                f"runs from the claim and {held} extends it; one that expires in the queue means "
@@ -358,6 +322,15 @@ def _idle_nodes(run: _Run) -> Iterator[Found]:
                f"{' never runs' if idle == 1 else 's never run'} a job, and each figure per "
                f"node is diluted by idle ones; fix: at most {jobs} node"
                f"{'s' if jobs != 1 else ''}, or more work (or a fault that needs a standby)")
+    handled = set().union(*(node.runs for node in nodes)) if nodes else set()
+    used = {j.handler for j in sc.jobs} | {s.handler for s in sc.streams} | \
+        {r.handler for r in sc.recurring}
+    expected = any(e.path == "invariants.liveness" for e in sc.expect)
+    for name in sorted(used - handled) if not expected else ():
+        yield ("work-without-node", f"handlers.{name}",
+               f"no node runs '{name}' (no node's handles name it), so its jobs wait in the "
+               f"table for good and the run goes on to its horizon; fix: add '{name}' to a "
+               f"node's handles, or expect it (invariants.liveness) if it is meant to stay")
     for node in nodes:
         if node.cfg.handles is not None and not node.runs:
             yield ("node-without-work", run.where(node, "handles"),
