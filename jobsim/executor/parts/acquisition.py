@@ -73,12 +73,14 @@ def loop(node: Node, table: str = JOB) -> Generator[Any, Any, None]:
     sized = bool(size) and not timers
     if timers:
         instant = None  # the timer table goes through the statement path
+    # the first poll: after the node's start, initial delay and phase — ranked like any
+    # other, even at the instant the loop starts (nodes pinned together do not poll in the
+    # order they were listed)
     first = env.now + node.first_poll()
-    if first > env.now:  # the node's start, initial delay and phase
-        ev = wake_at(env, first, rank(salt, first))
-        yield env.any_of([ev, db.inserted()]) if notify else ev
-        if ev.processed:
-            world.rank_now = (first, salt)
+    ev = wake_at(env, first, rank(salt, first))
+    yield env.any_of([ev, db.inserted()]) if notify else ev
+    if ev.processed:
+        world.rank_now = (first, salt)
     while True:
         if node._paused is not None:
             yield node._paused
