@@ -80,3 +80,26 @@ def test_python_dash_m_runs_the_lesson(lesson_path, tmp_path):
                            str(tmp_path / "o")], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith(GOLDEN)
+
+
+def test_one_tick_is_one_acquire_of_at_most_ten_rows_per_node():
+    """The lesson's tick calls acquire(node, limit=10) once: with 25 due jobs, node-A takes
+    10 and node-B the next 10; the loop then runs its jobs one after another."""
+    from jobsim.base.trace import K
+    from jobsim.format.scenario import loads
+
+    r = run(loads("""
+name: ticks
+policy: lesson
+nodes: [{name: node-A}, {name: node-B}]
+clock: {ticks: [{at: 0s, nodes: [node-A, node-B]}]}
+handlers: {w: {duration: 1s}}
+workload: {streams: [{name: s, handler: w, count: 25}]}
+until: 1m
+"""))
+    c = r.trace.arrays()
+    acq = c["kind"] == K["acquire"]
+    got = {r.trace.nodes[n]: int(b) for n, b in zip(c["node"][acq], c["b"][acq])}
+    assert got == {"node-A": 10, "node-B": 10} and int(acq.sum()) == 2
+    starts = c["time"][(c["kind"] == K["exec_start"]) & (c["node"] == r.trace.nodes.index("node-A"))]
+    assert starts.tolist() == [float(i) for i in range(10)]  # one after another

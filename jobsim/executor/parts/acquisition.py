@@ -46,10 +46,8 @@ def loop(node: Node, table: str = JOB) -> Generator[Any, Any, None]:
                 yield node._timer_round  # ... so that a timer it moves runs at this tick
             if node._paused is not None:
                 yield node._paused
-            while table == TIMER or node._free() > 0:
-                asked, got = yield from claim_round(node, table)
-                if got < asked:
-                    break
+            if table == TIMER or node._free() > 0:  # one acquire statement per tick
+                yield from claim_round(node, table)
             if table == TIMER:
                 node._timer_round = None
                 done.succeed()
