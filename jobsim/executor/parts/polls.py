@@ -154,16 +154,20 @@ class Sleep:
 
     def _aim(self, soonest: float | None) -> None:
         """Wake at the first pending poll at or after ``soonest`` (None: at none); while
-        the node is paused, at the next pending poll (it waits for the pause to end)."""
-        self._gen += 1
+        the node is paused, at the next pending poll (it waits for the pause to end). A wake-up
+        already set for that very poll stays (many changes within one interval cost one)."""
         node = self.node
         if node._paused is not None:
             soonest = node.env.now
         if soonest is None or soonest >= node.world.scenario.end:
+            self._gen += 1
             self._target = -1
             return
         grid = self.grid
         m = grid.first_from(self.pending(), soonest)
+        if m == self._target:
+            return
+        self._gen += 1
         at = grid.at(m)
         if at >= node.world.scenario.end:
             self._target = -1

@@ -182,8 +182,8 @@ def _polls(sc: Scenario, workload: Workload, run: Work, span: float, drain: floa
         counted = sc.db.dialect == "atomic" and not sc.db.connections and \
             sc.db.latency.is_zero and not e.global_lock and \
             not any(f.kind == "partition" and f.node == n.name for f in sc.faults)
-        if not counted:
-            grid = active / max(e.poll_interval + latency, 1e-9)
+        if not counted:  # it polls to the end of the run, work or none
+            grid = max(0.0, span - (n.start_at or 0.0)) / max(e.poll_interval + latency, 1e-9)
             when_idle = grid + batches
             if e.wakeup == "notify":  # and a poll at every insert
                 when_idle += inserts * min(active / busy_span, 1.0)
@@ -195,7 +195,10 @@ def _polls(sc: Scenario, workload: Workload, run: Work, span: float, drain: floa
             when_idle = inserts * min(active / busy_span, 1.0) + batches + grid * \
                 -math.expm1(-others / busy_span * max(e.poll_interval, 1e-9))
         polls += load * when_busy + (1.0 - load) * when_idle + 1
-        if ex.timer_table:  # the timer loop: on its grid while a timer (a retry) is due
+        if ex.timer_table and not counted:  # the timer loop polls to the end too
+            polls += max(0.0, span - (n.start_at or 0.0)) / max(e.poll_interval + latency,
+                                                               1e-9)
+        elif ex.timer_table:  # the timer loop: on its grid while a timer (a retry) is due
             polls += active / max(e.poll_interval, 1e-9) * \
                 -math.expm1(-(retries + 1.0) / busy_span * max(e.poll_interval, 1e-9))
     return polls
