@@ -125,3 +125,35 @@ def test_the_file_format_knows_every_invariant_and_every_node_figure():
 
     node = analyse(run(sc)).summary["nodes"]["node-1"]
     assert set(node) == set(SUMMARY_SHAPE["nodes"][ANY])
+
+
+AGING = """
+name: aging
+seed: 1
+until: 2h
+executor: {{order: aging, aging_rate: 0.05, threads: 1, queue_size: 0, batch_size: 1,
+           wakeup: notify{extra}}}
+nodes: [{{name: n, start_at: 0s}}]
+handlers: {{w: {{duration: 1s}}}}
+workload:
+  streams:
+    - {{name: deferred, handler: w, kind: timer, count: 40, start: 0s, due_in: 1h}}
+    - {{name: urgent, handler: w, count: 40, start: 1h, priority: 10}}
+"""
+
+
+def test_aging_counts_from_the_due_time_not_from_creation():
+    """Low-priority timers created at t=0 and due at 1 h, and urgent priority-10 jobs that
+    arrive at 1 h: time spent not yet due earns no priority, so the urgent jobs go first
+    (counted from creation, the timers had an hour's head start and went first)."""
+    from jobsim.output.report import analyse
+    from jobsim.sim.world import run
+
+    def waits(extra: str) -> dict:
+        s = analyse(run(loads(AGING.format(extra=extra)))).summary
+        return {p: v["start_delay"]["mean"] for p, v in s["latency"]["by_priority"].items()}
+
+    due = waits("")
+    assert due["10"] < due["0"]
+    created = waits(", aging_from: created")
+    assert created["10"] > created["0"]

@@ -156,6 +156,8 @@ IGNORED = {
                    doc({"error_wait": "5s", "acquisition": "optimistic_batch"})),
     "batch_size": (doc({"batch_size": 10}), doc({"batch_size": 2})),
     "aging_rate": (doc({"aging_rate": 0.1}), doc({"aging_rate": 0.1, "order": "aging"})),
+    "aging_from": (doc({"aging_from": "created"}),
+                   doc({"aging_from": "created", "order": "aging"})),
     "hint": (doc({"hint": True}),
              doc({"hint": True}, workload={"streams": [
                  {"name": "s", "handler": "work", "count": 6, "nodes": ["node-1", "node-2"]}]})),

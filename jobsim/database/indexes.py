@@ -21,6 +21,9 @@ import math
 from .rows import ACQUIRABLE, JOB, LOCK_EXPIRY, ORDERS, Locked, Row
 
 
+#: what a job's age for ``order: aging`` counts from
+AGING_FROM = ("due", "created")
+
 class _Index:
     __slots__ = ("pending", "ready")
 
@@ -38,13 +41,18 @@ class Indexes:
     routes: dict[str, frozenset[str]]
 
     def __init__(self, order: str, aging_rate: float, lock_expiry: str,
-                 count_at_fetch: bool):
+                 count_at_fetch: bool, aging_from: str = "due"):
         if order not in ORDERS:
             raise ValueError(f"order must be one of {ORDERS} (got {order!r})")
         if lock_expiry not in LOCK_EXPIRY:
             raise ValueError(f"lock_expiry must be one of {LOCK_EXPIRY} (got {lock_expiry!r})")
+        if aging_from not in AGING_FROM:
+            raise ValueError(f"aging_from must be one of {AGING_FROM} (got {aging_from!r})")
         self.order = order
         self.aging_rate = aging_rate
+        #: a job's age for ``order: aging``: since it fell due (time not yet due earns no
+        #: priority), or since it was created
+        self._aged_from_due = aging_from == "due"
         self.lock_expiry = lock_expiry
         #: expired locks free their row at the next claim
         self.expiry = lock_expiry == "claim"
@@ -81,7 +89,9 @@ class Indexes:
             return (row.created, 0.0)
         if o == "priority":
             return (-row.priority, row.due)
-        return (-(row.priority - self.aging_rate * row.created), row.due)
+        # priority + rate × (now − since) orders as priority − rate × since: a static key
+        since = row.due if self._aged_from_due else row.created
+        return (-(row.priority - self.aging_rate * since), row.due)
 
     def _reindex(self, row: Row, now: float | None = None) -> None:
         """Give the row a new stamp (invalidating its old entries) and a new entry: in

@@ -28,12 +28,13 @@ class Store(Indexes):
 
     ``order`` is the ORDER BY of acquisition: ``id`` (database/insertion order, Flowable),
     ``due``, ``created``, ``priority`` (highest first, then due) or ``aging`` (highest
-    ``priority + aging_rate × age`` first, kept as the static key ``priority − rate × created``).
+    ``priority + aging_rate × age`` first, the age counted from the due time or, with
+    ``aging_from: created``, from creation; kept as the static key ``priority − rate × since``).
     """
 
     def __init__(self, order: str = "id", aging_rate: float = 0.0, lock_expiry: str = "claim",
-                 count_at_fetch: bool = False):
-        super().__init__(order, aging_rate, lock_expiry, count_at_fetch)
+                 count_at_fetch: bool = False, aging_from: str = "due"):
+        super().__init__(order, aging_rate, lock_expiry, count_at_fetch, aging_from)
         #: an execution is counted when its row is claimed (Oban, River), not when it fails
         self.count_at_fetch = count_at_fetch
         self.rows: dict[int, Row] = {}

@@ -78,6 +78,9 @@ class ExecutorConfig:
     # --- settings of the table, the same for every node -------------------------------------
     order: str = "id"
     aging_rate: float = 0.0
+    #: a job's age for ``order: aging`` counts from when it fell ``due`` (time spent not yet
+    #: due earns no priority) or from when it was ``created``
+    aging_from: str = "due"
     retry: RetryPolicy = RetryPolicy(3, ListBackoff((10.0,)))
     #: see ``store.LOCK_EXPIRY``
     lock_expiry: str = "claim"

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..base.durations import format_duration
 from ..database.claims import STRATEGIES
+from ..database.indexes import AGING_FROM
 from ..database.store import LOCK_EXPIRY, ORDERS
 from ..executor.config import (COMPLETE_GUARDS, COUNT_ATTEMPT, EXHAUSTED, HEARTBEAT_SCOPES,
                                QUEUE_FULL, WAKEUPS, ExecutorConfig)
@@ -111,8 +112,12 @@ NOT_PER_NODE = Const(lambda v: False, "no retry policy per node: retries are set
 TABLE_ONLY: dict[str, Field] = {
     "retry": retry,
     "order": Enum(ORDERS, doc="the ORDER BY of acquisition: id, created, due, priority, or "
-                              "aging (priority raised by the time a job has been due)"),
+                              "aging (priority raised with the job's age, see aging_from)"),
     "aging_rate": Num(lo=0.0, hi=1e6, doc="priority gained per second of age (order: aging)"),
+    "aging_from": Enum(AGING_FROM, doc="what a job's age counts from (order: aging): due — "
+                                       "the time since it fell due, so time spent waiting to "
+                                       "fall due earns no priority; created — since it was "
+                                       "created"),
     "lock_expiry": Enum(LOCK_EXPIRY, doc="claim: an expired lock frees its row at the next "
                                          "claim; reset: only a reset thread frees it "
                                          "(Flowable, db-scheduler, Oban); never: nothing "

@@ -292,8 +292,9 @@ IGNORED: tuple[tuple[str, Rule, str], ...] = (
     ("error_wait", _error_wait, "remove it, or use a strategy that can fail a claim"),
     ("batch_size", _batch_size, "a batch_size no larger than that, or a deeper queue"),
     ("hint", _hint, "remove it, or have the node create jobs (workload node: / nodes:)"),
-    ("aging_rate", lambda sc, cfg, name: f"only order: aging reads it (order: {cfg.order})"
-     if cfg.order != "aging" else None, "remove it, or set order: aging"),
+    *((key, lambda sc, cfg, name: f"only order: aging reads it (order: {cfg.order})"
+       if cfg.order != "aging" else None, "remove it, or set order: aging")
+      for key in ("aging_rate", "aging_from")),
 )
 
 

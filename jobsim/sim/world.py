@@ -63,7 +63,7 @@ class World:
         self.streams = Streams(self.seed)
         self.trace = Trace()
         ex = scenario.executor
-        self.store = Store(ex.order, ex.aging_rate, ex.lock_expiry,
+        self.store = Store(ex.order, ex.aging_rate, ex.lock_expiry, aging_from=ex.aging_from,
                            count_at_fetch=ex.count_attempt == "fetch")
         self.has_faults = bool(scenario.faults)
         db_faults = any(f.kind in ("slow_db", "partition") for f in scenario.faults)
