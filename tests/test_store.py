@@ -22,8 +22,9 @@ def row(rid: int, due: float = 0.0, priority: int = 0, created: float = 0.0,
     return Row(rid, "async", "h", priority, created, due, retries)
 
 
-def store_with(*rows: Row, order: str = "id", aging_rate: float = 0.0) -> Store:
-    s = Store(order=order, aging_rate=aging_rate)
+def store_with(*rows: Row, order: str = "id", aging_rate: float = 0.0,
+               aging_from: str = "due") -> Store:
+    s = Store(order=order, aging_rate=aging_rate, aging_from=aging_from)
     for r in rows:
         s.insert(r)
     return s
@@ -115,15 +116,26 @@ def test_order_priority_is_highest_first_then_due():
 
 
 def test_order_aging_is_static_key_priority_minus_rate_times_created():
-    """``order='aging'`` ranks by ``priority + rate × age``, kept as the static key
-    ``priority − rate × created``: with rate 1, a priority-0 row created at 0 (key 0) beats a
-    priority-2 row created at 3 (key −1) and ties with a priority-1 row created at 1 (key 0),
-    the tie going to the earlier due date."""
+    """``order='aging'`` with ``aging_from='created'`` ranks by ``priority + rate × age``,
+    kept as the static key ``priority − rate × created``: with rate 1, a priority-0 row
+    created at 0 (key 0) beats a priority-2 row created at 3 (key −1) and ties with a
+    priority-1 row created at 1 (key 0), the tie going to the earlier due date."""
+    s = store_with(row(1, priority=2, created=3.0, due=3.0),
+                   row(2, priority=0, created=0.0, due=2.0),
+                   row(3, priority=1, created=1.0, due=1.0),
+                   order="aging", aging_rate=1.0, aging_from="created")
+    assert ids(s.claim("n1", 3.0, 10, 9.0)) == [3, 2, 1]
+
+
+def test_order_aging_counts_from_the_due_time_by_default():
+    """By default the age counts from the due time, the key ``priority − rate × due``: the
+    same rows rank 3 (key 0), 1 (key −1), 2 (key −2) — row 2 earns nothing for the two
+    seconds it was not yet due."""
     s = store_with(row(1, priority=2, created=3.0, due=3.0),
                    row(2, priority=0, created=0.0, due=2.0),
                    row(3, priority=1, created=1.0, due=1.0),
                    order="aging", aging_rate=1.0)
-    assert ids(s.claim("n1", 3.0, 10, 9.0)) == [3, 2, 1]
+    assert ids(s.claim("n1", 3.0, 10, 9.0)) == [3, 1, 2]
 
 
 def test_aging_with_rate_zero_is_priority_order():

@@ -74,8 +74,9 @@ class StoreMachine(RuleBasedStateMachine):
             return (r.created, r.id)
         if order == "priority":
             return (-r.priority, r.due, r.id)
-        # aging: highest priority + rate × age first, exactly
-        age = Fraction(self.now) - Fraction(r.created)
+        # aging: highest priority + rate × age first, exactly; the age counts from the due
+        # time (Store's default aging_from)
+        age = Fraction(self.now) - Fraction(r.due)
         score = Fraction(r.priority) + Fraction(self.store.aging_rate) * age
         return (-score, r.due, r.id)
 
