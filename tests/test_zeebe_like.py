@@ -4,6 +4,7 @@ import numpy as np
 
 from jobsim.format import scenario
 from jobsim.analysis.history import histories
+from jobsim.analysis.metrics import jobs_frame
 from jobsim.output.report import analyse
 from jobsim.base.trace import K
 from jobsim.sim.world import run
@@ -95,3 +96,84 @@ def test_a_task_needs_at_least_one_retry():
     with pytest.raises(ScenarioError) as err:
         scenario.loads(text)
     assert err.value.problems[0].path == "handlers.ok.retry.attempts"
+
+
+# --- activation: the worker's request is long-polled --------------------------------------------
+
+FAILING = """
+name: zf
+until: drained
+policy: zeebe_like
+db: {{latency: {latency}}}
+nodes: [{{name: w1}}]
+handlers:
+  bad: {{duration: 3s, outcome: always_fail, error: "Stripe rate limit"}}
+  ok: {{duration: 1s}}
+workload:
+  jobs: [{{name: f, handler: bad, at: 2s}}, {{handler: ok, at: 40s}}]
+"""
+
+
+def test_a_failed_job_is_activated_again_at_once_then_an_incident():
+    """"A job failed with retries above 0 can be activated again immediately": with the
+    preset's defaults each failure of a 3-retry job is followed by its activation within two
+    statement latencies (the fail, then the held request's answer); after the third, an
+    incident and no further activation. The deadline is activation + 300 s."""
+    for latency in ("0s", "5ms"):
+        r = run(scenario.loads(FAILING.format(latency=latency)))
+        lat = 0.005 if latency == "5ms" else 0.0
+        ends = kinds(r, "exec_end")
+        fails = ends["time"][ends["job"] == 1].tolist()
+        locked = kinds(r, "locked")
+        acts = locked["time"][locked["job"] == 1].tolist()
+        assert len(fails) == 3 and len(acts) == 3
+        assert acts[0] == 2.0 + lat  # created at 2 s: the held request is answered
+        for fail_at, again in zip(fails, acts[1:]):
+            assert fail_at <= again <= fail_at + 2 * lat + 1e-9, (latency, fail_at, again)
+        assert kinds(r, "dead_lettered")["a"].tolist() == [1]  # the incident
+        assert acts[-1] < fails[-1]  # nothing after the incident
+        # the deadline, in milliseconds: activation + 300000
+        assert (locked["c"] == np.round((locked["time"] + 300.0) * 1000)).all()
+        assert np.isinf(locked["x"]).all()  # informational: the lock never expires
+        a = analyse(r)
+        frame = jobs_frame(a.histories).set_index("id")
+        assert frame.loc[1, "deadline"] == acts[-1] + 300.0
+        assert a.violations == []
+
+
+def test_a_failure_wakes_the_held_request_not_the_next_poll():
+    """Failures at 3 / 13 / 23 s (10 s runs) are activated again at 3 / 13 / 23 s, not at a
+    later poll; an empty request is answered only after the 10 s long-poll timeout."""
+    text = FAILING.format(latency="0s").replace("duration: 3s", "duration: 10s") \
+        .replace("at: 2s", "at: 0s").replace("- {name: w1}", "- {name: w1, start_at: 0s}") \
+        .replace("nodes: [{name: w1}]", "nodes: [{name: w1, start_at: 0s}]")
+    r = run(scenario.loads(text))
+    locked = kinds(r, "locked")
+    assert locked["time"][locked["job"] == 1].tolist() == [0.0, 10.0, 20.0]
+    acq = kinds(r, "acquire")
+    assert acq["time"].tolist()[:4] == [0.0, 10.0, 20.0, 40.0]  # no poll in between
+
+
+def test_polling_stays_available_and_is_slower():
+    """wakeup: poll is still a setting: a failed job then waits for the worker's next poll."""
+    text = FAILING.format(latency="0s").replace("nodes: [{name: w1}]",
+                                                "executor: {wakeup: poll, poll_interval: 10s}\n"
+                                                "nodes: [{name: w1, start_at: 0s}]")
+    r = run(scenario.loads(text))
+    locked = kinds(r, "locked")
+    ends = kinds(r, "exec_end")
+    fails = ends["time"][ends["job"] == 1].tolist()
+    acts = locked["time"][locked["job"] == 1].tolist()
+    assert all(again - fail_at > 1.0 for fail_at, again in zip(fails, acts[1:]))
+
+
+def test_long_poll_needs_a_broker():
+    import pytest
+
+    from jobsim.base.errors import ScenarioError
+
+    text = FAILING.format(latency="0s").replace(
+        "policy: zeebe_like", "executor: {acquisition: guarded_update, wakeup: long_poll}")
+    with pytest.raises(ScenarioError) as err:
+        scenario.loads(text)
+    assert err.value.problems[0].path == "executor.wakeup"

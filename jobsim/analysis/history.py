@@ -62,6 +62,9 @@ class JobStory:
     nodes: list[str] = field(default_factory=list)
     causes: list[str] = field(default_factory=list)
     pending_reason: str = ""
+    #: the server's deadline of the job's last activation (a broker: activation + the job
+    #: timeout), informational where nothing expires; nan: never activated by a broker
+    deadline: float = float("nan")
 
 
 @dataclass
@@ -188,6 +191,8 @@ def histories(trace: Trace) -> Histories:
                 acq_cause.pop((j, node), None)
             holder[j] = (node, x_[i], seq)
             waiting[j] = node
+            if c_[i] > 0:  # a broker's activation: its deadline, in milliseconds
+                story(j).deadline = c_[i] / 1000.0
             if j in terminal:
                 after_terminal.append((j, terminal[j], seq))
             if j in stranded_at:

@@ -44,7 +44,8 @@ from ..executor.config import NodeConfig
 
 JOB_COLUMNS = ("id", "name", "kind", "handler", "priority", "created", "due", "first_start", "end",
                "outcome", "executions", "failures", "duplicate_executions",
-               "duplicate_side_effects", "double_acquisitions", "nodes", "pending_reason")
+               "duplicate_side_effects", "double_acquisitions", "nodes", "pending_reason",
+               "deadline")
 PERCENTILES = (50, 90, 99)
 #: below this fraction of its even share of the executions, a node did next to no work
 IDLE_SHARE = 0.1
@@ -71,7 +72,7 @@ def jobs_frame(hist: Histories) -> pd.DataFrame:
         rows.append((s.id, s.name, s.kind, s.handler, s.priority, s.created, s.due, s.first_start,
                      s.end, s.outcome, s.executions, s.failures, s.duplicate_executions,
                      s.duplicate_side_effects, s.double_acquisitions, ";".join(s.nodes),
-                     s.pending_reason))
+                     s.pending_reason, s.deadline))
     return pd.DataFrame(rows, columns=list(JOB_COLUMNS))
 
 

@@ -29,7 +29,8 @@ KINDS: dict[str, str] = {
     "tick": "the fake clock ticks; text=note",
     "acquire": "attempt=serialization failures / SQLITE_BUSY, a=rows asked, b=rows got, "
                "c=lost races, x=statement latency, text=strategy",
-    "locked": "a=previous owner (-1 none), b=1 if the previous lock was still valid, x=lock_until",
+    "locked": "a=previous owner (-1 none), b=1 if the previous lock was still valid, "
+              "c=a broker's deadline in ms (activation + the job timeout; 0 none), x=lock_until",
     "exec_start": "attempt=execution number of the job, a=thread",
     "side_effect": "a side effect before the end of the run; attempt, text=what the handler "
                    "says",

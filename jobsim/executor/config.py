@@ -13,7 +13,7 @@ from ..base.dists import ZERO, Distribution
 from .handlers import Handler
 from .retry import ListBackoff, RetryPolicy
 
-WAKEUPS = ("poll", "notify", "ticks")
+WAKEUPS = ("poll", "notify", "long_poll", "ticks")
 HEARTBEAT_SCOPES = ("running", "held")
 EXHAUSTED = ("dead_letter", "incident", "failed")
 COMPLETE_GUARDS = ("none", "owner")
@@ -40,6 +40,9 @@ class ExecutorConfig:
     handles: tuple[str, ...] | None = None
     wakeup: str = "poll"
     poll_interval: float = 10.0
+    #: ``long_poll``: how long the server holds a request that found nothing before it
+    #: answers it empty (the worker asks again ``poll_interval`` later)
+    long_poll_timeout: float = 10.0
     #: each wait between polls is ``poll_interval × (1 ± poll_jitter)``, drawn uniformly
     poll_jitter: float = 0.0
     #: the wait between a node's start and its first poll (failsafe-executor: 10 s)
@@ -93,6 +96,14 @@ class ExecutorConfig:
     #: a submit with an id that is already in the table does nothing (failsafe-executor's
     #: ``INSERT … WHERE NOT EXISTS``)
     idempotent_submit: bool = False
+
+    @property
+    def poll_period(self) -> float:
+        """The time between two polls of an idle node: ``poll_interval``, or with
+        ``long_poll`` a held request's timeout and the wait before the next one."""
+        if self.wakeup == "long_poll":
+            return self.long_poll_timeout + self.poll_interval
+        return self.poll_interval
 
 
 @dataclass(frozen=True)

@@ -70,8 +70,10 @@ class Node:
         self.start_at = start_at
         streams = world.streams
         phase = streams.stream(f"poll/phase/{name}")
-        #: where its polls fall within one poll interval (pinned by ``start_at``)
-        self.phase = phase.uniform() * cfg.poll_interval if start_at is None else 0.0
+        #: where its polls fall within one poll interval (pinned by ``start_at``); a long
+        #: polling worker sends its first request as it starts, held until there is work
+        self.phase = phase.uniform() * cfg.poll_interval \
+            if start_at is None and cfg.wakeup != "long_poll" else 0.0
         #: orders this node's polls among other nodes' at one instant (``polls.rank``)
         self.salt = int(phase.uniform() * 2 ** 31)
         db = world.db
@@ -216,7 +218,8 @@ class Node:
             stream = self.world.streams.stream(f"poll/jitter/{self.name}/{table}") \
                 if cfg.poll_jitter else None
             salt = 2 * self.salt + (table == JOB)
-            grid = self._grids[table] = Grid(cfg.poll_interval, cfg.poll_jitter, stream, salt)
+            period = cfg.poll_period if table == JOB else cfg.poll_interval
+            grid = self._grids[table] = Grid(period, cfg.poll_jitter, stream, salt)
         return grid
 
     # --- the local queue and its threads ---------------------------------------------------
@@ -245,14 +248,18 @@ class Node:
         timers = self.timer_table
         reject = self.cfg.on_queue_full == "unacquire"
         size = self.cfg.queue_size
+        # a broker fixes each activation's deadline, activation + the job timeout: traced in
+        # milliseconds, as the server gives it (informational where nothing expires)
+        timeout = self.cfg.lock_time if self.cfg.acquisition == "broker" else None
 
         def on_locked(locked: list) -> None:
             if not self.alive:
                 return
             now = env.now
+            deadline = 0 if timeout is None else round((now + timeout) * 1000.0)
             for lk in locked:
                 prev = -1 if lk.previous_owner is None else node(lk.previous_owner)
-                emit((now, k_locked, code, lk.id, 0, prev, int(lk.previous_valid), 0,
+                emit((now, k_locked, code, lk.id, 0, prev, int(lk.previous_valid), deadline,
                       lk.lock_until, -1))
                 if timers and rows[lk.id].table == TIMER:
                     self._timers_locked.append(lk.id)

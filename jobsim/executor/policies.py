@@ -46,11 +46,15 @@ PRESETS: dict[str, dict[str, Any]] = {
     # with no retry delay; no retries left → an incident.
     # The worker (the seed shows one in JavaScript): up to 32 jobs activated at once and run
     # concurrently (the clients' maxJobsActive of 32; a JavaScript handler awaits each job
-    # without blocking the others), told of new jobs at once and asking again every 100 ms
-    # (the clients' poll interval).
+    # without blocking the others). Its activate request is long-polled, as Zeebe's gateway
+    # does: held by the server and answered the moment a job becomes activatable (created,
+    # failed with retries left, restored by a restart), else empty after 10 s (the clients'
+    # request timeout), then asked again 100 ms later (the clients' poll interval). The
+    # job timeout that sets the informational deadline is lock_time: 5 min.
     "zeebe_like": {
         "acquisition": "broker",
-        "wakeup": "notify",
+        "wakeup": "long_poll",
+        "long_poll_timeout": "10s",
         "poll_interval": "100ms",
         "initial_delay": "0s",
         "batch_size": 32,
@@ -192,10 +196,13 @@ PRESETS.update({
     # real Zeebe with the Java client's defaults: the broker activates
     # jobs FIFO by key; a job not completed by its deadline (activation + 5 min) times out and
     # is activatable again with its retries unchanged; a late completion is still accepted;
-    # retries are sent by the worker, an incident at 0; no backoff by default.
+    # retries are sent by the worker, an incident at 0; no backoff by default. The gateway
+    # long-polls activate requests (held until a job is activatable, else empty after the
+    # client's 10 s request timeout; the client asks again after its 100 ms poll interval).
     "zeebe": {
         "acquisition": "broker",
-        "wakeup": "notify",
+        "wakeup": "long_poll",
+        "long_poll_timeout": "10s",
         "poll_interval": "100ms",
         "initial_delay": "0s",
         "batch_size": 32,

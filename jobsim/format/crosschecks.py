@@ -93,7 +93,8 @@ def _clock(v: dict[str, Any], nodes: list[dict[str, Any]], ex: dict[str, Any], s
 
 def _executor_settings(v: dict[str, Any], nodes: list[dict[str, Any]], ex: dict[str, Any],
                        problems: list[Problem]) -> None:
-    """A claim strategy the database's dialect has; attempts counted at fetch with a reset."""
+    """A claim strategy the database's dialect has; long polling only with a broker;
+    attempts counted at fetch with a reset."""
     dialect = _d(v.get("db")).get("dialect", "atomic")
     default_strategy = ex.get("acquisition", DEFAULT_EXECUTOR.acquisition)
     for i, n in enumerate(nodes):
@@ -108,6 +109,13 @@ def _executor_settings(v: dict[str, Any], nodes: list[dict[str, Any]], ex: dict[
             problems.append(Problem(where, "a strategy for this database: broker is a server "
                                     "activating jobs itself, not SQL (use db.dialect: atomic)",
                                     f"'broker' with db.dialect {dialect}"))
+            break
+        wakeup = n.get("wakeup", ex.get("wakeup", DEFAULT_EXECUTOR.wakeup))
+        if wakeup == "long_poll" and strategy != "broker":
+            path = f"nodes[{i}].wakeup" if "wakeup" in n else "executor.wakeup"
+            problems.append(Problem(path, "poll, notify or ticks: only a server that activates "
+                                    "jobs itself (acquisition: broker) holds a request until "
+                                    "it has work", f"'long_poll' with acquisition {strategy!r}"))
             break
     if ex.get("count_attempt") == "fetch" and ex.get("lock_expiry", "claim") != "reset":
         problems.append(Problem("executor.count_attempt", "lock_expiry: reset with "

@@ -55,9 +55,16 @@ EXECUTOR: dict[str, Field] = {
                       doc="the task names (handlers) this node runs; others are left to the "
                           "nodes that registered them; absent: all"),
     "wakeup": Enum(WAKEUPS, doc="poll: every poll_interval; notify: also at once on an insert "
-                                "and when a thread frees; ticks: on the fake clock only"),
+                                "and when a thread frees; long_poll: a request that finds "
+                                "nothing is held by the server and answered the moment a job "
+                                "becomes claimable (an insert, a failure with retries left, a "
+                                "lock freed, a due time), or empty after long_poll_timeout; "
+                                "ticks: on the fake clock only"),
     "poll_interval": Dur(positive=True, doc="the wait between two polls (after a poll that "
-                                            "did not fill its batch)"),
+                                            "did not fill its batch; with long_poll, after "
+                                            "a held request was answered empty)"),
+    "long_poll_timeout": Dur(positive=True, doc="long_poll: how long the server holds a "
+                                                "request that found nothing"),
     "poll_jitter": Num(lo=0.0, hi=0.9, doc="each wait between polls is poll_interval × "
                                            "(1 ± poll_jitter), drawn uniformly from the "
                                            "node's own stream"),

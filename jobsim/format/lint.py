@@ -280,6 +280,9 @@ _GLOBAL_OFF = _off("global_lock", "the global acquire lock is off (global_lock: 
 IGNORED: tuple[tuple[str, Rule, str], ...] = (
     *((k, _NO_POLLS, "remove it, or wake by poll or notify")
       for k in ("poll_interval", "poll_jitter", "initial_delay")),
+    ("long_poll_timeout", lambda sc, cfg, name: None if cfg.wakeup == "long_poll" else
+     f"only a long-polling node's requests are held (wakeup: {cfg.wakeup})",
+     "remove it, or set wakeup: long_poll"),
     ("heartbeat_scope", _off("heartbeat", "there is no heartbeat (heartbeat: none)"),
      "remove it, or set a heartbeat"),
     ("heartbeat", _heartbeat, "remove it, or let locks expire (lock_expiry: claim)"),

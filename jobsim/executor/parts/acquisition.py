@@ -1,8 +1,9 @@
 """The acquisition loop: claim due jobs, ``min(batch_size, free local-queue slots)`` at a time.
 
 It re-polls at once when a batch came back full. It wakes by ``poll`` (every
-``poll_interval``), by ``notify`` (also at every insert and whenever a thread frees a slot) or
-by ``ticks`` (the fake clock: one round per tick). Its first poll comes after the node's start,
+``poll_interval``), by ``notify`` (also at every insert and whenever a thread frees a slot), by
+``long_poll`` (its empty request held by the server until a row becomes claimable, see
+``polls.py``) or by ``ticks`` (the fake clock: one round per tick). Its first poll comes after the node's start,
 its ``initial_delay`` and its phase (``Node.first_poll``). With a timer table a second loop
 claims due timers and moves them to the job table. When a poll finds nothing and nothing can
 change its answer before a later poll, the node sleeps through the polls that would find
@@ -54,6 +55,7 @@ def loop(node: Node, table: str = JOB) -> Generator[Any, Any, None]:
         return
     timers = table == TIMER
     notify = cfg.wakeup == "notify" and not timers
+    long = cfg.wakeup == "long_poll" and not timers  # the server holds an empty request
     db, world = node.db, node.world
     store = db.store
     grid = node.grid(table)
@@ -61,6 +63,7 @@ def loop(node: Node, table: str = JOB) -> Generator[Any, Any, None]:
     exact = node.exact_idle  # the idle sleep may count polls instead of simulating them
     keep_grid = node.instant_polls  # an empty poll took no time: the grid goes on
     on_grid = False  # the last wake-up was the grid's (not an insert's, not a wait's)
+    answered = False  # long_poll: the server answered the held request (it had work)
     instant, acquire, me, queue = node._instant, node._acquire, node.name, node.queue
     batch, size, lock_time, trace_attempt = (cfg.batch_size, cfg.queue_size,
                                              cfg.lock_time, node._trace_attempt)
@@ -88,7 +91,7 @@ def loop(node: Node, table: str = JOB) -> Generator[Any, Any, None]:
         else:
             free = batch if timers else len(node.idle) - len(queue)
         if free <= 0:
-            if notify or not size:  # no local queue: fetch again when a thread frees
+            if notify or long or not size:  # no local queue: fetch again when a thread frees
                 yield node._slot_freed()
             else:
                 yield env.timeout(cfg.queue_full_wait)
@@ -96,11 +99,13 @@ def loop(node: Node, table: str = JOB) -> Generator[Any, Any, None]:
             continue
         asked = batch if batch < free else free
         node.polls += 1
+        reply, answered = answered, False  # this poll answers a held long-poll request
         if watch_rejects:
             rejected = node.rejected
         if instant is not None:  # the hot path: one statement, applied at once
             got = len(instant(db, me, asked, lock_time))
-            emit((env.now, k_acquire, code, -1, 0, asked, got, 0, 0.0, strategy_text))
+            if got or not reply:
+                emit((env.now, k_acquire, code, -1, 0, asked, got, 0, 0.0, strategy_text))
         else:
             try:
                 if global_lock and not (yield from take_global_lock(node, table)):
@@ -115,7 +120,8 @@ def loop(node: Node, table: str = JOB) -> Generator[Any, Any, None]:
                 yield env.timeout(cfg.poll_interval)
                 on_grid = False
                 continue
-            trace_attempt(att, strategy_text)
+            if att.locked or not reply:
+                trace_attempt(att, strategy_text)
             if timers and node._timers_locked:
                 yield from move_timers(node)
             if att.errors:
@@ -135,16 +141,22 @@ def loop(node: Node, table: str = JOB) -> Generator[Any, Any, None]:
             on_grid = False
             continue
         now = env.now
-        if got == 0 and on_grid and keep_grid:
+        if reply and got == 0:
+            # another worker's request was answered first: this one was never answered,
+            # it stays held with its timeout (the server sends no empty answer early)
+            node.polls -= 1
+            db.statements -= 1
+        elif got == 0 and on_grid and keep_grid:
             grid.k += 1  # an empty poll on the grid keeps it (where it took no time)
         else:
             grid.restart(now)
         nxt = grid.at(grid.k)
-        if notify or exact:
+        if notify or long or exact:
             soonest = store.next_eligible(now, table) if exact else None
-            counting = exact and (soonest is None or soonest > nxt)
+            counting = exact and (soonest is None or soonest > nxt or long)
             # Idle: sleep through the polls that cannot find anything (polls.py)
-            sleep = node._sleeps[table] = Sleep(node, table, grid, notify, soonest, counting)
+            sleep = node._sleeps[table] = Sleep(node, table, grid, notify, soonest, counting,
+                                                long)
             m = yield sleep.wake
             del node._sleeps[table]
             if m is None:
@@ -152,6 +164,7 @@ def loop(node: Node, table: str = JOB) -> Generator[Any, Any, None]:
             if m < 0:  # an insert woke a notify node: it polls now, off the grid
                 m = -m - 1
                 on_grid = False
+                answered = long
             else:
                 on_grid = True
             if m > sleep.k0:

@@ -23,6 +23,13 @@ records. It is taken only where an empty poll touches nothing another statement 
 the ``atomic`` dialect, no statement latency, no bounded connection pool, no global acquire
 lock and no partition of the node (``World(idle_shortcut=False)`` or ``jobsim run
 --every-poll`` simulates every poll everywhere).
+
+**Long polling** (``wakeup: long_poll``, Zeebe's gateway): the request that found nothing is
+held by the server and answered the moment a row becomes claimable — an insert, a failure
+that leaves retries, a lock freed, a due time reached — so the node polls then, off the
+grid, at its rank of that instant. A request held ``long_poll_timeout`` is answered empty
+and the worker asks again ``poll_interval`` later: those empty answers are the grid (period
+``long_poll_timeout + poll_interval``), counted or simulated like any other poll.
 """
 
 from __future__ import annotations
@@ -112,10 +119,10 @@ class Sleep:
     rank among the polls of that instant."""
 
     __slots__ = ("node", "table", "grid", "notify", "wake", "k0", "_gen", "_target",
-                 "_counting")
+                 "_counting", "_long", "_answer_gen", "_answer_at")
 
     def __init__(self, node: Node, table: str, grid: Grid, notify: bool,
-                 soonest: float | None, counting: bool):
+                 soonest: float | None, counting: bool, long: bool = False):
         self.node, self.table, self.grid, self.notify = node, table, grid, notify
         self.wake = simpy.Event(node.env)
         self.k0 = grid.k
@@ -123,8 +130,18 @@ class Sleep:
         self._target = -1
         #: a counting sleep aims again at each write that may make a row eligible sooner
         self._counting = counting
-        if notify or counting:  # an insert is a change: one event tells both
+        #: a long poll: the held request is answered when a row becomes claimable
+        self._long = long
+        self._answer_gen = 0
+        self._answer_at = math.inf
+        if notify or counting or long:  # an insert is a change: one event tells all
             node.db.changed().callbacks.append(self._changed)
+        if long:
+            # what is claimable already was not this node's to take (another's handler):
+            # only a change, a due time or the request's timeout answers it
+            at = node.db.store.next_eligible(node.env.now, table)
+            if at is not None and at > node.env.now:
+                self._answer(at)
         if not counting:
             soonest = grid.at(grid.k)
         elif soonest is None and node._paused is None:
@@ -204,9 +221,35 @@ class Sleep:
             self._inserted()  # an insert wakes a notify node
             return
         node = self.node
+        soonest = node.db.store.next_eligible(node.env.now, self.table) \
+            if self._counting or self._long else None
+        if self._long and soonest is not None:
+            if soonest <= node.env.now:
+                self._inserted()  # claimable now: the server answers the held request
+                return
+            self._answer(soonest)
         node.db.changed().callbacks.append(self._changed)
         if self._counting:
-            self._aim(node.db.store.next_eligible(node.env.now, self.table))
+            self._aim(soonest)
+
+    def _answer(self, at: float) -> None:
+        """A long poll: answer the held request at ``at``, when a row falls due (a retry's
+        backoff ends, a lock expires), unless a change answers it sooner."""
+        if at >= self._answer_at or at >= self.node.world.scenario.end:
+            return
+        self._answer_gen += 1
+        self._answer_at = at
+        gen = self._answer_gen
+        ev = wake_at(self.node.env, at, rank(self.grid.salt, at))
+        ev.callbacks.append(lambda _: self._answered(gen))
+
+    def _answered(self, gen: int) -> None:
+        if gen != self._answer_gen or self.wake.triggered:
+            return
+        wake, now = self.wake, self.node.env.now
+        self._answer_at = math.inf
+        self._gen += 1  # the grid's wake-up, if any, is void
+        wake.succeed(-self.pending() - 1)  # off the grid, at its rank of this instant
 
     # --- the end of the sleep ---------------------------------------------------------------
 

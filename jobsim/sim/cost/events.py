@@ -172,7 +172,13 @@ def _polls(sc: Scenario, workload: Workload, run: Work, span: float, drain: floa
         active = max(0.0, min(span, busy_span + e.poll_interval) - (n.start_at or 0.0))
         share = e.threads / max(threads, 1)
         batches = executions * share / max(min(e.batch_size, e.queue_size + e.threads), 1)
-        if e.wakeup == "notify" or not e.queue_size:
+        notify = e.wakeup in ("notify", "long_poll")
+        # a long-polling node's held request is answered at every change that makes a job
+        # claimable (a failure and a retry falling due as well as an insert); its empty
+        # answers come on a grid of the request's timeout and the wait after it
+        wakes = inserts + (failures + retries if e.wakeup == "long_poll" else 0.0)
+        period = e.poll_period
+        if notify or not e.queue_size:
             # a poll per freed thread; threads that run equal lengths free together
             when_busy = executions * share / (e.threads if constant else 1)
         else:
@@ -183,13 +189,15 @@ def _polls(sc: Scenario, workload: Workload, run: Work, span: float, drain: floa
             sc.db.latency.is_zero and not e.global_lock and \
             not any(f.kind == "partition" and f.node == n.name for f in sc.faults)
         if not counted:  # it polls to the end of the run, work or none
-            grid = max(0.0, span - (n.start_at or 0.0)) / max(e.poll_interval + latency, 1e-9)
+            grid = max(0.0, span - (n.start_at or 0.0)) / max(period + latency, 1e-9)
             when_idle = grid + batches
-            if e.wakeup == "notify":  # and a poll at every insert
-                when_idle += inserts * min(active / busy_span, 1.0)
+            if notify:  # and a poll at every insert
+                when_idle += wakes * min(active / busy_span, 1.0)
         elif e.wakeup == "poll" and e.poll_interval > 0:
             grid = active / e.poll_interval
             when_idle = grid * -math.expm1(-rate * e.poll_interval) + batches
+        elif e.wakeup == "long_poll":  # every change answers at once; no poll grid
+            when_idle = wakes * min(active / busy_span, 1.0) + batches
         else:  # notify: an insert at once; another change on the poll grid
             grid = active / e.poll_interval if e.poll_interval > 0 else others
             when_idle = inserts * min(active / busy_span, 1.0) + batches + grid * \
