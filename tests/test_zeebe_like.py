@@ -177,3 +177,113 @@ def test_long_poll_needs_a_broker():
     with pytest.raises(ScenarioError) as err:
         scenario.loads(text)
     assert err.value.problems[0].path == "executor.wakeup"
+
+
+# --- the worker: what its fail call sends, its wait before failing, its own timeout -------------
+
+WORKER = """
+name: zw
+until: {until}
+horizon: 1h
+policy: zeebe_like
+nodes: [{{name: w1, start_at: 0s}}, {{name: w2, start_at: 0s}}]
+handlers:
+  h: {handler}
+workload:
+  jobs: [{{name: j, handler: h}}]
+"""
+
+
+def worker_run(handler: str, until: str = "drained"):
+    return run(scenario.loads(WORKER.format(handler=handler, until=until)))
+
+
+def test_fail_with_retries_minus_one_uses_one():
+    r = worker_run("{duration: 1s, outcome: always_fail, fail_retries: decrement}")
+    assert kinds(r, "retry_scheduled")["a"].tolist() == [2, 1]
+    assert kinds(r, "dead_lettered")["a"].tolist() == [1]  # an incident at 0
+    assert analyse(r).violations == []
+
+
+def test_fail_with_retries_unchanged_hands_the_job_back_for_free():
+    """job.retries unchanged: the job never reaches an incident by failing; here it fails
+    five times, then succeeds, still holding its 3 retries."""
+    r = worker_run("{duration: 1s, outcome: {fail_first: 5}, fail_retries: unchanged}")
+    assert kinds(r, "retry_scheduled")["a"].tolist() == [3] * 5
+    assert len(kinds(r, "dead_lettered")["job"]) == 0
+    a = analyse(r)
+    assert a.summary["named"]["j"]["outcome"] == "done"
+    assert a.summary["named"]["j"]["executions"] == 6 and a.violations == []
+
+
+def test_a_job_handed_back_for_ever_runs_until_the_run_ends():
+    r = worker_run("{duration: 1s, outcome: always_fail, fail_retries: unchanged}", "2m")
+    a = analyse(r)
+    assert a.summary["jobs"]["incident"] == 0 and a.summary["jobs"]["pending"] == 1
+    assert a.summary["named"]["j"]["executions"] == 120  # one a second, back to back
+    assert a.violations == []
+
+
+def test_fail_with_retries_omitted_counts_as_zero():
+    r = worker_run("{duration: 1s, outcome: always_fail, fail_retries: omitted}")
+    assert len(kinds(r, "retry_scheduled")["job"]) == 0
+    assert kinds(r, "dead_lettered")["a"].tolist() == [1]
+    a = analyse(r)
+    assert a.summary["jobs"]["incident"] == 1
+    assert a.summary["named"]["j"]["executions"] == 1 and a.violations == []
+
+
+def test_the_worker_waits_1s_2s_4s_before_failing_and_keeps_the_job():
+    """``attempt = 3 - job.retries; sleep(2^attempt s)``: 1 s, 2 s, 4 s, the job locked to
+    the worker meanwhile (no other worker is handed it)."""
+    r = worker_run('{duration: 500ms, outcome: always_fail, error: "Stripe rate limit", '
+                   'fail_wait: [1s, 2s, 4s]}')
+    ends = kinds(r, "exec_end")["time"].tolist()
+    fails = kinds(r, "retry_scheduled")
+    dead = kinds(r, "dead_lettered")
+    reported = fails["time"].tolist() + dead["time"].tolist()
+    assert [b - a for a, b in zip(ends, reported)] == [1.0, 2.0, 4.0]
+    assert fails["c"].tolist() + dead["c"].tolist() == [1000, 2000, 4000]
+    locked = kinds(r, "locked")
+    # each activation comes only after the previous failure was reported
+    assert locked["time"].tolist() == [0.0] + fails["time"].tolist()
+    assert len(set(locked["node"].tolist())) == 1  # it stayed the one worker's
+    a = analyse(r)
+    assert a.summary["jobs"]["incident"] == 1 and a.violations == []
+
+
+def test_an_exponential_worker_wait_gives_the_same():
+    r = worker_run("{duration: 500ms, outcome: always_fail, "
+                   "fail_wait: {exponential: {base: 1s, factor: 2}}}")
+    waits = kinds(r, "retry_scheduled")["c"].tolist() + kinds(r, "dead_lettered")["c"].tolist()
+    assert waits == [1000, 2000, 4000]
+
+
+def test_the_workers_60s_timeout_fails_a_hanging_job_with_one_retry_used():
+    """``Promise.race([processPayment(job), timeout])``, then ``failJob(job.retries - 1)``."""
+    r = worker_run("{outcome: hang, worker_timeout: 60s}")
+    ends = kinds(r, "exec_end")
+    assert ends["time"].tolist() == [60.0, 120.0, 180.0]
+    assert {r.trace.texts[t] for t in ends["text"]} == {"processing took too long"}
+    assert kinds(r, "retry_scheduled")["a"].tolist() == [2, 1]
+    a = analyse(r)
+    assert a.summary["jobs"]["incident"] == 1 and a.violations == []
+
+
+def test_a_run_shorter_than_the_workers_timeout_is_untouched():
+    r = worker_run("{duration: 20s, worker_timeout: 60s}")
+    a = analyse(r)
+    assert a.summary["named"]["j"]["outcome"] == "done"
+    assert a.summary["named"]["j"]["executions"] == 1
+
+
+def test_fail_retries_needs_a_server_that_stores_them_as_sent():
+    import pytest
+
+    from jobsim.base.errors import ScenarioError
+
+    text = WORKER.format(handler="{duration: 1s, fail_retries: unchanged}", until="drained") \
+        .replace("policy: zeebe_like", "policy: flowable")
+    with pytest.raises(ScenarioError) as err:
+        scenario.loads(text)
+    assert err.value.problems[0].path == "handlers.h.fail_retries"

@@ -129,7 +129,13 @@ def _retries(trace: Trace, scenario: Scenario) -> list[Violation]:
         f = failures.get(j, 0) + 1
         failures[j] = f
         total = budget.get(j, policy.total_attempts())
-        if k == K["dead_lettered"]:
+        # what the worker's fail call sends, where the server stores it as sent
+        form = scenario.handlers[handler_of[j]].fail_retries
+        if form != "decrement":
+            out += _sent_retries(k, j, seq, f, form, total, int(cols["a"][seq]))
+            if k == K["dead_lettered"]:
+                continue
+        elif k == K["dead_lettered"]:
             if f < total and not fetch:
                 out.append(Violation("retries_follow_policy", j, f"job {j} was dead-lettered "
                                      f"after {f} failures; the policy allows {total}", (seq,)))
@@ -143,6 +149,8 @@ def _retries(trace: Trace, scenario: Scenario) -> list[Violation]:
         if not (delay == lo == math.inf or lo - tol <= delay <= hi + tol):
             out.append(Violation("retries_follow_policy", j, f"job {j}'s failure {f} waits "
                                  f"{delay:g}s; the policy says {lo:g}s..{hi:g}s", (seq,)))
+        if form != "decrement":
+            continue
         if left != total - f and not (fetch and left < total - f):
             out.append(Violation("retries_follow_policy", j, f"job {j} has {left} retries "
                                  f"left after failure {f}; the policy says {total - f}",
@@ -151,6 +159,20 @@ def _retries(trace: Trace, scenario: Scenario) -> list[Violation]:
             out.append(Violation("retries_follow_policy", j, f"job {j} was retried after "
                                  f"failure {f}; the policy allows {total} executions", (seq,)))
     return out
+
+
+def _sent_retries(k: int, j: int, seq: int, f: int, form: str, total: int,
+                  left: int) -> list[Violation]:
+    """A failure whose worker sent the job's retries unchanged (it stays with ``total``,
+    never exhausted by failing) or sent none (exhausted at once)."""
+    why = None
+    if form == "omitted" and k != K["dead_lettered"]:
+        why = f"job {j} was retried after failure {f}; its worker sends no retries (0)"
+    elif form == "unchanged" and k == K["dead_lettered"]:
+        why = f"job {j} ran out of retries at failure {f}; its worker hands it back unchanged"
+    elif form == "unchanged" and left != total:
+        why = f"job {j} has {left} retries left after failure {f}; its worker sends {total}"
+    return [] if why is None else [Violation("retries_follow_policy", j, why, (seq,))]
 
 
 # --- liveness -----------------------------------------------------------------------------------

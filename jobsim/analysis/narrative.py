@@ -2,7 +2,8 @@
 
 - a tick of the fake clock: ``t=0: <note>`` / ``t=+10s:``;
 - what a handler says at its side effect: ``      -> bureau responded, token advances``;
-- a failure: ``  [node-A] job 2 failed (bureau 502 (attempt 1)); retry in 10s (2 left)``;
+- a failure: ``  [node-A] job 2 failed (bureau 502 (attempt 1)); retry in 10s (2 left)``
+  (and how long the worker waited before it reported it, with ``fail_wait``);
 - a dead letter: ``  [node-B] job 3 DEAD-LETTERED: bad config``;
 - an async job done: ``  [node-B] job 2 (async) done`` (a timer's firing is told by its
   handler's own line); a completion rejected by its owner guard, or finding its row gone;
@@ -30,12 +31,17 @@ def _clock(t: float) -> str:
     return "t=0" if t == 0 else f"t=+{format_duration(t)}"
 
 
+def _waited(ms: int) -> str:
+    """The worker's wait before it reported the failure (``fail_wait``), if any."""
+    return f", reported after the worker waited {format_duration(ms / 1000.0)}" if ms else ""
+
+
 def narrate(trace: Trace, limit: int | None = 60) -> list[str]:
     """The story's lines; past ``limit`` lines, one line says how many more there are."""
     cols = trace.arrays()
     idx = np.flatnonzero(np.isin(cols["kind"], _TOLD))
     kinds, times, nodes_, jobs = (cols[c][idx].tolist() for c in ("kind", "time", "node", "job"))
-    a_, b_, x_, s_ = (cols[c][idx].tolist() for c in ("a", "b", "x", "text"))
+    a_, b_, c_, x_, s_ = (cols[c][idx].tolist() for c in ("a", "b", "c", "x", "text"))
     names, texts = trace.nodes, trace.texts
     kind_of: dict[int, str] = {}
     dead: list[tuple[int, str]] = []
@@ -51,7 +57,7 @@ def narrate(trace: Trace, limit: int | None = 60) -> list[str]:
         elif (k == K["side_effect"] or (k == K["exec_end"] and b_[i] == 1)) and text:
             lines.append(f"      -> {text}")
         elif k == K["retry_scheduled"]:
-            lines.append(f"  {who} job {j} failed ({text}); retry in "
+            lines.append(f"  {who} job {j} failed ({text}){_waited(c_[i])}; retry in "
                          f"{format_duration(x_[i] - times[i])} ({a_[i]} left)")
         elif k == K["dead_lettered"] and a_[i] == 2:
             lines.append(f"  {who} job {j} FAILED: {text} (kept until retried or cancelled)")
@@ -60,8 +66,8 @@ def narrate(trace: Trace, limit: int | None = 60) -> list[str]:
         elif k == K["cancelled"]:
             lines.append(f"      job {j} CANCELLED by an operator at t={times[i]:g}s")
         elif k == K["dead_lettered"] and a_[i] == 1:
-            lines.append(f"  {who} job {j} failed with no retries left: INCIDENT (JOB_FAILED, "
-                         f"critical): {text}")
+            lines.append(f"  {who} job {j} failed{_waited(c_[i])} with no retries left: "
+                         f"INCIDENT (JOB_FAILED, critical): {text}")
         elif k == K["dead_lettered"]:
             lines.append(f"  {who} job {j} DEAD-LETTERED: {text}")
         elif k == K["withdrawn"]:

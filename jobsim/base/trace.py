@@ -40,10 +40,12 @@ KINDS: dict[str, str] = {
     "completed": "a=rows deleted; b=1 another node held the lock (overridden if a=1, the "
                  "owner guard refused if a=0), b=2 the row is there but not locked by this node "
                  "(a=0), b=0 otherwise (a=0: the row was gone)",
-    "retry_scheduled": "attempt, a=retries left, x=new due time, text=error",
+    "retry_scheduled": "attempt, a=retries left, c=the worker's wait before failing (ms), "
+                       "x=new due time, text=error",
     "dead_lettered": "attempt, a=where the job went when its retries ran out: 0 the dead-letter "
                      "table, 1 an incident (JOB_FAILED, critical; the Zeebe-like server), 2 "
-                     "failed (failsafe-executor: kept until retry or cancel), text=error",
+                     "failed (failsafe-executor: kept until retry or cancel), c=the "
+                     "worker's wait before failing (ms), text=error",
     "unlocked": "text=reason: queue full (Flowable's unacquire), lock expired (reset), "
                 "server restart",
     "lock_extended": "a=rows extended, x=new lock_until",

@@ -13,6 +13,17 @@ A handler is what a job *does*. jobsim does not run code; it draws an execution:
   or a lost lock between the side effect and the commit makes a duplicate side effect.
 
 The error message may name the execution: ``"bureau 502 (attempt {attempt})"``.
+
+What the worker does around the run (the seeds' Zeebe-like worker shows all three):
+
+- ``worker_timeout``: the worker's own timeout races the run (``Promise.race``): a run
+  longer than it — a hanging one too — ends there as a failure, "processing took too long";
+- ``fail_wait``: before it reports a failure, the worker waits (the job stays its own), the
+  ``k``-th wait by the retries the job has used (``attempt = 3 - job.retries``: 1 s, 2 s, 4 s);
+- ``fail_retries``: what the worker's fail call sends where the worker sends the retries
+  (a server that stores them as sent): ``decrement`` (``job.retries - 1``, one used),
+  ``unchanged`` (``job.retries``: handed back without using one) or ``omitted`` (counts as
+  0: an incident at once).
 """
 
 from __future__ import annotations
@@ -22,10 +33,13 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from ..base.dists import ZERO, Distribution
-from .retry import RetryPolicy
+from .retry import Backoff, RetryPolicy
 from ..base.rng import Stream
 
 OUTCOMES = ("succeed", "fail_first", "always_fail", "fail_rate", "hang")
+FAIL_RETRIES = ("decrement", "unchanged", "omitted")
+#: the error of a run the worker's own timeout cut short
+TIMED_OUT = "processing took too long"
 
 
 class Execution(NamedTuple):
@@ -52,9 +66,23 @@ class Handler:
     retry: RetryPolicy | None = None
     #: a BPMN timer boundary event on the task: (after, interrupting) or None
     boundary: tuple[float, bool] | None = None
+    #: the worker's own timeout on a run (None: none)
+    worker_timeout: float | None = None
+    #: the worker's wait before it reports a failure, by the retries used (None: none)
+    fail_wait: Backoff | None = None
+    #: what the worker's fail call sends as retries (``FAIL_RETRIES``)
+    fail_retries: str = "decrement"
 
     def draw(self, attempt: int, stream: Stream) -> Execution:
-        """The ``attempt``-th execution of a job (1-based), drawn from ``stream``."""
+        """The ``attempt``-th execution of a job (1-based), drawn from ``stream``; a run
+        longer than the worker's timeout fails at the timeout."""
+        run = self._draw(attempt, stream)
+        limit = self.worker_timeout
+        if limit is not None and run.duration > limit:
+            return Execution(limit, False, TIMED_OUT, None)
+        return run
+
+    def _draw(self, attempt: int, stream: Stream) -> Execution:
         if self.outcome == "hang":
             d = self.hang_for
             return Execution(d, True, None, math.inf if math.isinf(d) else d * self.side_effect_at)

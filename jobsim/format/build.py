@@ -12,8 +12,8 @@ from ..base import dists
 from ..executor.config import (DbConfig, ExecutorConfig, Expectation, Fault, JobSpec, NodeConfig,
                                RecurringSpec, Scenario, StreamSpec, Tick)
 from ..executor.handlers import Handler
-from ..executor.retry import (CycleBackoff, ExponentialBackoff, FixedBackoff, ListBackoff,
-                              RetryPolicy)
+from ..executor.retry import (Backoff, CycleBackoff, ExponentialBackoff, FixedBackoff,
+                              ListBackoff, RetryPolicy)
 from .fileformat import _rate
 from .settings import DEFAULT_EXECUTOR, derive, derived_settings, merge_executor, node_list
 
@@ -38,9 +38,12 @@ def _build_retry(r: dict[str, Any] | None, base: RetryPolicy) -> RetryPolicy:
         return base
     attempts = r.get("attempts", base.attempts)
     b = r.get("backoff")
-    if b is None:
-        backoff = base.backoff
-    elif isinstance(b, list):
+    return RetryPolicy(attempts, base.backoff if b is None else _build_backoff(b))
+
+
+def _build_backoff(b: Any) -> Backoff:
+    """A backoff as the file gives it: a list, an ISO-8601 cycle, fixed or exponential."""
+    if isinstance(b, list):
         backoff = ListBackoff(tuple(b))
     elif isinstance(b, tuple):
         backoff = CycleBackoff(*b)
@@ -51,7 +54,7 @@ def _build_retry(r: dict[str, Any] | None, base: RetryPolicy) -> RetryPolicy:
         backoff = ExponentialBackoff(e["base"], e["factor"],
                                      e["cap"] if e["cap"] is not None else float("inf"),
                                      e["jitter"], e["offset"])
-    return RetryPolicy(attempts, backoff)
+    return backoff
 
 
 def _build_executor(settings: dict[str, Any], base: ExecutorConfig) -> ExecutorConfig:
@@ -76,6 +79,10 @@ def _build_handlers(specs: dict[str, Any], executor: ExecutorConfig) -> dict[str
         side = h.get("side_effect", {})
         bt = h.get("boundary_timer")
         kw["boundary"] = (bt["after"], bt["interrupting"]) if bt else None
+        if "fail_wait" in h:
+            kw["fail_wait"] = _build_backoff(h["fail_wait"])
+        kw["worker_timeout"] = h.get("worker_timeout")
+        kw["fail_retries"] = h.get("fail_retries", "decrement")
         at = side.get("at", "end")
         at = {"start": 0.0, "end": 1.0}.get(at, at) if isinstance(at, str) else at
         handlers[name] = Handler(

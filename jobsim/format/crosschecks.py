@@ -40,6 +40,24 @@ def cross_checks(v: dict[str, Any], problems: list[Problem]) -> None:
                                         show(h), suggest(h, handlers)))
     _expectations(v, job_names, problems)
     _distributions(v, problems)
+    _fail_forms(v, nodes, ex, problems)
+
+
+def _fail_forms(v: dict[str, Any], nodes: list[dict[str, Any]], ex: dict[str, Any],
+                problems: list[Problem]) -> None:
+    """A worker chooses the retries it sends only where the server stores them as sent (a
+    broker); elsewhere the engine counts each failure itself."""
+    default_strategy = ex.get("acquisition", DEFAULT_EXECUTOR.acquisition)
+    strategies = {n.get("acquisition", default_strategy) for n in nodes} or {default_strategy}
+    others = sorted(str(s) for s in strategies if s != "broker")
+    for name, h in _d(v.get("handlers")).items():
+        form = _d(h).get("fail_retries", "decrement")
+        if form != "decrement" and others:
+            problems.append(Problem(f"handlers.{name}.fail_retries",
+                                    "decrement: only a worker whose server stores the retries "
+                                    "as sent (acquisition: broker) chooses what it sends; "
+                                    "elsewhere the engine counts each failure",
+                                    f"{form!r} with acquisition {others[0]!r}"))
 
 
 # --- nodes, the clock and the executor's settings ---------------------------------------------

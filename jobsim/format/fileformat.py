@@ -16,8 +16,9 @@ from ..base.durations import parse_duration
 from ..base.errors import Problem
 from ..executor.policies import PRESETS
 from .executor_keys import EXECUTOR as _EXECUTOR, NOT_PER_NODE as _NOT_PER_NODE
-from .executor_keys import TABLE_ONLY as _TABLE_ONLY, retry as _retry
-from .spec import (MISSING, Const, Dur, Either, Enum, Field, Int, ListOf, MapOf, Name,
+from .executor_keys import TABLE_ONLY as _TABLE_ONLY, backoff as _backoff, retry as _retry
+from ..executor.handlers import FAIL_RETRIES
+from .spec import (MISSING, Const, Cycle, Dur, Either, Enum, Field, Int, ListOf, MapOf, Name,
                    Num, Obj, Str, is_map_with, show)
 
 MAX_JOBS = 10_000_000
@@ -89,6 +90,14 @@ _dist = Either([
 ], "a duration (constant) or one of {constant: D}, {uniform: {low, high}}, "
    "{exponential: {mean}}, {lognormal: {median, p99}}")
 
+_fail_wait = Either([(test, field) for test, field in _backoff.options
+                     if not isinstance(field, Cycle)],
+                    "a list of durations, {fixed: D} or {exponential: {base, factor, cap, "
+                    "jitter}}",
+                    doc="the worker's wait before it reports a failure (the job stays its own): "
+                        "the k-th wait once the job has used k - 1 retries (a list: the k-th "
+                        "delay, the last repeating)")
+
 _handler = Obj({
     "duration": _dist,
     "outcome": Either([
@@ -112,6 +121,15 @@ _handler = Obj({
                           ("after",), doc="a timer boundary event on the task: after this "
                                           "long from the job's creation, an interrupting one "
                                           "withdraws the job"),
+    "worker_timeout": Dur(positive=True, doc="the worker's own timeout on a run (it races the "
+                                             "run): a longer run, a hanging one too, fails "
+                                             "there with 'processing took too long'"),
+    "fail_wait": _fail_wait,
+    "fail_retries": Enum(FAIL_RETRIES, "decrement",
+                         "what the worker's fail call sends, where the server stores retries "
+                         "as sent (acquisition: broker): decrement (job.retries - 1: uses "
+                         "one), unchanged (job.retries: hands the job back without using "
+                         "one), omitted (counts as 0: an incident at once)"),
 })
 
 _job = Obj({"id": Int(lo=1, hi=2**53), "name": Str(doc="names the job in expectations"),

@@ -9,7 +9,7 @@ runs (``lock-shorter-than-run``), the local queue (``queue-outlives-lock``), the
 (``heartbeat-not-shorter-than-lock``) and polls (``poll-longer-than-lock``) — all quiet when
 no lock can expire within the run; settings that the others make ineffective
 (``ignored-setting``, ``IGNORED``); idle nodes (``more-nodes-than-jobs``,
-``node-without-work``).
+``node-without-work``); a job handed back for ever (``handed-back-for-ever``).
 """
 
 from __future__ import annotations
@@ -139,8 +139,9 @@ def _lock_shorter_than_run(run: _Run, node: _Node) -> Iterator[Found]:
     cfg, mode, handlers = node.cfg, _expires(run, node), run.sc.handlers
     if mode is None or cfg.heartbeat is not None:
         return
-    long = [(h, p99(handlers[h].duration)) for h in node.runs
-            if handlers[h].outcome != "hang"]  # a hang outruns any lock on purpose
+    # a hang outruns any lock on purpose, unless the worker's own timeout cuts it short
+    long = [(h, _run_p99(handlers[h])) for h in node.runs
+            if handlers[h].outcome != "hang" or handlers[h].worker_timeout is not None]
     long = [(h, t) for h, t in long if t > cfg.lock_time]
     if long:
         yield ("lock-shorter-than-run", run.where(node, "lock_time", "heartbeat"),
@@ -149,6 +150,33 @@ def _lock_shorter_than_run(run: _Run, node: _Node) -> Iterator[Found]:
                f"extends it: a run that outlasts its lock is not over when {_rerun(mode)} "
                f"(duplicate executions and side effects); fix: a lock_time above "
                f"{_dur(max(t for _, t in long))}, or a heartbeat shorter than the lock")
+
+
+def _shortest(d: dists.Distribution) -> float:
+    """The shortest run a duration distribution draws."""
+    if isinstance(d, dists.Constant):
+        return d.value
+    return d.low if isinstance(d, dists.Uniform) else 0.0
+
+
+def _run_p99(h: Any) -> float:
+    """The p99 of a handler's run, as its worker's own timeout bounds it."""
+    t = h.hang_for if h.outcome == "hang" else p99(h.duration)
+    return t if h.worker_timeout is None else min(t, h.worker_timeout)
+
+
+def _handed_back_for_ever(run: _Run) -> Iterator[Found]:
+    """A worker that hands a job back without using a retry, for a handler that never
+    succeeds: the job runs again and again until the run ends, never reaching its end."""
+    for name, h in run.sc.handlers.items():
+        shortest = h.hang_for if h.outcome == "hang" else _shortest(h.duration)
+        timed_out = h.worker_timeout is not None and shortest > h.worker_timeout
+        if h.fail_retries == "unchanged" and (h.outcome == "always_fail" or timed_out):
+            yield ("handed-back-for-ever", f"handlers.{name}.fail_retries",
+                   f"its worker hands each failed job back with its retries unchanged, and "
+                   f"{name!r} never succeeds: every job of it runs again and again until the "
+                   f"run ends and never reaches an incident; fix: send job.retries - 1 "
+                   f"(fail_retries: decrement), or let the handler succeed")
 
 
 def _queue_outlives_lock(run: _Run, node: _Node) -> Iterator[Found]:
@@ -357,7 +385,8 @@ def lint(sc: Scenario) -> list[Warning]:
     out = [Warning(code, path, message if path.startswith("nodes[") or
                    len(names) == len(run.nodes) else f"(on {', '.join(names)}) {message}")
            for (code, path, message), names in found.items()]
-    return out + [Warning(*item) for item in _idle_nodes(run)]
+    return out + [Warning(*item) for item in _idle_nodes(run)] + \
+        [Warning(*item) for item in _handed_back_for_ever(run)]
 
 
 def lint_runs(runs: list[Scenario]) -> list[Warning]:

@@ -2,6 +2,11 @@
 or, with no retries left, moves it to where exhausted jobs go (the dead-letter table, an
 incident, or failed until an operator acts). Counted at fetch, the failure is guarded by the
 fetch it belongs to; a stale one changes nothing.
+
+Where the worker sends the retries (a broker stores them as sent), the handler's
+``fail_retries`` says what it sends: one less, the same (the job is handed back without using
+one), or none (0: exhausted at once). A handler's ``fail_wait`` is the worker's wait before
+the statement, the job still its own.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ...base.trace import K
 from ...database.db import StatementFailed
 from ...database.store import DEADLETTER, FAILED, INCIDENT, JOB, TIMER
+from ..retry import Decision
 from .serial import next_in_queue
 
 if TYPE_CHECKING:
@@ -31,6 +37,19 @@ def fail(node: Node, jid: int, hname: str, attempt: int, error: str,
     table = TIMER if node.timer_table else JOB
     # counted at fetch (Oban): the claim already took this execution off the retries
     counted = 1 if store.count_at_fetch else 0
+    handler = world.handlers[hname]
+    form = handler.fail_retries
+    waited = 0.0
+    if handler.fail_wait is not None:
+        # the worker waits before it fails the job, by the retries the job has used
+        # (``attempt = 3 - job.retries``); the job stays its own meanwhile
+        row = store.get(jid)
+        used = world._retries[hname] - row.retries if row is not None else attempt - 1
+        waited = handler.fail_wait.delay(max(used, 0) + 1, stream)
+        if waited > 0:
+            yield node.env.timeout(waited)
+            if node._paused is not None:
+                yield node._paused
 
     def apply(now: float) -> tuple[str, int, float]:
         row = store.get(jid)
@@ -44,7 +63,12 @@ def fail(node: Node, jid: int, hname: str, attempt: int, error: str,
             # ``row.retries`` is no longer what this fetch left, and a stale failure must
             # not reschedule (or dead-letter) the row from it
             return "stale", 0, 0.0
-        d = policy.on_failure(row.retries + counted, row.failures + 1, stream)
+        if form == "decrement":
+            d = policy.on_failure(row.retries + counted, row.failures + 1, stream)
+        elif form == "unchanged":  # job.retries as it is: the failure uses none
+            d = Decision(False, row.retries, policy.backoff.delay(row.failures + 1, stream))
+        else:  # omitted: counts as 0
+            d = Decision(True, 0, 0.0)
         if d.dead:
             store.move(jid, terminal, error=error)
             out = "dead", 0, 0.0
@@ -61,11 +85,13 @@ def fail(node: Node, jid: int, hname: str, attempt: int, error: str,
         node._failed("fail", jid, attempt)
         return
     trace, now, text = node.trace, node.env.now, node.trace.text(error)
+    wait_ms = round(waited * 1000.0)
     if what == "retry":
-        trace.add(now, K["retry_scheduled"], node.code, jid, attempt, a=left, x=due,
-                  text=text)
+        trace.add(now, K["retry_scheduled"], node.code, jid, attempt, a=left, c=wait_ms,
+                  x=due, text=text)
     elif what == "dead":
-        trace.add(now, K["dead_lettered"], node.code, jid, attempt, a=code_of, text=text)
+        trace.add(now, K["dead_lettered"], node.code, jid, attempt, a=code_of, c=wait_ms,
+                  text=text)
         world.finished(jid)
         world.job_done()
     else:

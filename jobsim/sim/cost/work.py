@@ -9,8 +9,9 @@ handler outlives its lock; and what the nodes can run in the time the run has.
 
 from __future__ import annotations
 
+
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ...executor.config import Scenario
 
@@ -161,9 +162,22 @@ def count_executions(sc: Scenario, workload: Workload) -> Work:
     for name, count in workload.by_handler.items():
         h = sc.handlers[name]
         policy = sc.retry_for("", name)
-        fit, waits = _attempts_within(policy, policy.total_attempts(), sc.end)
-        per = _executions_per_job(h, fit, exhausted_stops)
         mean_length = h.hang_for if h.outcome == "hang" else mean(h.duration)
+        if h.worker_timeout is not None and mean_length > h.worker_timeout:
+            # the worker's timeout cuts the run short: it fails there, every time
+            h, mean_length = replace(h, outcome="always_fail"), h.worker_timeout
+        # the worker's wait before it reports a failure keeps its thread busy too
+        wait = h.fail_wait.delay(1) if h.fail_wait is not None else 0.0
+        attempts = policy.total_attempts()
+        if h.fail_retries == "omitted":
+            attempts = 1  # no retries sent: the first failure is the last
+        elif h.fail_retries == "unchanged":  # handed back for free: until the run ends
+            attempts = min(100_000, math.ceil(sc.end / max(mean_length + wait, 1e-3)))
+        fit, waits = _attempts_within(policy, attempts, sc.end)
+        per = _executions_per_job(h, fit, exhausted_stops)
+        if h.outcome != "succeed":
+            mean_length += wait * min(1.0, _ends_failed(h, fit, exhausted_stops) +
+                                      (per - 1.0) / max(per, 1.0))
         if h.outcome == "hang" and math.isinf(mean_length):
             hang_jobs += count
         else:
