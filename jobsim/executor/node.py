@@ -124,7 +124,10 @@ class Node:
         env = self.env
         self.alive = True
         if self.cfg.handles is not None:
-            self.db.store.routes[self.name] = frozenset(self.cfg.handles)
+            handles = frozenset(self.cfg.handles)
+            if self.world.boundary is not None:
+                handles = self.world.boundary.routes(handles)
+            self.db.store.routes[self.name] = handles
         self._on_locked = self._listener()
         self.db.lock_listeners[self.name] = self._on_locked
         self._procs = [env.process(self._life(body)) for body in processes(self)]
