@@ -91,8 +91,6 @@ class World:
         self._sources = 0
         self._waiters: dict[int, simpy.Event] = {}
         self._timers: list[tuple[float, int, bool]] = []
-        #: task handler -> (after, interrupting): fired by the engine at their instant, or
-        #: (``boundary``) timer jobs of the timer table
         self._boundaries = {n: h.boundary for n, h in scenario.handlers.items() if h.boundary}
         #: job name -> id, for operations that name a job
         self.names: dict[str, int] = {}
