@@ -54,6 +54,11 @@ def test_retry_runs_it_again_once_and_cancel_removes_it():
     starts = c["time"][(c["kind"] == K["exec_start"]) & (c["job"] == 1)]
     assert starts[1] >= 600.0  # not before the operator's retry
     assert a.violations == []
+    from jobsim.analysis.narrative import narrate
+
+    lines = narrate(r.trace)
+    assert "      job 1 RETRIED by an operator at t=600s" in lines
+    assert not any("MOVED" in line for line in lines)
 
 
 def test_tasks_route_to_the_nodes_that_registered_them():

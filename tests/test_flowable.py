@@ -5,6 +5,7 @@ import copy
 import numpy as np
 import pytest
 
+from jobsim.analysis.narrative import narrate
 from jobsim.format import scenario
 from jobsim.output.report import analyse
 from jobsim.database.store import DEADLETTER, TIMER
@@ -268,3 +269,254 @@ def test_a_moved_dead_letter_gets_the_retries_given_and_the_check_follows_them()
     assert len(events(r, "exec_start", 1)["time"]) == 3 + 5
     a = analyse(r)
     assert a.violations == [] and a.summary["named"]["x"]["outcome"] == "dead_lettered"
+
+
+# --- boundary timers: timer jobs of the timer table -------------------------------------------
+
+def bounded(duration="60s", interrupting=True, nodes=None, **over):
+    """One task ``s`` (job 1) with a 30 s boundary timer (its timer job: job 2), created at
+    t=0 by a client; one node pinned at 4 s, so its timer loop polls at 4, 14, 24, 34 s…; no
+    statement latency, so every instant below is exact."""
+    over.setdefault("db", {"latency": "0s"})
+    return make([{"name": "s", "handler": "review"}],
+                handlers__review={"duration": duration,
+                                  "boundary_timer": {"after": "30s",
+                                                     "interrupting": interrupting}},
+                nodes=nodes or [{"name": "a", "start_at": "4s"}], **over)
+
+
+def test_an_interrupting_boundary_timer_is_a_timer_job_run_at_the_first_timer_poll_after_it():
+    """The timer row is in the timer table from the task's creation, due at 30 s; the timer
+    loop (every 10 s from 4 s) locks and moves it at its first poll at or after 30 s — 34 s —
+    straight to the node's pool; a thread runs it, and only then is the task's job withdrawn.
+    The worker's completion of the task at 64 s finds the row gone: told as the job being
+    gone, not as a duplicate run."""
+    w = World(bounded())
+    env, seen = w.env, {}
+
+    def look():
+        for t in (0.5, 29.0, 33.0):
+            yield env.timeout(t - env.now)
+            row = w.store.get(2)
+            seen[t] = (row.table, row.locked_by, row.due)
+    env.process(look())
+    r = w.run()
+    assert seen == {t: (TIMER, None, 30.0) for t in (0.5, 29.0, 33.0)}
+    created = events(r, "job_created", 2)
+    assert created["time"].tolist() == [0.0] and created["a"].tolist() == [2]  # kind 2
+    assert created["x"].tolist() == [30.0] and r.trace.texts[created["text"][0]] == "review"
+    timer_polls = [(t, got) for t, got, text in zip(*(events(r, "acquire")[c] for c in
+                                                      ("time", "b", "text")))
+                   if r.trace.texts[text].endswith("timer_job")]
+    assert timer_polls == [(4.0, 0), (34.0, 1)]  # 14 and 24 s: slept through, found nothing
+    assert events(r, "locked", 2)["time"].tolist() == [34.0, 34.0]  # claimed, then moved
+    moved = events(r, "timer_due", 2)
+    assert moved["time"].tolist() == [34.0] and moved["x"].tolist() == [30.0]
+    run_ = events(r, "exec_start", 2)
+    assert run_["time"].tolist() == [34.0] and run_["a"].tolist() == [1]  # thread 1 of a
+    assert run_["node"].tolist() == [node_of(r, "a")]
+    gone = events(r, "withdrawn")
+    assert gone["job"].tolist() == [1] and gone["time"].tolist() == [34.0]
+    assert gone["a"].tolist() == [2] and gone["x"].tolist() == [30.0]
+    done = events(r, "completed", 1)
+    assert done["time"].tolist() == [64.0] and done["a"].tolist() == [0]  # row gone
+    assert r.end_time == 64.0
+    a = analyse(r)
+    assert a.violations == []
+    s = a.summary
+    assert s["jobs"]["created"] == 2 and s["jobs"]["done"] == 1  # the timer job ran
+    assert s["jobs"]["withdrawn"] == 1 and s["named"]["s"]["outcome"] == "withdrawn"
+    assert s["completions"] == {"done": 1, "rejected_by_guard": 0, "row_gone": 1}
+    assert s["duplicate_executions"]["total"] == 0 and s["executions"] == 2
+    assert s["boundary_timers"] == {
+        "timer_jobs": 1, "done": 1, "cancelled": 0, "pending": 0, "fired": 1, "withdrew": 1,
+        "delay": {"n": 1, "mean": 4.0, "max": 4.0, "p50": 4.0, "p90": 4.0, "p99": 4.0}}
+    lines = narrate(r.trace)
+    assert ("  [a] job 1 WITHDRAWN by its interrupting boundary timer at t=34s: its timer "
+            "job 2, due at t=30s, ran 4s late") in lines
+    assert ("  [a] job 1 completion found no row: the job was withdrawn by its boundary "
+            "timer (timer job 2)") in lines
+    assert not any("duplicate" in line for line in lines)
+
+
+def test_a_non_interrupting_boundary_timer_fires_when_its_timer_job_runs_and_leaves_the_job():
+    r = run(bounded(interrupting=False))
+    fired = events(r, "boundary_timer")
+    assert fired["job"].tolist() == [1] and fired["time"].tolist() == [34.0]
+    assert fired["a"].tolist() == [2] and fired["x"].tolist() == [30.0]
+    assert len(events(r, "withdrawn")["time"]) == 0
+    assert events(r, "completed", 1)["time"].tolist() == [64.0]
+    assert events(r, "completed", 1)["a"].tolist() == [1]  # the task's job is done
+    a = analyse(r)
+    assert a.violations == []
+    assert a.summary["jobs"]["done"] == 2 and a.summary["named"]["s"]["outcome"] == "done"
+    assert a.summary["boundary_timers"]["fired"] == 1
+    assert a.summary["boundary_timers"]["withdrew"] == 0
+    assert ("  [a] job 1's non-interrupting boundary timer FIRED at t=34s: its timer job 2, "
+            "due at t=30s, ran 4s late; the job stays") in narrate(r.trace)
+
+
+def test_a_task_done_before_its_timer_deletes_the_timer_with_it_and_nothing_fires():
+    """The task runs 4..14 s: its completion ends the activity and deletes its boundary
+    timer's row in the same statement; the timer loop never sees it, nothing fires."""
+    r = run(bounded(duration="10s"))
+    assert r.store.get(2) is None
+    cancelled = events(r, "cancelled")
+    assert cancelled["job"].tolist() == [2] and cancelled["time"].tolist() == [14.0]
+    assert cancelled["a"].tolist() == [1]  # with its task
+    assert len(events(r, "timer_due", 2)["time"]) == len(events(r, "exec_start", 2)["time"]) == 0
+    assert len(events(r, "withdrawn")["time"]) == len(events(r, "boundary_timer")["time"]) == 0
+    assert r.end_time == 14.0
+    a = analyse(r)
+    assert a.violations == []
+    assert a.summary["jobs"]["done"] == 1 and a.summary["jobs"]["cancelled"] == 1
+    assert a.summary["boundary_timers"]["cancelled"] == 1
+    assert a.summary["boundary_timers"]["fired"] == 0
+
+
+def test_a_timer_job_queued_behind_its_task_is_deleted_when_the_task_ends_first():
+    """One thread, busy with the task: the timer moved at 34 s waits in the pool's queue;
+    the task ends at 64 s, deleting it; the thread then runs it, and its completion finds
+    its row gone — the timer fires nothing, and that is no duplicate run."""
+    r = run(bounded(nodes=[{"name": "a", "start_at": "4s", "threads": 1}]))
+    assert events(r, "timer_due", 2)["time"].tolist() == [34.0]
+    assert events(r, "cancelled", 2)["time"].tolist() == [64.0]
+    assert events(r, "exec_start", 2)["time"].tolist() == [64.0]
+    assert events(r, "completed", 2)["a"].tolist() == [0]
+    assert len(events(r, "withdrawn")["time"]) == 0
+    a = analyse(r)
+    assert a.violations == [] and a.summary["duplicate_executions"]["total"] == 0
+    assert a.summary["named"]["s"]["outcome"] == "done"
+    assert a.summary["completions"]["row_gone"] == 1
+    assert a.summary["boundary_timers"] == {
+        "timer_jobs": 1, "done": 0, "cancelled": 1, "pending": 0, "fired": 0, "withdrew": 0,
+        "delay": {"n": 0}}
+    assert ("  [a] job 2 (a boundary timer) ran, but its row is gone: deleted with its task, "
+            "job 1, which ended first (the timer fires nothing)") in narrate(r.trace)
+
+
+def test_a_crashed_holder_of_the_timer_job_delays_the_boundary_event_by_the_lock_and_reset():
+    """a (one thread) runs the task it created at 0 s and holds the timer job it moved at
+    30 s in its queue when it crashes at 40 s. Both locks (1 h) stay until b's reset thread
+    frees them at its tick after they expired (3660 s); b claims both at its next poll
+    (3665 s) and runs them: the timer job withdraws the task's job 3635 s late, and b's
+    re-run of the task (a duplicate, by the crash) finds its row gone."""
+    r = run(make([{"name": "s", "handler": "review", "node": "a"}], db={"latency": "0s"},
+                 handlers__review={"duration": "60s", "boundary_timer": {"after": "30s"}},
+                 nodes=[{"name": "a", "threads": 1}, {"name": "b", "start_at": "5s"}],
+                 faults=[{"at": "40s", "crash": "a"}]))
+    b = node_of(r, "b")
+    assert events(r, "timer_due", 2)["time"].tolist() == [30.0]
+    assert events(r, "node_crashed")["b"].tolist() == [1]  # the queued timer job
+    unlocked = events(r, "unlocked")
+    assert unlocked["job"].tolist() == [1, 2] and unlocked["time"].tolist() == [3660.0] * 2
+    assert events(r, "exec_start", 2)["time"].tolist() == [3665.0]
+    gone = events(r, "withdrawn")
+    assert gone["time"].tolist() == [3665.0] and gone["node"].tolist() == [b]
+    assert events(r, "completed", 1)["time"].tolist() == [3725.0]
+    a = analyse(r)
+    assert a.violations == []
+    s = a.summary
+    assert s["crash_recovery"]["stranded_jobs"] == 2 and s["crash_recovery"]["unrecovered"] == 0
+    assert s["duplicate_executions"]["by_cause"]["crash"] == 1
+    assert s["duplicate_executions"]["total"] == 1
+    assert s["boundary_timers"]["delay"]["max"] == 3635.0
+    assert s["completions"]["row_gone"] == 1 and s["jobs"]["lost"] == 0
+
+
+def test_a_node_that_handles_a_task_runs_its_boundary_timers_jobs():
+    r = run(bounded(nodes=[{"name": "a", "start_at": "4s", "handles": ["review"]},
+                           {"name": "b", "start_at": "0s", "handles": ["ok"]}]))
+    assert events(r, "exec_start", 2)["node"].tolist() == [node_of(r, "a")]
+    assert events(r, "withdrawn")["time"].tolist() == [34.0]
+    assert analyse(r).violations == []
+
+
+STORM = """
+name: storm
+seed: 7
+until: drained
+horizon: 12h
+policy: flowable
+db: {latency: LATENCY}
+executor: {threads: 2}
+nodes: [{name: a}, {name: b}, {name: c}]
+handlers:
+  review: {duration: {lognormal: {median: 25s, p99: 120s}}, boundary_timer: {after: 30s}}
+  remind: {duration: {uniform: {low: 5s, high: 60s}},
+           boundary_timer: {after: 20s, interrupting: false}}
+  flaky: {duration: 2s, outcome: {fail_rate: 0.5}, boundary_timer: {after: 15s}}
+workload:
+  streams:
+    - {name: r, handler: review, count: 120, rate: 0.5/s, nodes: [a, b, c]}
+    - {name: m, handler: remind, count: 60, rate: 0.25/s}
+    - {name: f, handler: flaky, count: 40, rate: 0.2/s}
+faults:
+  - {at: 90s, crash: b, restart_after: 2m}
+  - {at: 200s, crash: c}
+"""
+
+
+def test_boundary_timers_under_load_crashes_and_retries_keep_every_invariant():
+    """220 tasks with boundary timers (interrupting, not, on a flaky task that retries
+    through the timer table), on 3 nodes with 2 threads each, two of them crashing: every
+    invariant holds, and the timer jobs' figures add up."""
+    r = run(scenario.loads(STORM.replace("LATENCY", "2ms")))
+    a = analyse(r)
+    assert a.violations == []
+    s, bt = a.summary, a.summary["boundary_timers"]
+    assert bt["timer_jobs"] == 220 and s["jobs"]["created"] == 440
+    assert bt["done"] + bt["cancelled"] + bt["pending"] == bt["timer_jobs"]
+    assert bt["withdrew"] == s["jobs"]["withdrawn"] and bt["fired"] <= bt["done"]
+    assert (bt["done"], bt["cancelled"], bt["fired"], bt["withdrew"]) == (81, 139, 80, 66)
+    assert s["jobs"]["lost"] == 0 and s["jobs"]["pending"] == 0
+    assert s["duplicate_executions"]["by_cause"]["crash"] == 3
+    assert s["duplicate_executions"]["total"] == 3
+
+
+def test_the_idle_sleep_is_exact_with_boundary_timers():
+    from test_idle_exact import _reduced
+
+    sc = scenario.loads(STORM.replace("LATENCY", "0s"))
+    on, off = run(sc), run(sc, idle_shortcut=False)
+    assert sum(on.polls_skipped.values()) > 0
+    assert _reduced(on) == _reduced(off) and on.end_time == off.end_time
+
+
+def test_a_run_with_boundary_timers_is_the_same_under_any_hash_seed(tmp_path):
+    from test_determinism import _hash_in_subprocess
+
+    path = tmp_path / "storm.yaml"
+    path.write_text("# boundary timers as timer jobs\n" + STORM.replace("LATENCY", "2ms"))
+    assert _hash_in_subprocess(path, "0", tmp_path) == \
+        _hash_in_subprocess(path, "4242", tmp_path)
+
+
+def test_an_expectation_on_boundary_timers_needs_timer_jobs(tmp_path):
+    """Without a timer table the engine fires its boundary timers itself: no
+    ``boundary_timers`` figure, and an expectation naming one is refused at load."""
+    from jobsim.base.errors import ScenarioError
+    from jobsim.cli import main
+
+    text = ("name: z\npolicy: zeebe_like\nnodes: 1\nhandlers: {h: {boundary_timer: "
+            "{after: 1s}}}\nworkload: {jobs: [{handler: h}]}\n"
+            "expect: {boundary_timers.fired: '== 1'}\n")
+    with pytest.raises(ScenarioError) as err:
+        scenario.loads(text)
+    assert [p.path for p in err.value.problems] == ["expect.boundary_timers.fired"]
+    path = tmp_path / "z.yaml"
+    path.write_text(text)
+    assert main(["validate", str(path)]) == 2
+    assert "boundary_timers" not in analyse(run(scenario.loads(
+        text.split("expect:")[0]))).summary
+    assert "boundary_timers" in analyse(run(scenario.loads(
+        text.replace("zeebe_like", "flowable")))).summary
+
+
+def test_a_move_is_told_as_a_move_from_the_dead_letter_table_with_its_retries():
+    r = run(make([{"name": "x", "handler": "twice", "node": "a"}],
+                 operations=[{"at": "10m", "move": "x", "retries": 2}]))
+    lines = narrate(r.trace)
+    assert ("      job 1 MOVED back from the dead-letter table to the job table by an operator "
+            "at t=600s, with 2 retries") in lines
+    assert not any("RETRIED" in line for line in lines)

@@ -287,3 +287,21 @@ def test_fail_retries_needs_a_server_that_stores_them_as_sent():
     with pytest.raises(ScenarioError) as err:
         scenario.loads(text)
     assert err.value.problems[0].path == "handlers.h.fail_retries"
+
+
+def test_the_engine_fires_its_own_timers_no_timer_job_and_the_404_is_not_a_duplicate():
+    """No timer table: the server fires the timer at its instant, with no row of its own
+    (one job, no boundary_timers figures); the worker's late complete is answered "job not
+    found" (404), told as such and not as a duplicate run."""
+    from jobsim.analysis.narrative import narrate
+
+    r = run(make("[{name: s, handler: slow}]"))
+    gone = kinds(r, "withdrawn")
+    assert gone["a"].tolist() == [0] and gone["node"].tolist() == [-1]  # the engine's own
+    s = analyse(r).summary
+    assert s["jobs"]["created"] == 1 and "boundary_timers" not in s
+    lines = narrate(r.trace)
+    assert "      job 1 WITHDRAWN by its interrupting boundary timer at t=30s" in lines
+    assert any(line.endswith('job 1 completion answered "job not found" (404): the job was '
+                             "withdrawn by its boundary timer") for line in lines)
+    assert not any("duplicate" in line for line in lines)

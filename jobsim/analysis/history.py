@@ -36,6 +36,10 @@ import numpy as np
 
 from ..base.trace import K, Trace
 
+#: a job's kind by ``job_created``'s ``a``: a boundary timer's timer job is a timer row of
+#: its own (Flowable: it fires its task's boundary event when it runs)
+KINDS_OF_JOB = ("async", "timer", "boundary_timer")
+
 CAUSES = ("unsafe_acquisition", "lock_expired", "pause", "crash", "partition",
           "server_restart", "unexplained")
 
@@ -160,7 +164,7 @@ def histories(trace: Trace) -> Histories:
         k, j, node, t, seq = k_[i], j_[i], n_[i], t_[i], seqs[i]
         if k == KC:
             s = story(j)
-            s.kind = "timer" if a_[i] == 1 else "async"
+            s.kind = KINDS_OF_JOB[a_[i]]
             s.handler, s.priority, s.created, s.due, s.created_seq = (
                 texts[s_[i]], b_[i], t, x_[i], seq)
             if c_[i] >= 0:

@@ -26,6 +26,18 @@ nodes that handle it in proportion to ``threads × time_up``. ``idle_while_work_
 a node whose ``longest_idle_wait`` exceeds one of its poll intervals while it ran fewer than
 ``max(1, even_share × IDLE_SHARE)`` executions: a node that did (next to) nothing while work
 it could run waited for it.
+
+Boundary timers that are timer jobs (a timer table: Flowable) are rows, claimed, moved and
+run on executor threads like any job, so they count among the jobs — ``jobs.created``, an
+outcome each (``done`` once run, ``cancelled`` when deleted with a task that ended first,
+``pending``), the executions, the start delays and the nodes' figures — and, in those runs
+only, ``boundary_timers`` says how many of them there are and what they did: ``timer_jobs``
+(of ``jobs.created``), ``done``, ``cancelled`` and ``pending`` (of those outcomes), ``fired``
+(boundary events fired: the timer job ran while its task's job was still waiting or running),
+``withdrew`` (of those, interrupting: ``jobs.withdrawn``) and ``delay`` (from each fired
+timer's due time to its firing: the timer loop's poll, the pool's queue, a crash). Where the
+engine fires its timers itself (the Zeebe-like server) they are no rows and fire at their
+instant: a withdrawn job is in ``jobs.withdrawn``, and there is no ``boundary_timers``.
 """
 
 from __future__ import annotations
@@ -107,10 +119,11 @@ def _dist(values: np.ndarray) -> dict[str, Any]:
 def summary(trace: Trace, hist: Histories, violations: list[Violation], *,
             scenario_name: str, seed: int, end_time: float, drained: bool,
             statements: int, polls: dict[str, int], polls_skipped: dict[str, int],
-            nodes: tuple[NodeConfig, ...] = ()) -> dict:
+            nodes: tuple[NodeConfig, ...] = (), boundary_jobs: bool = False) -> dict:
     """The run's figures as a JSON-ready dict (sorted keys when written). ``nodes``, the
     scenario's nodes, give the per-node figures that need a node's settings (threads,
-    handles, poll interval); without them those figures are None."""
+    handles, poll interval); without them those figures are None. ``boundary_jobs``: the
+    scenario's boundary timers are timer jobs (``boundary_timers`` is added)."""
     jobs = jobs_frame(hist)
     cols = trace.arrays()
     kind = cols["kind"]
@@ -136,7 +149,7 @@ def summary(trace: Trace, hist: Histories, violations: list[Violation], *,
                              "end_to_end": _r(s.end - s.created) if s.outcome == "done"
                              else None,
                              "duplicate_executions": s.duplicate_executions}
-    return {
+    out = {
         "scenario": scenario_name,
         "seed": seed,
         "end_time": _r(end_time),
@@ -182,6 +195,21 @@ def summary(trace: Trace, hist: Histories, violations: list[Violation], *,
         "trace_events": len(trace),
         "trace_sha256": trace.sha256(),
     }
+    if boundary_jobs:
+        out["boundary_timers"] = boundary_figures(cols, jobs)
+    return out
+
+
+def boundary_figures(cols: dict[str, np.ndarray], jobs: pd.DataFrame) -> dict[str, Any]:
+    """What the boundary timers' timer jobs did (see the module's docstring)."""
+    kind = cols["kind"]
+    fired = np.flatnonzero(np.isin(kind, [K["withdrawn"], K["boundary_timer"]])
+                           & (cols["a"] > 0))  # a: the timer job that fired it
+    outcomes = Counter(jobs["outcome"][jobs["kind"] == "boundary_timer"])
+    return {"timer_jobs": int(sum(outcomes.values())), "done": outcomes.get("done", 0),
+            "cancelled": outcomes.get("cancelled", 0), "pending": outcomes.get("pending", 0),
+            "fired": int(len(fired)), "withdrew": int((kind[fired] == K["withdrawn"]).sum()),
+            "delay": _dist(cols["time"][fired] - cols["x"][fired])}
 
 
 # --- per node ---------------------------------------------------------------------------------

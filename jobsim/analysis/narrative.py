@@ -7,8 +7,16 @@
 - a dead letter: ``  [node-B] job 3 DEAD-LETTERED: bad config``;
 - an async job done: ``  [node-B] job 2 (async) done`` (a timer's firing is told by its
   handler's own line); a completion rejected by its owner guard, or finding its row gone;
+- an operator's action: a failed task retried (failsafe), a dead letter moved back to the
+  job table with its new retries (Flowable), a failed task cancelled;
+- a boundary timer firing: an interrupting one withdraws its job — the engine's own timer
+  (the Zeebe-like server), or the timer job an executor thread ran (Flowable), which is late
+  by its poll and queue — and a non-interrupting one only fires;
 - a crash, a pause and its end;
-- a double acquisition, and a completion that found its row gone (a duplicate run);
+- a double acquisition, and a completion that found its row gone: a duplicate run — unless
+  a boundary timer withdrew the job (the engine answers that the job is gone: the Zeebe-like
+  server's "job not found", 404), or the row was a boundary timer's timer job, deleted with
+  its task when the task ended first (the timer fires nothing);
 - at the end: ``dead letters: [(3, 'async')]``.
 
 Pure: a function of the trace, returning lines; printing is the CLI's business.
@@ -20,11 +28,14 @@ import numpy as np
 
 from ..base.durations import format_duration
 from ..base.trace import K, Trace
+from .history import KINDS_OF_JOB
 
 _TOLD = [K[k] for k in ("tick", "job_created", "side_effect", "exec_end", "retry_scheduled",
                         "dead_lettered", "completed", "locked", "pending", "node_crashed",
                         "node_restarted", "node_paused", "node_resumed", "withdrawn",
-                        "server_restarted", "revived", "cancelled")]
+                        "boundary_timer", "server_restarted", "revived", "cancelled")]
+#: jobs whose run is told by what it does, not by a "done" line
+_QUIET = ("timer", "boundary_timer")
 
 
 def _clock(t: float) -> str:
@@ -36,6 +47,26 @@ def _waited(ms: int) -> str:
     return f", reported after the worker waited {format_duration(ms / 1000.0)}" if ms else ""
 
 
+def _timer_job(tid: int, due: float, t: float) -> str:
+    """A boundary timer's timer job that fired: when it was due, how late it ran."""
+    return (f"its timer job {tid}, due at t={due:g}s, ran {format_duration(t - due)} late"
+            if t > due else f"its timer job {tid} ran at its due time")
+
+
+def _row_gone(j: int, withdrawn_by: dict[int, int], ended_with: dict[int, int]) -> str:
+    """A completion of job ``j`` that found its row gone, and why."""
+    if j in withdrawn_by:
+        if withdrawn_by[j] == 0:
+            return (f'job {j} completion answered "job not found" (404): the job was '
+                    "withdrawn by its boundary timer")
+        return (f"job {j} completion found no row: the job was withdrawn by its boundary "
+                f"timer (timer job {withdrawn_by[j]})")
+    if j in ended_with:
+        return (f"job {j} (a boundary timer) ran, but its row is gone: deleted with its task, "
+                f"job {ended_with[j]}, which ended first (the timer fires nothing)")
+    return f"job {j} done again: its row was already gone (a duplicate run)"
+
+
 def narrate(trace: Trace, limit: int | None = 60) -> list[str]:
     """The story's lines; past ``limit`` lines, one line says how many more there are."""
     cols = trace.arrays()
@@ -44,6 +75,10 @@ def narrate(trace: Trace, limit: int | None = 60) -> list[str]:
     a_, b_, c_, x_, s_ = (cols[c][idx].tolist() for c in ("a", "b", "c", "x", "text"))
     names, texts = trace.nodes, trace.texts
     kind_of: dict[int, str] = {}
+    #: job -> the timer job whose boundary event withdrew it (0: the engine's own timer)
+    withdrawn_by: dict[int, int] = {}
+    #: boundary timer job -> its task, whose end deleted it
+    ended_with: dict[int, int] = {}
     dead: list[tuple[int, str]] = []
     lines: list[str] = []
     for i, k in enumerate(kinds):
@@ -51,7 +86,7 @@ def narrate(trace: Trace, limit: int | None = 60) -> list[str]:
         who = f"[{names[nodes_[i]]}]" if nodes_[i] >= 0 else ""
         text = texts[s_[i]] if s_[i] >= 0 else ""
         if k == K["job_created"]:
-            kind_of[j] = "timer" if a_[i] == 1 else "async"
+            kind_of[j] = KINDS_OF_JOB[a_[i]]
         elif k == K["tick"]:
             lines.append(f"{_clock(times[i])}:" + (f" {text}" if text else ""))
         elif (k == K["side_effect"] or (k == K["exec_end"] and b_[i] == 1)) and text:
@@ -61,8 +96,14 @@ def narrate(trace: Trace, limit: int | None = 60) -> list[str]:
                          f"{format_duration(x_[i] - times[i])} ({a_[i]} left)")
         elif k == K["dead_lettered"] and a_[i] == 2:
             lines.append(f"  {who} job {j} FAILED: {text} (kept until retried or cancelled)")
+        elif k == K["revived"] and text == "move":
+            lines.append(f"      job {j} MOVED back from the dead-letter table to the job table "
+                         f"by an operator at t={times[i]:g}s, with {a_[i]} "
+                         f"retr{'y' if a_[i] == 1 else 'ies'}")
         elif k == K["revived"]:
             lines.append(f"      job {j} RETRIED by an operator at t={times[i]:g}s")
+        elif k == K["cancelled"] and a_[i] > 0:
+            ended_with[j] = a_[i]  # a boundary timer deleted with its task: not worth a line
         elif k == K["cancelled"]:
             lines.append(f"      job {j} CANCELLED by an operator at t={times[i]:g}s")
         elif k == K["dead_lettered"] and a_[i] == 1:
@@ -71,8 +112,17 @@ def narrate(trace: Trace, limit: int | None = 60) -> list[str]:
         elif k == K["dead_lettered"]:
             lines.append(f"  {who} job {j} DEAD-LETTERED: {text}")
         elif k == K["withdrawn"]:
+            withdrawn_by[j] = a_[i]
             lines.append(f"      job {j} WITHDRAWN by its interrupting boundary timer at "
-                         f"t={times[i]:g}s")
+                         f"t={times[i]:g}s" if a_[i] == 0 else
+                         f"  {who} job {j} WITHDRAWN by its interrupting boundary timer at "
+                         f"t={times[i]:g}s: {_timer_job(a_[i], x_[i], times[i])}")
+        elif k == K["boundary_timer"]:
+            lines.append(f"      job {j}'s non-interrupting boundary timer FIRED at "
+                         f"t={times[i]:g}s; the job stays" if a_[i] == 0 else
+                         f"  {who} job {j}'s non-interrupting boundary timer FIRED at "
+                         f"t={times[i]:g}s: {_timer_job(a_[i], x_[i], times[i])}; the job "
+                         "stays")
         elif k == K["server_restarted"]:
             lines.append(f"  the server RESTARTED at t={times[i]:g}s: {a_[i]} activated jobs "
                          "restored to waiting, same keys and retries")
@@ -84,9 +134,8 @@ def narrate(trace: Trace, limit: int | None = 60) -> list[str]:
                 lines.append(f"  {who} job {j} completion REJECTED: its row is no longer "
                              "locked by this node (rescheduled or moved)")
             elif a_[i] == 0:
-                lines.append(f"  {who} job {j} done again: its row was already gone "
-                             "(a duplicate run)")
-            elif kind_of.get(j) != "timer":
+                lines.append(f"  {who} {_row_gone(j, withdrawn_by, ended_with)}")
+            elif kind_of.get(j) not in _QUIET:
                 lines.append(f"  {who} job {j} ({kind_of.get(j, 'async')}) done")
         elif k == K["locked"] and b_[i] == 1:
             lines.append(f"  {who} job {j} ACQUIRED TWICE: {names[a_[i]]}'s lock was still "

@@ -24,8 +24,10 @@ import numpy as np
 #: kind → meaning of (attempt, a, b, c, x, text). Codes are positions in this table.
 KINDS: dict[str, str] = {
     "run_start": "x=horizon (inf when drained)",
-    "job_created": "a=kind (0 async, 1 timer), b=priority, c=name (a text code; -1 none), "
-                   "x=due, text=handler",
+    "job_created": "a=kind (0 async, 1 timer, 2 a boundary timer's timer job: a row of the "
+                   "timer table that fires its task's boundary event when it runs), "
+                   "b=priority, c=name (a text code; -1 none), x=due, text=handler (a timer "
+                   "job's: its task's)",
     "tick": "the fake clock ticks; text=note",
     "acquire": "attempt=serialization failures / SQLITE_BUSY, a=rows asked, b=rows got, "
                "c=lost races, x=statement latency, text=strategy",
@@ -62,10 +64,15 @@ KINDS: dict[str, str] = {
     "db_slowed": "x=latency multiplier (1 = back to normal)",
     "partition": "a=1 cut off, 0 healed; x=statement timeout",
     "server_restarted": "the Zeebe-like server restarted: a=activated jobs restored to waiting",
-    "withdrawn": "an interrupting boundary timer withdrew the job (later complete/fail: 404)",
-    "boundary_timer": "a non-interrupting boundary timer fired; the job stays",
+    "withdrawn": "an interrupting boundary timer withdrew the job (later complete/fail: 404, "
+                 "the row is gone); a=the timer job that fired it, run on node (x=its due "
+                 "time), or 0: the engine's own timer, at its instant",
+    "boundary_timer": "a non-interrupting boundary timer fired; the job stays; a, x: as for "
+                      "withdrawn",
     "revived": "an operation moved a failed or dead-lettered job back to waiting; a=retries",
-    "cancelled": "an operation cancelled a failed job (deleted)",
+    "cancelled": "an operation cancelled a failed job (deleted); or, a=its task, a boundary "
+                 "timer's timer job deleted with its task's activity, by node's completion of "
+                 "the task (text=why)",
     "submit_ignored": "a submit with an id already in the table did nothing (idempotent "
                       "submit); text=handler",
     "suspended": "an operation moved the job to the suspended table (a=1), never acquired "

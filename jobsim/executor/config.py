@@ -250,6 +250,14 @@ class Scenario:
         """The latest instant the run may reach."""
         return self.until if self.until is not None else self.horizon
 
+    @property
+    def boundary_timer_jobs(self) -> bool:
+        """Whether the tasks' boundary timers are timer jobs — rows of the timer table that
+        the timer loops claim and move and an executor thread runs, the event firing only
+        then (Flowable) — rather than fired by the engine itself at their instant (the
+        Zeebe-like server, and every executor without a timer table)."""
+        return self.executor.timer_table and any(h.boundary for h in self.handlers.values())
+
     def retry_for(self, node: str, handler: str) -> RetryPolicy:
         """The retry policy a failure of ``handler`` follows (on any node: retries are the
         job's, set when it was created — the handler's policy, else the executor's)."""

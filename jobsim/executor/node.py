@@ -13,7 +13,8 @@ lock. Its SimPy processes (never one per job) are parts, one concept each, in
   lock** is a step of the loop;
 - **worker threads** take jobs from the local queue in order and execute them: the
   handler's run, its side effect, then the completion or the **failure** statement (retries
-  by policy); **serial queues** hand a queue's next task over in the same statement;
+  by policy); **serial queues** hand a queue's next task over in the same statement; with a
+  timer table, a **boundary timer**'s timer job fires its event in its own completion;
 - an optional **heartbeat** extends the locks of the jobs it runs (``heartbeat_scope:
   running``) or of every job it holds (``held``);
 - an optional **reset thread** unlocks rows whose lock expired (or discards them when
@@ -126,7 +127,10 @@ class Node:
         env = self.env
         self.alive = True
         if self.cfg.handles is not None:
-            self.db.store.routes[self.name] = frozenset(self.cfg.handles)
+            handles = frozenset(self.cfg.handles)
+            if self.world.boundary is not None:
+                handles = self.world.boundary.routes(handles)
+            self.db.store.routes[self.name] = handles
         self._on_locked = self._listener()
         self.db.lock_listeners[self.name] = self._on_locked
         self._procs = [env.process(self._life(body)) for body in processes(self)]

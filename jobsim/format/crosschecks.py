@@ -38,7 +38,7 @@ def cross_checks(v: dict[str, Any], problems: list[Problem]) -> None:
             if isinstance(h, str) and "handlers" in v and h not in handlers:
                 problems.append(Problem(f"nodes[{i}].handles[{k}]", "the name of a handler",
                                         show(h), suggest(h, handlers)))
-    _expectations(v, job_names, problems)
+    _expectations(v, job_names, problems, _boundary_timer_jobs(v, ex))
     _distributions(v, problems)
     _fail_forms(v, nodes, ex, problems)
 
@@ -234,10 +234,25 @@ def _faults_and_operations(v: dict[str, Any], seen: set[str], known: list[str],
 
 # --- expectations and distributions -----------------------------------------------------------
 
-def _expectations(v: dict[str, Any], job_names: set[str], problems: list[Problem]) -> None:
-    """Each expectation names a figure of the summary (``named.<job>`` a named job)."""
+def _boundary_timer_jobs(v: dict[str, Any], ex: dict[str, Any]) -> bool:
+    """Whether the run's boundary timers are timer jobs (a timer table, and a handler with a
+    boundary timer): only then has its summary ``boundary_timers``."""
+    return bool(ex.get("timer_table", DEFAULT_EXECUTOR.timer_table)) and any(
+        "boundary_timer" in _d(h) for h in _d(v.get("handlers")).values())
+
+
+def _expectations(v: dict[str, Any], job_names: set[str], problems: list[Problem],
+                  boundary_jobs: bool) -> None:
+    """Each expectation names a figure of the summary (``named.<job>`` a named job;
+    ``boundary_timers`` only where boundary timers are timer jobs)."""
     for path in _d(v.get("expect")):
         parts = path.split(".")
+        if parts[0] == "boundary_timers" and not boundary_jobs:
+            problems.append(Problem(f"expect.{path}", "a figure this run has: boundary_timers "
+                                    "exists only where boundary timers are timer jobs (a "
+                                    "handler's boundary_timer, and timer_table: true, as in "
+                                    "the flowable policy)", show(path)))
+            continue
         if parts[0] == "named":
             if len(parts) < 3 or parts[1] not in job_names:
                 problems.append(Problem(f"expect.{path}", "named.<job name>.<figure> for a "

@@ -129,8 +129,9 @@ TABLE_ONLY: dict[str, Field] = {
                                          "claim; reset: only a reset thread frees it "
                                          "(Flowable, db-scheduler, Oban); never: nothing "
                                          "does (the Zeebe-like server)"),
-    "timer_table": bool_field("timers and jobs waiting to retry live in timer_job and are "
-                              "moved to job when due (Flowable)"),
+    "timer_table": bool_field("timers, jobs waiting to retry and boundary timers' timer "
+                              "jobs live in timer_job and are moved to job when due "
+                              "(Flowable)"),
     "count_attempt": Enum(COUNT_ATTEMPT, doc="when an execution counts against the job's "
                                              "retries: at its failure, or at the claim (fetch: "
                                              "Oban, River)"),

@@ -52,6 +52,9 @@ SUMMARY_SHAPE: dict[str, Any] = {
         "executions", "executions_after_restart", "claims", "acquire_attempts", "lost_races",
         "busy_share", "busy_thread_seconds", "threads", "time_up", "time_down", "time_paused",
         "longest_idle_wait", "even_share", "idle_while_work_waited")}},
+    #: only where boundary timers are timer jobs (a timer table): see analysis/metrics.py
+    "boundary_timers": {**{k: None for k in ("timer_jobs", "done", "cancelled", "pending",
+                                             "fired", "withdrew")}, "delay": _DIST},
     "throughput_per_s": None, "invariants": _INVARIANTS, "end_time": None, "drained": None,
     "trace_events": None,
 }
@@ -120,7 +123,9 @@ _handler = Obj({
                                                  {"type": "boolean"}, True)},
                           ("after",), doc="a timer boundary event on the task: after this "
                                           "long from the job's creation, an interrupting one "
-                                          "withdraws the job"),
+                                          "withdraws the job; with a timer table it is a "
+                                          "timer job of its own, which fires when an "
+                                          "executor thread has run it (Flowable)"),
     "worker_timeout": Dur(positive=True, doc="the worker's own timeout on a run (it races the "
                                              "run): a longer run, a hanging one too, fails "
                                              "there with 'processing took too long'"),

@@ -166,8 +166,7 @@ def _run_p99(h: Any) -> float:
 
 
 def _handed_back_for_ever(run: _Run) -> Iterator[Found]:
-    """A worker that hands a job back without using a retry, for a handler that never
-    succeeds: the job runs again and again until the run ends, never reaching its end."""
+    """A job handed back without using a retry by a handler that never succeeds."""
     for name, h in run.sc.handlers.items():
         shortest = h.hang_for if h.outcome == "hang" else _shortest(h.duration)
         timed_out = h.worker_timeout is not None and shortest > h.worker_timeout

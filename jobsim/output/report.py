@@ -37,6 +37,9 @@ from ..analysis.expect import NO_FIGURE, Verdict, evaluate, figure
 from ..analysis.history import CAUSES, Histories, histories
 from ..analysis.metrics import idle_note, jobs_frame, summary, trace_frame
 from ..sim.world import RunResult
+# the printed summary (``text``), also imported from here by the command line and the tests
+from .text import (MAX_NODES_SHOWN, format_seconds, format_summary,  # noqa: F401
+                   node_cell, node_lines)
 
 
 class ReportError(Exception):
@@ -92,7 +95,8 @@ def analyse(result: RunResult) -> Analysis:
     s = summary(result.trace, hist, violations, scenario_name=result.scenario.name,
                 seed=result.seed, end_time=result.end_time, drained=result.drained,
                 statements=result.statements, polls=result.polls,
-                polls_skipped=result.polls_skipped, nodes=result.scenario.nodes)
+                polls_skipped=result.polls_skipped, nodes=result.scenario.nodes,
+                boundary_jobs=result.scenario.boundary_timer_jobs)
     return Analysis(result, hist, violations, s, evaluate(result.scenario.expect, s))
 
 
@@ -114,99 +118,12 @@ def format_violation(v: Violation, trace_df: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-# --- text -------------------------------------------------------------------------------------
+# --- report.md -------------------------------------------------------------------------------
 
-def format_seconds(x: float | None) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "—"
-    if abs(x) < 1:
-        return f"{x * 1000:.3g}ms"
-    return f"{x:.4g}s"
-
-
-def _pct(d: dict) -> str:
-    if not d.get("n"):
-        return "—"
-    f = format_seconds
-    return f"p50 {f(d['p50'])} · p90 {f(d['p90'])} · p99 {f(d['p99'])} · max {f(d['max'])}"
-
-
-def format_summary(a: Analysis, out: Path | None = None) -> list[str]:
-    """The one-screen summary of a run."""
-    s = a.summary
-    j, d, se = s["jobs"], s["duplicate_executions"], s["duplicate_side_effects"]
-    acq, polls = s["acquisition"], s["polls"]
-    ended = "drained" if s["drained"] else "stopped"
-    title = s["scenario"] + (f" / {a.name}" if a.result.scenario.variant else "")
-    bad = {k: v for k, v in s["invariants"].items() if v}
-    lines = [
-        f"── {title} · seed {s['seed']} · {ended} at t={s['end_time']:g}s ──",
-        f"jobs         {j['created']} created · {j['done']} done · {j['dead_lettered']} "
-        f"dead-lettered · {j['pending']} pending · {j['lost']} lost",
-        f"executions   {s['executions']} ({s['failures']} failed) · duplicate executions "
-        f"{d['total']} · duplicate side effects {se['total']} · double acquisitions "
-        f"{s['double_acquisitions']}",
-        f"acquisition  {acq['attempts']} attempts ({acq['empty']} empty) · {acq['rows']} rows "
-        f"· {acq['lost_races']} lost races · {s['statements']} statements · {polls['total']} "
-        f"polls ({polls['skipped']} skipped idle)",
-        f"start delay  {_pct(s['latency']['start_delay'])}",
-        f"end to end   {_pct(s['latency']['end_to_end'])}",
-    ]
-    if d["total"]:
-        causes = ", ".join(f"{k} {v}" for k, v in d["by_cause"].items() if v)
-        lines.append(f"duplicates   by cause: {causes}")
-    lines += node_lines(s["nodes"])
-    if bad:
-        expected = a.expected_invariants
-        lines.append("invariants   FAILED: " + ", ".join(
-            f"{k} ({v}{', as this scenario expects' if k in expected else ''})"
-            for k, v in bad.items()))
-    else:
-        lines.append(f"invariants   all {len(s['invariants'])} hold")
-    for v in a.verdicts:
-        lines.append(f"expect       {v.format()}")
-    lines.append(f"trace        {s['trace_events']} events · sha256 {s['trace_sha256'][:16]}…")
-    if out is not None:
-        lines.append(f"report       {out}/")
-    return lines
-
-
-MAX_NODES_SHOWN = 16  # in the printed summary (summary.json and report.md: all)
 #: the columns of report.md's per-node table: figures of ``nodes.<name>``
 _NODE_COLUMNS = ("threads executions claims acquire_attempts lost_races busy_share time_up "
                  "time_down time_paused longest_idle_wait even_share idle_while_work_waited"
                  ).split()
-
-
-def _node_cell(f: dict[str, Any], key: str) -> str:
-    v = f.get(key)
-    if v is None or key == "idle_while_work_waited":
-        return "—" if v is None else "⚠ **yes**" if v else "no"
-    if key == "busy_share":
-        return f"{100 * v:.1f}%"
-    if key.startswith("time_") or key == "longest_idle_wait":
-        return format_seconds(v) if v else "0s"
-    return f"{v:.4g}" if isinstance(v, float) else str(v)
-
-
-def node_lines(nodes: dict[str, dict[str, Any]]) -> list[str]:
-    """A line per node (the first ``MAX_NODES_SHOWN``), and a warning per idle node."""
-    names, lines = list(nodes), []
-    width = max((len(n) for n in names[:MAX_NODES_SHOWN]), default=0)
-    for i, (n, f) in enumerate((n, nodes[n]) for n in names[:MAX_NODES_SHOWN]):
-        line = (f"{f['executions']} executions · {f['claims']} claims · "
-                f"{f['acquire_attempts']} attempts · {f['lost_races']} lost races · busy "
-                f"{_node_cell(f, 'busy_share')}")
-        line += "".join(f" · {key[5:]} {format_seconds(f[key])}"
-                        for key in ("time_down", "time_paused") if f[key])
-        lines.append(f"{'nodes' if i == 0 else '':13}{n:<{width}}  {line}")
-    if len(names) > MAX_NODES_SHOWN:
-        lines.append(f"{'':13}… and {len(names) - MAX_NODES_SHOWN} more nodes")
-    idle = [n for n in names if nodes[n]["idle_while_work_waited"]]
-    lines += [f"WARNING      {idle_note(n, nodes[n])}" for n in idle[:MAX_NODES_SHOWN]]
-    if len(idle) > MAX_NODES_SHOWN:
-        lines.append(f"WARNING      … and {len(idle) - MAX_NODES_SHOWN} more idle nodes")
-    return lines
 
 
 _ROWS: list[tuple[str, str]] = [
@@ -234,11 +151,22 @@ _ROWS: list[tuple[str, str]] = [
 ]
 
 
+#: report.md's rows on boundary timers that are timer jobs (only in runs that have them)
+_BOUNDARY_ROWS: list[tuple[str, str]] = [
+    ("timer jobs (among the jobs)", "boundary_timers.timer_jobs"),
+    ("ran", "boundary_timers.done"), ("cancelled with their task", "boundary_timers.cancelled"),
+    ("pending at the end", "boundary_timers.pending"), ("fired", "boundary_timers.fired"),
+    ("withdrew their job", "boundary_timers.withdrew"),
+    ("firing delay p50", "boundary_timers.delay.p50"),
+    ("firing delay max", "boundary_timers.delay.max"),
+]
+
+
 def _cell(value: Any, path: str) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "—"
-    if path.startswith("latency") or path.startswith("crash_recovery.delay") or path.endswith("start_delay") or path == "end_time" or \
-            path.endswith("end_to_end"):
+    if path.startswith(("latency", "crash_recovery.delay", "boundary_timers.delay")) or \
+            path.endswith(("start_delay", "end_to_end")) or path == "end_time":
         return format_seconds(value)
     return f"{value:g}" if isinstance(value, float) else str(value)
 
@@ -286,7 +214,7 @@ def markdown(analyses: list[Analysis], plots_of: dict[str, list[tuple[str, str]]
         out += ["| node | " + " | ".join(c.replace("_", " ").removeprefix("time ")
                                          for c in _NODE_COLUMNS) + " |",
                 "|---|" + "---:|" * len(_NODE_COLUMNS)]
-        out += [f"| {n} | " + " | ".join(_node_cell(f, k) for k in _NODE_COLUMNS) + " |"
+        out += [f"| {n} | " + " | ".join(node_cell(f, k) for k in _NODE_COLUMNS) + " |"
                 for n, f in a.summary["nodes"].items()] + [""]
     out += ["Busy share: thread-seconds executing / (threads × time up). Idle while work "
             "waited: a job it could run waited over a poll interval while it had a free thread "
@@ -299,6 +227,12 @@ def markdown(analyses: list[Analysis], plots_of: dict[str, list[tuple[str, str]]
                      (f"{n}: executions", f"named.{n}.executions"),
                      (f"{n}: outcome", f"named.{n}.outcome")]
         out += ["## Named jobs", ""] + _table(analyses, rows) + [""]
+    if any("boundary_timers" in a.summary for a in analyses):
+        out += ["## Boundary timers", ""] + _table(analyses, _BOUNDARY_ROWS) + [""]
+        out += ["A boundary timer here is a timer job: a row of the timer table, counted among "
+                "the jobs, that fires its task's boundary event when an executor thread has "
+                "run it — after the timer loop's poll and the pool's queue (the delay, from its "
+                "due time). One whose task ended first was deleted with it.", ""]
     dup_rows = [(f"duplicate executions: {c}", f"duplicate_executions.by_cause.{c}")
                 for c in CAUSES] + [(f"duplicate side effects: {c}",
                                      f"duplicate_side_effects.by_cause.{c}") for c in CAUSES]

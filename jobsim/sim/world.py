@@ -19,6 +19,7 @@ import simpy
 from ..executor.config import Scenario
 from ..database.db import Database
 from ..executor.node import Node
+from ..executor.parts import boundary as boundary_jobs
 from ..base.rng import Stream, Streams
 from ..database.store import FAILED, JOB, TIMER, Row, Store
 from .faults import schedule
@@ -71,13 +72,17 @@ class World:
                            scenario.db.connections, scenario.db.dialect, faulty=db_faults,
                            isolation=scenario.db.isolation,
                            sqlite_begin=scenario.db.sqlite_begin)
-        self.handlers = scenario.handlers
+        #: the boundary timers' timer jobs, when they go through the timer table (Flowable)
+        self.boundary = boundary_jobs.BoundaryTimers(scenario.handlers) \
+            if scenario.boundary_timer_jobs else None
+        self.handlers = scenario.handlers if self.boundary is None else \
+            {**scenario.handlers, **self.boundary.handlers}
         self.executions: dict[int, int] = {}
         self.lost_races = 0
         self._hstreams: dict[str, Stream] = {}
         self._jstreams: dict[str, Stream] = {}
         self._htext = {name: self.trace.text(name) for name in scenario.handlers}
-        self._says = {name: self.trace.text(h.says) for name, h in scenario.handlers.items()}
+        self._says = {name: self.trace.text(h.says) for name, h in self.handlers.items()}
         self._retries = {name: scenario.initial_retries(name) for name in scenario.handlers}
         self._next_id = 1 + max((j.id for j in scenario.jobs if j.id is not None), default=0)
         self._timer_table = scenario.executor.timer_table
@@ -170,7 +175,9 @@ class World:
         if len(trace._buf) > 1 << 22:
             trace.compact()
         boundary = self._boundaries.get(handler) if self._boundaries else None
-        if boundary is not None:
+        if boundary is not None and self.boundary is not None:
+            boundary_jobs.create(self, row, *boundary)
+        elif boundary is not None:
             heapq.heappush(self._timers, (now + boundary[0], jid, boundary[1]))
             if self._timer_wake is not None and not self._timer_wake.triggered:
                 self._timer_wake.succeed()
@@ -178,9 +185,11 @@ class World:
         return jid
 
     def _boundary_timers(self) -> Generator[Any, Any, None]:
-        """BPMN timer boundary events, one process for all of them: at each deadline an
-        interrupting timer withdraws its job if it is still there (a later complete or fail
-        answers "job not found"); a non-interrupting one only fires."""
+        """BPMN timer boundary events fired by the engine itself (no timer table: the
+        Zeebe-like server), one process for all of them: at each deadline an interrupting
+        timer withdraws its job if it is still there (a later complete or fail answers "job
+        not found"); a non-interrupting one only fires. With a timer table they are timer
+        jobs instead (``executor/parts/boundary.py``)."""
         env, store, trace = self.env, self.store, self.trace
         while True:
             self._timer_wake = env.event()
@@ -247,7 +256,7 @@ class World:
         thousand events; it observes only, so the trace is the same with or without it."""
         sc, env = self.scenario, self.env
         self.trace.add(0.0, K["run_start"], x=math.inf if sc.until is None else sc.until)
-        if any(h.boundary for h in sc.handlers.values()):
+        if self._boundaries and self.boundary is None:
             env.process(self._boundary_timers())
         sources = [explicit_jobs(self, sc.jobs)] if sc.jobs else []
         sources += [stream(self, s) for s in sc.streams]

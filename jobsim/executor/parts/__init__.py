@@ -18,8 +18,9 @@ stager                        ``stager_interval`` is set      ``stager.py``
 
 The others are steps those processes take: the global acquire lock (``global_lock.py``, with
 ``global_lock``), the timer mover (``timers.py``), the failure statement and its retry policy
-(``failure.py``), serial queues (``serial.py``); the idle sleep is written out in the
-acquisition loop. A policy
+(``failure.py``), serial queues (``serial.py``), and boundary timers as timer jobs
+(``boundary.py``, with a timer table: the completion of a worker thread fires them, or deletes
+one with its task); the idle sleep is written out in the acquisition loop. A policy
 preset is a set of settings (``jobsim/executor/policies.py``): its settings choose the parts.
 A new behaviour is a new part (or a change to one) and a row here or a setting, not an edit
 of the others.

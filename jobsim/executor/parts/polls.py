@@ -246,10 +246,9 @@ class Sleep:
     def _answered(self, gen: int) -> None:
         if gen != self._answer_gen or self.wake.triggered:
             return
-        wake, now = self.wake, self.node.env.now
         self._answer_at = math.inf
         self._gen += 1  # the grid's wake-up, if any, is void
-        wake.succeed(-self.pending() - 1)  # off the grid, at its rank of this instant
+        self.wake.succeed(-self.pending() - 1)  # off the grid, at its rank of this instant
 
     # --- the end of the sleep ---------------------------------------------------------------
 

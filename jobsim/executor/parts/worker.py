@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...base.trace import K
 from ...database.db import StatementFailed
+from . import boundary
 from .failure import fail
 from .serial import next_in_queue
 
@@ -53,6 +54,9 @@ def worker(node: Node, thread: int) -> Generator[Any, Any, None]:
         if deleted and row.queue is not None:
             next_in_queue(node, row.queue, now)
         return deleted, why
+
+    if world.boundary is not None:  # boundary timers are timer jobs: their completions
+        complete = boundary.completer(node, complete)  # fire them, or end them with the task
 
     while True:
         if queue:

@@ -30,14 +30,21 @@ def _step_series(t: np.ndarray, delta: np.ndarray, t0: float,
     return np.r_[t0, t, t_end], np.r_[0, level, last]
 
 
+def _gone(df: pd.DataFrame) -> np.ndarray:
+    """Events that take a row out of the acquirable tables for good: done (``completed``
+    with a=1), ``dead_lettered``, and deleted otherwise — ``withdrawn`` by a boundary timer,
+    ``cancelled`` (by an operator, or a boundary timer's timer job with its task)."""
+    return (_kind_is(df, "completed") & (df["a"] == 1).to_numpy()) | _kind_is(
+        df, "dead_lettered") | _kind_is(df, "withdrawn") | _kind_is(df, "cancelled")
+
+
 def _lock_series(df: pd.DataFrame, t0: float, t_end: float) -> tuple[np.ndarray, np.ndarray]:
     """Rows holding a live lock over time. A ``locked`` or ``lock_extended`` event holds the
     job's lock until its ``lock_until`` (``x``) or the job's next lock event, whichever comes
-    first; ``completed`` (a row deleted), ``retry_scheduled``, ``dead_lettered`` and
-    ``unlocked`` release it."""
+    first; ``completed`` (a row deleted), ``retry_scheduled``, ``dead_lettered``,
+    ``unlocked`` and a row deleted otherwise (``withdrawn``, ``cancelled``) release it."""
     holds = _kind_is(df, "locked") | _kind_is(df, "lock_extended")
-    sel = holds | _kind_is(df, "retry_scheduled") | _kind_is(df, "dead_lettered") \
-        | _kind_is(df, "unlocked") | (_kind_is(df, "completed") & (df["a"] == 1).to_numpy())
+    sel = holds | _kind_is(df, "retry_scheduled") | _kind_is(df, "unlocked") | _gone(df)
     idx = np.flatnonzero(sel)
     if len(idx) == 0:
         return np.array([t0, t_end]), np.array([0, 0])
@@ -63,8 +70,8 @@ def table_depth(trace_df: pd.DataFrame) -> Figure:
     """Jobs in the table over time, with the rows locked and the executions running.
 
     In the table: ``job_created`` minus the terminal events (``completed`` with a=1, a row
-    deleted, and ``dead_lettered``). Locked: rows whose lock is live (see ``_lock_series``;
-    a crashed node's locks stay until they expire). Running: ``exec_start`` minus
+    deleted, ``dead_lettered``, ``withdrawn`` and ``cancelled``). Locked: rows whose lock
+    is live (see ``_lock_series``; a crashed node's locks stay until they expire). Running: ``exec_start`` minus
     ``exec_end`` minus the runs a ``node_crashed`` event says were lost (its ``a``); a hung
     execution keeps counting. Step plots, one value per instant (a lock taken and released
     at the same instant does not show); node crashes, if any, are dashed red vertical
@@ -82,7 +89,7 @@ def table_depth(trace_df: pd.DataFrame) -> Figure:
     if not created.any():
         return _no_data(fig, ax, title, "no jobs created")
     a = df["a"].to_numpy()
-    gone = (_kind_is(df, "completed") & (a == 1)) | _kind_is(df, "dead_lettered")
+    gone = _gone(df)
     sel = created | gone
     t_tab, v_tab = _step_series(times[sel], np.where(created[sel], 1, -1), t0, t_end)
     starts, ends = _kind_is(df, "exec_start"), _kind_is(df, "exec_end")
@@ -93,7 +100,7 @@ def table_depth(trace_df: pd.DataFrame) -> Figure:
     t_lock, v_lock = _lock_series(df, t0, t_end)
 
     ax.step(t_tab, v_tab, where="post", color="tab:blue", linewidth=2.6,
-            label="in the table (created − completed − dead-lettered)")
+            label="in the table (created − done − dead-lettered − withdrawn − cancelled)")
     ax.step(t_lock, v_lock, where="post", color="tab:orange", linewidth=1.6,
             label="locked (live lock)")
     ax.step(t_run, v_run, where="post", color="tab:green", linewidth=0.9,

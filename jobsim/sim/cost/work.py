@@ -184,6 +184,8 @@ def count_executions(sc: Scenario, workload: Workload) -> Work:
             work += count * per * mean_length
             longest_run = max(longest_run, mean_length)
         executions += count * per
+        if h.boundary is not None and sc.boundary_timer_jobs:
+            executions += count  # its boundary timer's timer job: a run of no length, at most
         dead += count * _ends_failed(h, fit, exhausted_stops)
         tail = max(tail, waits[min(len(waits), max(1, math.ceil(per))) - 1])
     return Work(work, executions, tail, hang_jobs, dead, longest_run)

@@ -1,0 +1,113 @@
+"""A run's one-screen summary, as the command line prints it: the jobs, executions,
+acquisition, latencies, boundary timers (where they are timer jobs), a line per node, the
+invariants and the expectations.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..analysis.metrics import idle_note
+
+if TYPE_CHECKING:
+    from .report import Analysis
+
+
+def format_seconds(x: float | None) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "—"
+    if abs(x) < 1:
+        return f"{x * 1000:.3g}ms"
+    return f"{x:.4g}s"
+
+
+def _pct(d: dict) -> str:
+    if not d.get("n"):
+        return "—"
+    f = format_seconds
+    return f"p50 {f(d['p50'])} · p90 {f(d['p90'])} · p99 {f(d['p99'])} · max {f(d['max'])}"
+
+
+#: the outcomes the summary's jobs line shows when some job has them
+_OTHER_ENDS = ("incident", "failed", "withdrawn", "cancelled")
+
+
+def format_summary(a: Analysis, out: Path | None = None) -> list[str]:
+    """The one-screen summary of a run."""
+    s = a.summary
+    j, d, se = s["jobs"], s["duplicate_executions"], s["duplicate_side_effects"]
+    acq, polls = s["acquisition"], s["polls"]
+    ended = "drained" if s["drained"] else "stopped"
+    title = s["scenario"] + (f" / {a.name}" if a.result.scenario.variant else "")
+    bad = {k: v for k, v in s["invariants"].items() if v}
+    lines = [
+        f"── {title} · seed {s['seed']} · {ended} at t={s['end_time']:g}s ──",
+        f"jobs         {j['created']} created · {j['done']} done · {j['dead_lettered']} "
+        f"dead-lettered · " + "".join(f"{j[k]} {k} · " for k in _OTHER_ENDS if j[k])
+        + f"{j['pending']} pending · {j['lost']} lost",
+        f"executions   {s['executions']} ({s['failures']} failed) · duplicate executions "
+        f"{d['total']} · duplicate side effects {se['total']} · double acquisitions "
+        f"{s['double_acquisitions']}",
+        f"acquisition  {acq['attempts']} attempts ({acq['empty']} empty) · {acq['rows']} rows "
+        f"· {acq['lost_races']} lost races · {s['statements']} statements · {polls['total']} "
+        f"polls ({polls['skipped']} skipped idle)",
+        f"start delay  {_pct(s['latency']['start_delay'])}",
+        f"end to end   {_pct(s['latency']['end_to_end'])}",
+    ]
+    bt = s.get("boundary_timers")
+    if bt is not None:
+        n = bt["timer_jobs"]
+        lines.append(f"boundary     {n} timer job{'' if n == 1 else 's'} (among the jobs) · "
+                     f"{bt['fired']} fired ({bt['withdrew']} withdrew their job) · "
+                     f"{bt['cancelled']} cancelled with their task · delay {_pct(bt['delay'])}")
+    if d["total"]:
+        causes = ", ".join(f"{k} {v}" for k, v in d["by_cause"].items() if v)
+        lines.append(f"duplicates   by cause: {causes}")
+    lines += node_lines(s["nodes"])
+    if bad:
+        expected = a.expected_invariants
+        lines.append("invariants   FAILED: " + ", ".join(
+            f"{k} ({v}{', as this scenario expects' if k in expected else ''})"
+            for k, v in bad.items()))
+    else:
+        lines.append(f"invariants   all {len(s['invariants'])} hold")
+    for v in a.verdicts:
+        lines.append(f"expect       {v.format()}")
+    lines.append(f"trace        {s['trace_events']} events · sha256 {s['trace_sha256'][:16]}…")
+    if out is not None:
+        lines.append(f"report       {out}/")
+    return lines
+
+
+MAX_NODES_SHOWN = 16  # in the printed summary (summary.json and report.md: all)
+def node_cell(f: dict[str, Any], key: str) -> str:
+    v = f.get(key)
+    if v is None or key == "idle_while_work_waited":
+        return "—" if v is None else "⚠ **yes**" if v else "no"
+    if key == "busy_share":
+        return f"{100 * v:.1f}%"
+    if key.startswith("time_") or key == "longest_idle_wait":
+        return format_seconds(v) if v else "0s"
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def node_lines(nodes: dict[str, dict[str, Any]]) -> list[str]:
+    """A line per node (the first ``MAX_NODES_SHOWN``), and a warning per idle node."""
+    names, lines = list(nodes), []
+    width = max((len(n) for n in names[:MAX_NODES_SHOWN]), default=0)
+    for i, (n, f) in enumerate((n, nodes[n]) for n in names[:MAX_NODES_SHOWN]):
+        line = (f"{f['executions']} executions · {f['claims']} claims · "
+                f"{f['acquire_attempts']} attempts · {f['lost_races']} lost races · busy "
+                f"{node_cell(f, 'busy_share')}")
+        line += "".join(f" · {key[5:]} {format_seconds(f[key])}"
+                        for key in ("time_down", "time_paused") if f[key])
+        lines.append(f"{'nodes' if i == 0 else '':13}{n:<{width}}  {line}")
+    if len(names) > MAX_NODES_SHOWN:
+        lines.append(f"{'':13}… and {len(names) - MAX_NODES_SHOWN} more nodes")
+    idle = [n for n in names if nodes[n]["idle_while_work_waited"]]
+    lines += [f"WARNING      {idle_note(n, nodes[n])}" for n in idle[:MAX_NODES_SHOWN]]
+    if len(idle) > MAX_NODES_SHOWN:
+        lines.append(f"WARNING      … and {len(idle) - MAX_NODES_SHOWN} more idle nodes")
+    return lines
