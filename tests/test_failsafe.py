@@ -1,7 +1,9 @@
 """failsafe-executor (seed 002), behaviour by behaviour."""
 
 import numpy as np
+import pytest
 
+from jobsim.analysis.narrative import narrate
 from jobsim.format import scenario
 from jobsim.output.report import analyse
 from jobsim.base.trace import K
@@ -159,3 +161,76 @@ def test_a_serial_queue_drains_back_to_back_and_cheaply():
     assert (c["kind"] == K["acquire"]).sum() < 50  # handed over, not claimed one by one
     assert analyse(r).violations == []
     assert wall < 30  # generous: it takes well under a second; quadratic took minutes
+
+
+# --- an id is free again once its task is gone --------------------------------------------------
+
+def test_an_id_is_free_again_once_its_task_is_done():
+    """INSERT … WHERE NOT EXISTS skips only while a task holds the id: the invoice done, the
+    same id submitted again inserts a new task, which runs. jobsim numbers it afresh (after
+    the largest explicit id) and says which id it was submitted under."""
+    r = run(make("[{name: first, id: 1001, handler: mail},"
+                 " {name: again, id: 1001, handler: mail, at: 1m}]"))
+    a = analyse(r)
+    s = a.summary
+    assert (s["jobs"]["created"], s["jobs"]["done"], s["executions"]) == (2, 2, 2)
+    assert (s["jobs"]["submits_ignored"], s["jobs"]["resubmitted"]) == (0, 1)
+    assert (s["named"]["first"]["id"], s["named"]["again"]["id"]) == (1001, 1002)
+    t, j = starts(r)
+    assert list(zip(t.tolist(), j.tolist())) == [(10.0, 1001), (60.0, 1002)]
+    c = r.trace.arrays()
+    again = c["kind"] == K["resubmitted"]
+    assert (c["time"][again].tolist(), c["job"][again].tolist(), c["a"][again].tolist()) == (
+        [60.0], [1002], [1001])
+    assert "      id 1001 submitted again after its task was gone: a new task, job 1002" in \
+        narrate(r.trace)
+    assert a.violations == []
+
+
+def test_a_cancelled_task_frees_its_id_a_failed_one_keeps_it():
+    """A failed task keeps its row, so a submit of its id does nothing; cancelled (deleted),
+    the id takes a new task."""
+    r = run(make("[{name: x, id: 5, handler: bad}, {id: 5, handler: mail, at: 5m},"
+                 " {name: later, id: 5, handler: mail, at: 12m}]", "[{at: 10m, cancel: x}]"))
+    s = analyse(r).summary
+    assert (s["jobs"]["submits_ignored"], s["jobs"]["resubmitted"]) == (1, 1)
+    assert (s["jobs"]["cancelled"], s["jobs"]["done"], s["executions"]) == (1, 1, 2)
+    assert s["named"]["x"]["outcome"] == "cancelled"
+    assert (s["named"]["later"]["id"], s["named"]["later"]["outcome"]) == (6, "done")
+    assert analyse(r).violations == []
+
+
+@pytest.mark.parametrize("first, at", [("mail", "5s"),     # waiting: the first poll is at 10 s
+                                       ("report", "1m"),   # running (7 minutes)
+                                       ("bad", "1m")],     # failed at 11 s, kept
+                         ids=["waiting", "running", "failed"])
+def test_a_second_submit_while_the_task_is_there_is_ignored(first, at):
+    r = run(make(f"[{{name: x, id: 1001, handler: {first}}}, {{id: 1001, handler: {first},"
+                 f" at: {at}}}]", until="30m"))
+    s = analyse(r).summary
+    assert (s["jobs"]["created"], s["jobs"]["submits_ignored"], s["jobs"]["resubmitted"]) == (
+        1, 1, 0)
+    assert s["named"]["x"]["executions"] == 1 and s["executions"] == 1
+
+
+def test_the_ignored_submit_names_the_task_that_holds_the_id():
+    """Submitted a third time while the second task waits: ignored, on behalf of that task."""
+    r = run(make("[{id: 1001, handler: mail}, {id: 1001, handler: mail, at: 1m},"
+                 " {id: 1001, handler: mail, at: 61s}]"))
+    c = r.trace.arrays()
+    ignored = c["kind"] == K["submit_ignored"]
+    assert (c["time"][ignored].tolist(), c["job"][ignored].tolist()) == ([61.0], [1002])
+    assert analyse(r).summary["executions"] == 2
+
+
+def test_a_resubmitted_task_is_expected_by_its_own_name():
+    sc = scenario.loads(BASE.format(
+        jobs="[{name: first, id: 9, handler: mail}, {name: again, id: 9, handler: mail, at: 1m}]",
+        ops="[]", until="drained", policy="failsafe") + """
+expect:
+  jobs.resubmitted: "== 1"
+  named.again.executions: "== 1"
+  named.again.id: "== 10"
+""")
+    a = analyse(run(sc))
+    assert a.verdicts and all(v.ok for v in a.verdicts), [v.format() for v in a.verdicts]

@@ -6,6 +6,7 @@
 - a dead letter: ``  [node-B] job 3 DEAD-LETTERED: bad config``;
 - an async job done: ``  [node-B] job 2 (async) done`` (a timer's firing is told by its
   handler's own line); a completion rejected by its owner guard, or finding its row gone;
+- an operator's retry or cancel, and an id submitted again once its task was gone;
 - a crash, a pause and its end;
 - a double acquisition, and a completion that found its row gone (a duplicate run);
 - at the end: ``dead letters: [(3, 'async')]``.
@@ -23,7 +24,7 @@ from ..base.trace import K, Trace
 _TOLD = [K[k] for k in ("tick", "job_created", "side_effect", "exec_end", "retry_scheduled",
                         "dead_lettered", "completed", "locked", "pending", "node_crashed",
                         "node_restarted", "node_paused", "node_resumed", "withdrawn",
-                        "server_restarted", "revived", "cancelled")]
+                        "server_restarted", "revived", "cancelled", "resubmitted")]
 
 
 def _clock(t: float) -> str:
@@ -59,6 +60,9 @@ def narrate(trace: Trace, limit: int | None = 60) -> list[str]:
             lines.append(f"      job {j} RETRIED by an operator at t={times[i]:g}s")
         elif k == K["cancelled"]:
             lines.append(f"      job {j} CANCELLED by an operator at t={times[i]:g}s")
+        elif k == K["resubmitted"]:
+            lines.append(f"      id {a_[i]} submitted again after its task was gone: a new "
+                         f"task, job {j}")
         elif k == K["dead_lettered"] and a_[i] == 1:
             lines.append(f"  {who} job {j} failed with no retries left: INCIDENT (JOB_FAILED, "
                          f"critical): {text}")

@@ -34,7 +34,7 @@ ANY = "<any>"
 SUMMARY_SHAPE: dict[str, Any] = {
     "jobs": {k: None for k in ("created", "done", "dead_lettered", "incident", "withdrawn",
                                "failed", "cancelled", "pending", "lost",
-                               "submits_ignored")},
+                               "submits_ignored", "resubmitted")},
     "executions": None, "failures": None, "double_acquisitions": None, "statements": None,
     "duplicate_executions": {"total": None, "by_cause": _CAUSES},
     "duplicate_side_effects": {"total": None, "by_cause": _CAUSES},

@@ -81,8 +81,9 @@ class World:
         self._retries = {name: scenario.initial_retries(name) for name in scenario.handlers}
         self._next_id = 1 + max((j.id for j in scenario.jobs if j.id is not None), default=0)
         self._timer_table = scenario.executor.timer_table
-        #: explicit ids submitted so far (an idempotent submit of one does nothing)
-        self._submitted: set[int] = set()
+        #: explicit id -> the job that holds it: the id itself, or the latest task submitted
+        #: again under it once the one before was gone (an idempotent submit's lookup)
+        self._holders: dict[int, int] = {}
         self._sources = 0
         self._waiters: dict[int, simpy.Event] = {}
         self._timers: list[tuple[float, int, bool]] = []
@@ -121,19 +122,30 @@ class World:
         """Insert a new job (no executor latency): by a client, or by ``node``'s transaction
         (Flowable's hint path: inserted locked by that node and handed to its pool on
         commit, when it runs with ``hint``). ``failed`` inserts it already failed with that
-        error (failsafe-executor's recordFailure). A submit whose id is in the table
-        already does nothing under ``idempotent_submit``."""
+        error (failsafe-executor's recordFailure). The job's number is ``jid`` (an explicit
+        id) or the next free one; the number is returned.
+
+        A second submit of an explicit id (under ``idempotent_submit``, the only way a file
+        may repeat one) is an ``INSERT … WHERE NOT EXISTS``: while the task holding the id is
+        in the table (waiting, running, failed) it does nothing (``submit_ignored``); once
+        that task is gone (done or cancelled: its row deleted) it inserts a new task, which
+        runs again. jobsim tells each job's story by its number, so the new task gets a fresh
+        one, and a ``resubmitted`` event names the id it was submitted under."""
+        reused = None
         if jid is None:
             jid = self._next_id
             self._next_id += 1
-        elif jid in self._submitted:
-            # idempotent submit (INSERT … WHERE NOT EXISTS): the id is taken. jobsim keeps one
-            # story per id, so a finished task's id is not reused either.
-            trace = self.trace
-            trace.add(self.env.now, K["submit_ignored"], job=jid, text=trace.text(handler))
-            return jid
         else:
-            self._submitted.add(jid)
+            holder = self._holders.get(jid)
+            if holder is not None and self.store.get(holder) is not None:
+                trace = self.trace
+                trace.add(self.env.now, K["submit_ignored"], job=holder,
+                          text=trace.text(handler))
+                return holder
+            if holder is not None:  # the id's task is gone: a new one, numbered afresh
+                reused, jid = jid, self._next_id
+                self._next_id += 1
+            self._holders[jid if reused is None else reused] = jid
         now = self.env.now
         row = Row(jid, kind, handler, priority, now, now + due_in, self._retries[handler],
                   queue)
@@ -160,6 +172,8 @@ class World:
         trace = self.trace
         trace.emit((now, K_CREATED, -1, jid, 0, int(kind == "timer"), priority,
                     -1 if name is None else trace.text(name), row.due, self._htext[handler]))
+        if reused is not None:
+            trace.add(now, K["resubmitted"], job=jid, a=reused)
         if failed is not None:
             row.error = failed
             trace.add(now, K["dead_lettered"], job=jid, a=2, text=trace.text(failed))
