@@ -4,7 +4,9 @@ import numpy as np
 import pytest
 
 from jobsim.analysis.narrative import narrate
+from jobsim.cli import main
 from jobsim.format import scenario
+from jobsim.format.lint import lint
 from jobsim.output.report import analyse
 from jobsim.base.trace import K
 from jobsim.sim.world import run
@@ -234,3 +236,113 @@ expect:
 """)
     a = analyse(run(sc))
     assert a.verdicts and all(v.ok for v in a.verdicts), [v.format() for v in a.verdicts]
+
+
+# --- a failed scheduled task stops its schedule until it is retried -----------------------------
+
+SCHEDULE = """
+name: nightly
+seed: 8
+until: drained
+horizon: 6h
+policy: {policy}
+nodes: [{{name: a, start_at: 0s}}]
+executor: {executor}
+handlers:
+  report: {{duration: 1m, outcome: {outcome}, error: "report server down"}}
+workload:
+  recurring:
+    - {{name: nightly, handler: report, every: 30m, count: 6, mode: {mode}}}
+operations: {ops}
+"""
+#: seed 8's draws from the handler's stream: the 2nd run fails, every other one succeeds
+SECOND_FAILS = "{fail_rate: 0.25}"
+
+
+def schedule(ops="[]", mode="fixed_rate", outcome=SECOND_FAILS, policy="failsafe",
+             executor="{}"):
+    r = run(scenario.loads(SCHEDULE.format(ops=ops, mode=mode, outcome=outcome, policy=policy,
+                                           executor=executor)))
+    c = r.trace.arrays()
+    created = c["time"][c["kind"] == K["job_created"]].tolist()
+    ends = c["kind"] == K["exec_end"]
+    runs = list(zip(c["time"][ends].tolist(), c["job"][ends].tolist(), c["a"][ends].tolist()))
+    return r, created, runs
+
+
+def test_a_failed_scheduled_task_runs_no_more_until_the_operator_retries_it():
+    """Every 30 minutes; the 2nd run (at 30 m) fails and the schedule stops: nothing is
+    created or run until the retry at 1 h. The retried task runs and succeeds, and the
+    schedule goes on at its next instant (1 h 30; the 1 h one passed while it was failed)."""
+    r, created, runs = schedule("[{at: 1h, retry: nightly}]")
+    assert created == [0.0, 1800.0, 5400.0, 7200.0, 9000.0, 10800.0]
+    assert runs == [(70.0, 1, 1), (1860.0, 2, 0), (3660.0, 2, 1), (5460.0, 3, 1),
+                    (7260.0, 4, 1), (9060.0, 5, 1), (10860.0, 6, 1)]
+    t, _ = starts(r)
+    assert not ((t > 1800.0) & (t < 3600.0)).any()
+    a = analyse(r)
+    s = a.summary
+    assert (s["jobs"]["created"], s["jobs"]["done"], s["jobs"]["failed"], s["executions"],
+            s["failures"]) == (6, 6, 0, 7, 1)
+    assert a.violations == [] and r.drained
+
+
+def test_a_fixed_delay_schedule_goes_on_every_after_the_retried_task_is_done():
+    r, created, runs = schedule("[{at: 1h, retry: nightly}]", mode="fixed_delay")
+    assert created == [0.0, 1870.0, 5460.0, 7320.0, 9180.0, 11040.0]
+    assert runs[1:3] == [(1930.0, 2, 0), (3660.0, 2, 1)]
+    assert created[2] == runs[2][0] + 1800.0  # 30 minutes after the retried run ended
+    assert analyse(r).violations == []
+
+
+def test_a_cancel_ends_the_schedule():
+    r, created, runs = schedule("[{at: 1h, cancel: nightly}]")
+    assert created == [0.0, 1800.0] and runs == [(70.0, 1, 1), (1860.0, 2, 0)]
+    s = analyse(r).summary
+    assert (s["jobs"]["done"], s["jobs"]["cancelled"], s["executions"]) == (1, 1, 2)
+    assert r.drained and r.end_time == 3600.0
+
+
+def test_with_no_operator_the_failed_task_stays_and_the_run_drains():
+    r, created, runs = schedule()
+    assert created == [0.0, 1800.0] and runs[-1] == (1860.0, 2, 0)
+    assert r.drained and r.end_time == 1860.0
+    assert analyse(r).summary["jobs"]["failed"] == 1
+    warned = lint(scenario.loads(SCHEDULE.format(ops="[]", mode="fixed_rate",
+                                                 outcome=SECOND_FAILS, policy="failsafe",
+                                                 executor="{}")))
+    assert [(w.code, w.path) for w in warned] == [("schedule-stops-on-failure",
+                                                   "workload.recurring[0]")]
+
+
+def test_a_retried_task_that_fails_again_keeps_the_schedule_stopped():
+    r, created, runs = schedule("[{at: 1h, retry: nightly}, {at: 2h, retry: all}]",
+                                outcome="always_fail")
+    assert created == [0.0]
+    assert runs == [(70.0, 1, 0), (3660.0, 1, 0), (7260.0, 1, 0)]
+    assert analyse(r).violations == []
+
+
+@pytest.mark.parametrize("policy", ["failsafe", "failsafe_v3"])
+def test_a_schedule_under_dead_letters_goes_on_after_a_failure(policy):
+    """Where an exhausted job is dead-lettered, each run is a job of its own and the schedule
+    keeps its times (as before)."""
+    r, created, runs = schedule(outcome="always_fail", policy=policy,
+                                executor="{exhausted: dead_letter}")
+    assert created == [0.0, 1800.0, 3600.0, 5400.0, 7200.0, 9000.0]
+    assert analyse(r).summary["jobs"]["dead_lettered"] == 6
+
+
+def test_a_schedule_shares_no_name_with_a_job(tmp_path, capsys):
+    """An operation may name a job or a schedule, so no two of them share a name."""
+    path = tmp_path / "clash.yaml"
+    path.write_text(SCHEDULE.format(ops="[{at: 1h, retry: nightly}]", mode="fixed_rate",
+                                    outcome="succeed", policy="failsafe", executor="{}")
+                    .replace("workload:\n", "workload:\n  jobs: [{name: nightly, handler: "
+                             "report}]\n"), encoding="utf-8")
+    assert main(["validate", str(path)]) == 2
+    captured = capsys.readouterr()
+    out = captured.out + captured.err
+    assert "Traceback" not in out
+    assert f"{path}: workload.recurring[0].name: expected a name no job and no other " \
+           "schedule has (got 'nightly')" in out, out

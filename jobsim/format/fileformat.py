@@ -137,7 +137,8 @@ _stream = Obj({"name": Str(), "handler": Str(), "count": Int(lo=1, hi=MAX_JOBS),
               ("handler", "count"))
 
 _recurring = Obj({
-    "name": Str(), "handler": Str(), "every": Dur(positive=True),
+    "name": Str(doc="names the schedule in operations (its latest job)"), "handler": Str(),
+    "every": Dur(positive=True),
     "count": Int(lo=1, hi=MAX_JOBS), "mode": Enum(RECURRING_MODES, "fixed_rate",
                                                   "fixed_rate: every `every`; fixed_delay: "
                                                   "`every` after the previous one finished"),

@@ -9,7 +9,8 @@ runs (``lock-shorter-than-run``), the local queue (``queue-outlives-lock``), the
 (``heartbeat-not-shorter-than-lock``) and polls (``poll-longer-than-lock``) — all quiet when
 no lock can expire within the run; settings that the others make ineffective
 (``ignored-setting``, ``IGNORED``); idle nodes (``more-nodes-than-jobs``,
-``node-without-work``).
+``node-without-work``); a schedule that a failure ends for good
+(``schedule-stops-on-failure``).
 """
 
 from __future__ import annotations
@@ -340,6 +341,33 @@ def _idle_nodes(run: _Run) -> Iterator[Found]:
                    f"workload to handles, or remove the node")
 
 
+# --- 7: schedules a failure stops --------------------------------------------------------------
+
+def _can_end_failed(sc: Scenario, handler: str) -> bool:
+    """Whether a job of ``handler`` may run out of its executions failing."""
+    h = sc.handlers[handler]
+    if h.outcome == "always_fail":
+        return True
+    if h.outcome == "fail_rate":
+        return h.fail_rate > 0
+    return h.outcome == "fail_first" and h.fail_first >= sc.retry_for("", handler).total_attempts()
+
+
+def _stopped_schedules(run: _Run) -> Iterator[Found]:
+    sc = run.sc
+    if not sc.keeps_failed:
+        return
+    named = {f.node for f in sc.faults if f.kind in ("retry", "cancel")}
+    for i, r in enumerate(sc.recurring):
+        if r.count > 1 and _can_end_failed(sc, r.handler) and not named & {r.name, "all"}:
+            yield ("schedule-stops-on-failure", f"workload.recurring[{i}]",
+                   f"a job of the schedule '{r.name}' may fail ('{r.handler}' can fail, and "
+                   f"exhausted: failed keeps it failed), and then the schedule creates no more "
+                   f"until an operator retries it; no operation names '{r.name}', so its first "
+                   f"failure ends it short of its count ({r.count}); fix: an operation "
+                   f"{{at, retry: {r.name}}} (or all), or a handler that does not fail")
+
+
 # --- entry points -----------------------------------------------------------------------------
 
 def lint(sc: Scenario) -> list[Warning]:
@@ -354,7 +382,8 @@ def lint(sc: Scenario) -> list[Warning]:
     out = [Warning(code, path, message if path.startswith("nodes[") or
                    len(names) == len(run.nodes) else f"(on {', '.join(names)}) {message}")
            for (code, path, message), names in found.items()]
-    return out + [Warning(*item) for item in _idle_nodes(run)]
+    return out + [Warning(*item) for item in _idle_nodes(run)] + [
+        Warning(*item) for item in _stopped_schedules(run)]
 
 
 def lint_runs(runs: list[Scenario]) -> list[Warning]:

@@ -8,15 +8,31 @@
   not wait for the jobs) or ``every`` after the previous one reached a terminal state
   (``fixed_delay``: a slow or failing job pushes the next one back).
 
+A schedule under an executor whose exhausted jobs stay failed (``exhausted: failed``,
+failsafe-executor) is one task, as failsafe's schedule is one row whose planned time moves on
+after each successful run: its jobs run one at a time. ``fixed_delay`` waits as above;
+``fixed_rate`` creates the next job at the schedule's next instant (``start + k × every``)
+once the previous one is over — instants that passed while it ran are skipped, not made up,
+as a failsafe ``Schedule`` returns the next planned time after the run. A job that fails
+stays failed, and the schedule creates nothing more: after an operator's ``retry`` the job
+runs again, and once it is done the schedule goes on from that completion (``every`` after
+it, or the next instant); after a ``cancel`` (the row deleted) the schedule is over. An
+operation names the schedule by its name: its latest job. Under other executors a failed
+job is dead-lettered (or an incident) and the schedule goes on.
+
 Explicit ids are kept; the others are numbered after the largest explicit id, in order of
 creation.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
+import simpy
+
+from ..database.store import DEADLETTER, FAILED, INCIDENT
 from ..executor.config import JobSpec, RecurringSpec, StreamSpec
 
 if TYPE_CHECKING:
@@ -66,11 +82,53 @@ def recurring(world: "World", spec: RecurringSpec) -> Generator[Any, Any, None]:
     env = world.env
     if spec.start > 0:
         yield env.timeout(spec.start)
+    one_task = world.scenario.keeps_failed
     for i in range(spec.count):
-        if i and spec.mode == "fixed_rate":
-            yield env.timeout(spec.every)
+        created = env.now
         jid = world.create(spec.handler, spec.kind, spec.priority, 0.0)
-        if spec.mode == "fixed_delay" and i < spec.count - 1:
-            yield world.wait_for(jid)
+        world.names[spec.name] = jid  # an operation names the schedule: its latest job
+        if i == spec.count - 1:
+            break
+        if spec.mode == "fixed_rate" and not one_task:
             yield env.timeout(spec.every)
+            continue
+        grid = env.timeout(spec.every) if spec.mode == "fixed_rate" else None
+        if not (yield from _over(world, jid)):
+            break  # its failed job was cancelled: the schedule is over
+        if grid is None:
+            yield env.timeout(spec.every)  # fixed delay: from the end
+        else:
+            yield from _next_instant(env, grid, created + spec.every, spec.every)
     world.source_done()
+
+
+def _over(world: "World", jid: int) -> Generator[Any, Any, bool]:
+    """Wait until a schedule's job ``jid`` is over: True once it ended (done, dead-lettered,
+    withdrawn); a failed one, kept until an operator acts, holds the schedule until it is
+    retried and ends — or False if it is cancelled instead."""
+    store = world.store
+    while True:
+        row = store.get(jid)
+        if row is None:
+            return jid not in world.cancelled
+        if row.table == FAILED:
+            yield world.hold(jid)
+        elif row.table in (DEADLETTER, INCIDENT):
+            return True
+        else:
+            yield world.wait_for(jid)
+
+
+def _next_instant(env: simpy.Environment, grid: simpy.Timeout, due: float,
+                  every: float) -> Generator[Any, Any, None]:
+    """Wait for a fixed-rate schedule's next instant after its job is over: ``grid`` (the
+    timeout to ``due``, made when the job was created) if it is still to come, else the
+    first instant ``due + k × every`` from now (the ones that passed are skipped)."""
+    now = env.now
+    if now <= due:
+        yield grid
+        return
+    due += math.ceil((now - due) / every) * every
+    while due < now:  # rounding
+        due += every
+    yield env.timeout(due - now)

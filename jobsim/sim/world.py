@@ -85,7 +85,12 @@ class World:
         #: again under it once the one before was gone (an idempotent submit's lookup)
         self._holders: dict[int, int] = {}
         self._sources = 0
+        #: job -> the schedule waiting for its end (``wait_for``)
         self._waiters: dict[int, simpy.Event] = {}
+        #: failed job -> its schedule, stopped until an operator retries or cancels it
+        self._held: dict[int, simpy.Event] = {}
+        #: jobs an operator cancelled (a schedule asks why its task's row is gone)
+        self.cancelled: set[int] = set()
         self._timers: list[tuple[float, int, bool]] = []
         self._boundaries = {n: h.boundary for n, h in scenario.handlers.items() if h.boundary}
         #: job name -> id, for operations that name a job
@@ -217,15 +222,35 @@ class World:
                 self.job_done()
 
     def finished(self, jid: int) -> None:
-        """A job reached a terminal state: wake whoever waits for it (fixed-delay
-        schedules)."""
+        """A job reached a terminal state (done, dead-lettered, failed, withdrawn): wake the
+        schedule waiting for it, if any."""
         ev = self._waiters.pop(jid, None)
         if ev is not None:
             ev.succeed()
 
     def wait_for(self, jid: int) -> simpy.Event:
+        """An event that fires when ``jid`` reaches a terminal state (``finished``)."""
         ev = self._waiters[jid] = self.env.event()
         return ev
+
+    def hold(self, jid: int) -> simpy.Event:
+        """A schedule stops on its failed task ``jid`` until an operator retries or cancels
+        it (``operated``). Meanwhile it keeps no run from draining: with no operation left
+        to come, the task stays failed and the schedule over."""
+        ev = self._held[jid] = self.env.event()
+        self._sources -= 1
+        self.check_drained()
+        return ev
+
+    def operated(self, jid: int, cancelled: bool = False) -> None:
+        """An operator retried (or cancelled) the failed job ``jid``: the schedule it held
+        goes on (a source of the run again at once, before anything can drain it)."""
+        if cancelled:
+            self.cancelled.add(jid)
+        ev = self._held.pop(jid, None)
+        if ev is not None:
+            self._sources += 1
+            ev.succeed()
 
     def source_done(self) -> None:
         self._sources -= 1
