@@ -325,11 +325,11 @@ def operate(world: "World", f: Fault) -> None:
             store.revive(jid, env.now, retries)
             world.live += 1
             trace.add(env.now, K["revived"], job=jid, a=retries, text=trace.text(f.kind))
-            world.operated(jid)
+            world.waits.operated(jid)
         elif f.kind == "cancel":
             store.remove(jid)
             trace.add(env.now, K["cancelled"], job=jid)
-            world.operated(jid, cancelled=True)
+            world.waits.operated(jid, cancelled=True)
         elif f.kind == "suspend":
             store.move(jid, SUSPENDED)
             trace.add(env.now, K["suspended"], job=jid, a=1)

@@ -78,6 +78,47 @@ def stream(world: "World", spec: StreamSpec) -> Generator[Any, Any, None]:
     world.source_done()
 
 
+class Waits:
+    """What the recurring schedules wait for, job by job: a job's end (``wait_for``, woken
+    by ``finished`` when it reaches a terminal state), or, for a failed one, an operator's
+    retry or cancel (``hold``, woken by ``operated``)."""
+
+    def __init__(self, world: "World"):
+        self.world = world
+        #: job -> the schedule waiting for its end
+        self.ends: dict[int, simpy.Event] = {}
+        #: failed job -> its schedule, stopped until an operator retries or cancels it
+        self.held: dict[int, simpy.Event] = {}
+        #: jobs an operator cancelled (a schedule asks why its job's row is gone)
+        self.cancelled: set[int] = set()
+
+    def wait_for(self, jid: int) -> simpy.Event:
+        ev = self.ends[jid] = self.world.env.event()
+        return ev
+
+    def finished(self, jid: int) -> None:
+        ev = self.ends.pop(jid, None)
+        if ev is not None:
+            ev.succeed()
+
+    def hold(self, jid: int) -> simpy.Event:
+        """The schedule stops on its failed job ``jid``. Meanwhile it keeps no run from
+        draining: with no operation left to come, the job stays failed, the schedule over."""
+        ev = self.held[jid] = self.world.env.event()
+        self.world.source_done()
+        return ev
+
+    def operated(self, jid: int, cancelled: bool = False) -> None:
+        """An operator retried (or cancelled) the failed job ``jid``: the schedule it held
+        goes on, a source of the run again at once (before anything can drain the run)."""
+        if cancelled:
+            self.cancelled.add(jid)
+        ev = self.held.pop(jid, None)
+        if ev is not None:
+            self.world._sources += 1
+            ev.succeed()
+
+
 def recurring(world: "World", spec: RecurringSpec) -> Generator[Any, Any, None]:
     env = world.env
     if spec.start > 0:
@@ -106,17 +147,17 @@ def _over(world: "World", jid: int) -> Generator[Any, Any, bool]:
     """Wait until a schedule's job ``jid`` is over: True once it ended (done, dead-lettered,
     withdrawn); a failed one, kept until an operator acts, holds the schedule until it is
     retried and ends — or False if it is cancelled instead."""
-    store = world.store
+    store, waits = world.store, world.waits
     while True:
         row = store.get(jid)
         if row is None:
-            return jid not in world.cancelled
+            return jid not in waits.cancelled
         if row.table == FAILED:
-            yield world.hold(jid)
+            yield waits.hold(jid)
         elif row.table in (DEADLETTER, INCIDENT):
             return True
         else:
-            yield world.wait_for(jid)
+            yield waits.wait_for(jid)
 
 
 def _next_instant(env: simpy.Environment, grid: simpy.Timeout, due: float,

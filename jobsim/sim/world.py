@@ -4,6 +4,13 @@
 runs until the horizon (``until``) or until the workload is exhausted and every job has reached
 a terminal state (``drained``, bounded by ``horizon``), and then records what is still in the
 tables as ``pending`` events, so that the trace alone explains every job.
+
+A second submit of an explicit id (under ``idempotent_submit``, the only way a file may repeat
+one) is an ``INSERT … WHERE NOT EXISTS``: while the task holding the id is in the table
+(waiting, running, failed) it does nothing (``submit_ignored``); once that task is gone (done
+or cancelled: its row deleted) it inserts a new task, which runs again. jobsim tells each
+job's story by its number, so the new task gets a fresh one (after the largest explicit id),
+and a ``resubmitted`` event names the id it was submitted under.
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ from ..database.store import FAILED, JOB, TIMER, Row, Store
 from .faults import schedule
 from .watch import events_scheduled, run_watched
 from ..base.trace import K, Trace
-from .workload import explicit_jobs, recurring, stream
+from .workload import Waits, explicit_jobs, recurring, stream
 
 K_CREATED = K["job_created"]
 
@@ -85,12 +92,10 @@ class World:
         #: again under it once the one before was gone (an idempotent submit's lookup)
         self._holders: dict[int, int] = {}
         self._sources = 0
-        #: job -> the schedule waiting for its end (``wait_for``)
-        self._waiters: dict[int, simpy.Event] = {}
-        #: failed job -> its schedule, stopped until an operator retries or cancels it
-        self._held: dict[int, simpy.Event] = {}
-        #: jobs an operator cancelled (a schedule asks why its task's row is gone)
-        self.cancelled: set[int] = set()
+        #: what the recurring schedules wait for; the worker skips ``finished`` when no
+        #: schedule waits for a job's end (``_waiters`` empty)
+        self.waits = Waits(self)
+        self._waiters = self.waits.ends
         self._timers: list[tuple[float, int, bool]] = []
         self._boundaries = {n: h.boundary for n, h in scenario.handlers.items() if h.boundary}
         #: job name -> id, for operations that name a job
@@ -128,14 +133,8 @@ class World:
         (Flowable's hint path: inserted locked by that node and handed to its pool on
         commit, when it runs with ``hint``). ``failed`` inserts it already failed with that
         error (failsafe-executor's recordFailure). The job's number is ``jid`` (an explicit
-        id) or the next free one; the number is returned.
-
-        A second submit of an explicit id (under ``idempotent_submit``, the only way a file
-        may repeat one) is an ``INSERT … WHERE NOT EXISTS``: while the task holding the id is
-        in the table (waiting, running, failed) it does nothing (``submit_ignored``); once
-        that task is gone (done or cancelled: its row deleted) it inserts a new task, which
-        runs again. jobsim tells each job's story by its number, so the new task gets a fresh
-        one, and a ``resubmitted`` event names the id it was submitted under."""
+        id) or the next free one, and is returned; an explicit id submitted again is an
+        idempotent submit (see the module's doc)."""
         reused = None
         if jid is None:
             jid = self._next_id
@@ -224,33 +223,7 @@ class World:
     def finished(self, jid: int) -> None:
         """A job reached a terminal state (done, dead-lettered, failed, withdrawn): wake the
         schedule waiting for it, if any."""
-        ev = self._waiters.pop(jid, None)
-        if ev is not None:
-            ev.succeed()
-
-    def wait_for(self, jid: int) -> simpy.Event:
-        """An event that fires when ``jid`` reaches a terminal state (``finished``)."""
-        ev = self._waiters[jid] = self.env.event()
-        return ev
-
-    def hold(self, jid: int) -> simpy.Event:
-        """A schedule stops on its failed task ``jid`` until an operator retries or cancels
-        it (``operated``). Meanwhile it keeps no run from draining: with no operation left
-        to come, the task stays failed and the schedule over."""
-        ev = self._held[jid] = self.env.event()
-        self._sources -= 1
-        self.check_drained()
-        return ev
-
-    def operated(self, jid: int, cancelled: bool = False) -> None:
-        """An operator retried (or cancelled) the failed job ``jid``: the schedule it held
-        goes on (a source of the run again at once, before anything can drain it)."""
-        if cancelled:
-            self.cancelled.add(jid)
-        ev = self._held.pop(jid, None)
-        if ev is not None:
-            self._sources += 1
-            ev.succeed()
+        self.waits.finished(jid)
 
     def source_done(self) -> None:
         self._sources -= 1
