@@ -67,7 +67,7 @@ KINDS: dict[str, str] = {
     "revived": "an operation moved a failed or dead-lettered job back to waiting; a=retries",
     "cancelled": "an operation cancelled a failed job (deleted)",
     "submit_ignored": "a submit with an id already in the table did nothing (idempotent "
-                      "submit); text=handler",
+                      "submit); job=the task that holds the id, text=handler",
     "suspended": "an operation moved the job to the suspended table (a=1), never acquired "
                  "there, or back (a=0: activated)",
     "resubmitted": "a submit with an id whose task is gone (done or cancelled: its row "
