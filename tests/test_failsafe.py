@@ -1,8 +1,12 @@
 """failsafe-executor (seed 002), behaviour by behaviour."""
 
 import numpy as np
+import pytest
 
+from jobsim.analysis.narrative import narrate
+from jobsim.cli import main
 from jobsim.format import scenario
+from jobsim.format.lint import lint
 from jobsim.output.report import analyse
 from jobsim.base.trace import K
 from jobsim.sim.world import run
@@ -164,3 +168,186 @@ def test_a_serial_queue_drains_back_to_back_and_cheaply():
     assert (c["kind"] == K["acquire"]).sum() < 50  # handed over, not claimed one by one
     assert analyse(r).violations == []
     assert wall < 30  # generous: it takes well under a second; quadratic took minutes
+
+
+# --- an id is free again once its task is gone --------------------------------------------------
+
+def test_an_id_is_free_again_once_its_task_is_done():
+    """INSERT … WHERE NOT EXISTS skips only while a task holds the id: the invoice done, the
+    same id submitted again inserts a new task, which runs. jobsim numbers it afresh (after
+    the largest explicit id) and says which id it was submitted under."""
+    r = run(make("[{name: first, id: 1001, handler: mail},"
+                 " {name: again, id: 1001, handler: mail, at: 1m}]"))
+    a = analyse(r)
+    s = a.summary
+    assert (s["jobs"]["created"], s["jobs"]["done"], s["executions"]) == (2, 2, 2)
+    assert (s["jobs"]["submits_ignored"], s["jobs"]["resubmitted"]) == (0, 1)
+    assert (s["named"]["first"]["id"], s["named"]["again"]["id"]) == (1001, 1002)
+    t, j = starts(r)
+    assert list(zip(t.tolist(), j.tolist())) == [(10.0, 1001), (60.0, 1002)]
+    c = r.trace.arrays()
+    again = c["kind"] == K["resubmitted"]
+    assert (c["time"][again].tolist(), c["job"][again].tolist(), c["a"][again].tolist()) == (
+        [60.0], [1002], [1001])
+    assert "      id 1001 submitted again after its task was gone: a new task, job 1002" in \
+        narrate(r.trace)
+    assert a.violations == []
+
+
+def test_a_cancelled_task_frees_its_id_a_failed_one_keeps_it():
+    """A failed task keeps its row, so a submit of its id does nothing; cancelled (deleted),
+    the id takes a new task."""
+    r = run(make("[{name: x, id: 5, handler: bad}, {id: 5, handler: mail, at: 5m},"
+                 " {name: later, id: 5, handler: mail, at: 12m}]", "[{at: 10m, cancel: x}]"))
+    s = analyse(r).summary
+    assert (s["jobs"]["submits_ignored"], s["jobs"]["resubmitted"]) == (1, 1)
+    assert (s["jobs"]["cancelled"], s["jobs"]["done"], s["executions"]) == (1, 1, 2)
+    assert s["named"]["x"]["outcome"] == "cancelled"
+    assert (s["named"]["later"]["id"], s["named"]["later"]["outcome"]) == (6, "done")
+    assert analyse(r).violations == []
+
+
+@pytest.mark.parametrize("first, at", [("mail", "5s"),     # waiting: the first poll is at 10 s
+                                       ("report", "1m"),   # running (7 minutes)
+                                       ("bad", "1m")],     # failed at 11 s, kept
+                         ids=["waiting", "running", "failed"])
+def test_a_second_submit_while_the_task_is_there_is_ignored(first, at):
+    r = run(make(f"[{{name: x, id: 1001, handler: {first}}}, {{id: 1001, handler: {first},"
+                 f" at: {at}}}]", until="30m"))
+    s = analyse(r).summary
+    assert (s["jobs"]["created"], s["jobs"]["submits_ignored"], s["jobs"]["resubmitted"]) == (
+        1, 1, 0)
+    assert s["named"]["x"]["executions"] == 1 and s["executions"] == 1
+
+
+def test_the_ignored_submit_names_the_task_that_holds_the_id():
+    """Submitted a third time while the second task waits: ignored, on behalf of that task."""
+    r = run(make("[{id: 1001, handler: mail}, {id: 1001, handler: mail, at: 1m},"
+                 " {id: 1001, handler: mail, at: 61s}]"))
+    c = r.trace.arrays()
+    ignored = c["kind"] == K["submit_ignored"]
+    assert (c["time"][ignored].tolist(), c["job"][ignored].tolist()) == ([61.0], [1002])
+    assert analyse(r).summary["executions"] == 2
+
+
+def test_a_resubmitted_task_is_expected_by_its_own_name():
+    sc = scenario.loads(BASE.format(
+        jobs="[{name: first, id: 9, handler: mail}, {name: again, id: 9, handler: mail, at: 1m}]",
+        ops="[]", until="drained", policy="failsafe") + """
+expect:
+  jobs.resubmitted: "== 1"
+  named.again.executions: "== 1"
+  named.again.id: "== 10"
+""")
+    a = analyse(run(sc))
+    assert a.verdicts and all(v.ok for v in a.verdicts), [v.format() for v in a.verdicts]
+
+
+# --- a failed scheduled task stops its schedule until it is retried -----------------------------
+
+SCHEDULE = """
+name: nightly
+seed: 8
+until: drained
+horizon: 6h
+policy: {policy}
+nodes: [{{name: a, start_at: 0s}}]
+executor: {executor}
+handlers:
+  report: {{duration: 1m, outcome: {outcome}, error: "report server down"}}
+workload:
+  recurring:
+    - {{name: nightly, handler: report, every: 30m, count: 6, mode: {mode}}}
+operations: {ops}
+"""
+#: seed 8's draws from the handler's stream: the 2nd run fails, every other one succeeds
+SECOND_FAILS = "{fail_rate: 0.25}"
+
+
+def schedule(ops="[]", mode="fixed_rate", outcome=SECOND_FAILS, policy="failsafe",
+             executor="{}"):
+    r = run(scenario.loads(SCHEDULE.format(ops=ops, mode=mode, outcome=outcome, policy=policy,
+                                           executor=executor)))
+    c = r.trace.arrays()
+    created = c["time"][c["kind"] == K["job_created"]].tolist()
+    ends = c["kind"] == K["exec_end"]
+    runs = list(zip(c["time"][ends].tolist(), c["job"][ends].tolist(), c["a"][ends].tolist()))
+    return r, created, runs
+
+
+def test_a_failed_scheduled_task_runs_no_more_until_the_operator_retries_it():
+    """Every 30 minutes; the 2nd run (at 30 m) fails and the schedule stops: nothing is
+    created or run until the retry at 1 h. The retried task runs and succeeds, and the
+    schedule goes on at its next instant (1 h 30; the 1 h one passed while it was failed)."""
+    r, created, runs = schedule("[{at: 1h, retry: nightly}]")
+    assert created == [0.0, 1800.0, 5400.0, 7200.0, 9000.0, 10800.0]
+    assert runs == [(70.0, 1, 1), (1860.0, 2, 0), (3660.0, 2, 1), (5460.0, 3, 1),
+                    (7260.0, 4, 1), (9060.0, 5, 1), (10860.0, 6, 1)]
+    t, _ = starts(r)
+    assert not ((t > 1800.0) & (t < 3600.0)).any()
+    a = analyse(r)
+    s = a.summary
+    assert (s["jobs"]["created"], s["jobs"]["done"], s["jobs"]["failed"], s["executions"],
+            s["failures"]) == (6, 6, 0, 7, 1)
+    assert a.violations == [] and r.drained
+
+
+def test_a_fixed_delay_schedule_goes_on_every_after_the_retried_task_is_done():
+    r, created, runs = schedule("[{at: 1h, retry: nightly}]", mode="fixed_delay")
+    assert created == [0.0, 1870.0, 5460.0, 7320.0, 9180.0, 11040.0]
+    assert runs[1:3] == [(1930.0, 2, 0), (3660.0, 2, 1)]
+    assert created[2] == runs[2][0] + 1800.0  # 30 minutes after the retried run ended
+    assert analyse(r).violations == []
+
+
+def test_a_cancel_ends_the_schedule():
+    r, created, runs = schedule("[{at: 1h, cancel: nightly}]")
+    assert created == [0.0, 1800.0] and runs == [(70.0, 1, 1), (1860.0, 2, 0)]
+    s = analyse(r).summary
+    assert (s["jobs"]["done"], s["jobs"]["cancelled"], s["executions"]) == (1, 1, 2)
+    assert r.drained and r.end_time == 3600.0
+
+
+def test_with_no_operator_the_failed_task_stays_and_the_run_drains():
+    r, created, runs = schedule()
+    assert created == [0.0, 1800.0] and runs[-1] == (1860.0, 2, 0)
+    assert r.drained and r.end_time == 1860.0
+    assert analyse(r).summary["jobs"]["failed"] == 1
+    warned = lint(scenario.loads(SCHEDULE.format(ops="[]", mode="fixed_rate",
+                                                 outcome=SECOND_FAILS, policy="failsafe",
+                                                 executor="{}")))
+    assert [(w.code, w.path) for w in warned] == [("schedule-stops-on-failure",
+                                                   "workload.recurring[0]")]
+
+
+def test_a_retried_task_that_fails_again_keeps_the_schedule_stopped():
+    r, created, runs = schedule("[{at: 1h, retry: nightly}, {at: 2h, retry: all}]",
+                                outcome="always_fail")
+    assert created == [0.0]
+    assert runs == [(70.0, 1, 0), (3660.0, 1, 0), (7260.0, 1, 0)]
+    assert analyse(r).violations == []
+
+
+@pytest.mark.parametrize("policy", ["failsafe", "failsafe_v3"])
+def test_a_schedule_under_dead_letters_goes_on_after_a_failure(policy):
+    """Where an exhausted job is dead-lettered, each run is a job of its own and the schedule
+    keeps its times (as before)."""
+    r, created, runs = schedule(outcome="always_fail", policy=policy,
+                                executor="{exhausted: dead_letter}")
+    assert created == [0.0, 1800.0, 3600.0, 5400.0, 7200.0, 9000.0]
+    assert analyse(r).summary["jobs"]["dead_lettered"] == 6
+
+
+def test_a_schedule_shares_no_name_with_a_job(tmp_path, capsys):
+    """An operation may name a job or a schedule, so no two of them share a name."""
+    path = tmp_path / "clash.yaml"
+    path.write_text(SCHEDULE.format(ops="[{at: 1h, retry: nightly}]", mode="fixed_rate",
+                                    outcome="succeed", policy="failsafe", executor="{}")
+                    .replace("workload:\n", "workload:\n  jobs: [{name: nightly, handler: "
+                             "report}]\n"), encoding="utf-8")
+    assert main(["validate", str(path)]) == 2
+    captured = capsys.readouterr()
+    out = captured.out + captured.err
+    assert "Traceback" not in out
+    assert f"{path}: workload.recurring[0].name: expected a name no job and no other " \
+           "schedule has (got 'nightly')" in out, out

@@ -63,7 +63,7 @@ def test_cli_prints_transcript_then_summary_and_writes_the_folder(lesson_path, t
     summary = json.loads((out / "summary.json").read_text())
     assert summary["jobs"] == {"created": 3, "done": 2, "dead_lettered": 1, "incident": 0,
                                "withdrawn": 0, "failed": 0, "cancelled": 0, "pending": 0,
-                               "lost": 0, "submits_ignored": 0}
+                               "lost": 0, "submits_ignored": 0, "resubmitted": 0}
     assert summary["invariants"] == {k: 0 for k in summary["invariants"]}
     assert list(summary) == sorted(summary)
 

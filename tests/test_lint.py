@@ -65,6 +65,13 @@ SLOW_BURST = {"executor": {"threads": 1, "queue_size": 20, "batch_size": 20},
 TICKS = {"clock": {"ticks": [{"at": "0s", "nodes": ["node-1", "node-2"]},
                              {"at": "10s", "nodes": ["node-1", "node-2"]}]}}
 
+#: a schedule whose runs always fail, beside the stream
+SCHEDULE_FAILS = {"handlers": {"work": {"duration": "1s"},
+                               "report": {"duration": "1s", "outcome": "always_fail"}},
+                  "workload": {"streams": [{"name": "s", "handler": "work", "count": 6}],
+                               "recurring": [{"name": "nightly", "handler": "report",
+                                              "every": "1m", "count": 3}]}}
+
 #: code → (path, a scenario that triggers it, one close to it that does not)
 CASES = {
     "lock-shorter-than-run": (
@@ -99,6 +106,11 @@ CASES = {
             handlers={"work": {"duration": "1s"}, "mail": {"duration": "1s"}},
             workload={"streams": [{"name": "s", "handler": "work", "count": 6},
                                   {"name": "m", "handler": "mail", "count": 2}]})),
+    "schedule-stops-on-failure": (
+        "workload.recurring[0]",
+        doc({"exhausted": "failed"}, **SCHEDULE_FAILS),
+        doc({"exhausted": "failed"}, **SCHEDULE_FAILS,
+            operations=[{"at": "5m", "retry": "nightly"}])),
 }
 
 #: a prefetching node that polls right after arrivals takes them all: 3 nodes of 5 threads,

@@ -116,6 +116,32 @@ def test_trace_columns_and_hash():
     assert t2.sha256() != h
 
 
+def test_a_kind_added_at_the_end_moves_only_the_hashes_of_traces_that_have_it():
+    """The hash names the kinds up to the last one its trace has, never fewer than the
+    HASHED_KINDS it always named: a trace without a later kind hashes as it did."""
+    import hashlib
+
+    from jobsim.base.trace import COLUMNS, HASHED_KINDS, KIND_NAMES
+
+    def by_hand(t, kinds):
+        h = hashlib.sha256()
+        h.update(("|".join(COLUMNS) + "\n" + "|".join(kinds) + "\n").encode())
+        h.update(("\x1f".join(t.nodes) + "\n").encode())
+        h.update(("\x1f".join(t.texts) + "\n").encode())
+        for col in t.arrays().values():
+            h.update(np.ascontiguousarray(col).tobytes())
+        return h.hexdigest()
+
+    t = Trace()
+    t.add(0.0, K["job_created"], job=7, text=t.text("mail"))
+    t.add(1.0, K["submit_ignored"], job=7, text=t.text("mail"))
+    assert KIND_NAMES[HASHED_KINDS - 1] == "suspended" and len(KIND_NAMES) > HASHED_KINDS
+    assert t.sha256() == by_hand(t, KIND_NAMES[:HASHED_KINDS])
+    t.add(2.0, K["resubmitted"], job=8, a=7)
+    assert t.sha256() == by_hand(t, KIND_NAMES[:K["resubmitted"] + 1])
+    assert Trace().sha256() == by_hand(Trace(), KIND_NAMES[:HASHED_KINDS])
+
+
 def test_trace_compaction_keeps_every_event():
     t = Trace()
     for i in range(1000):

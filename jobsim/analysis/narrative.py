@@ -8,7 +8,8 @@
 - an async job done: ``  [node-B] job 2 (async) done`` (a timer's firing is told by its
   handler's own line); a completion rejected by its owner guard, or finding its row gone;
 - an operator's action: a failed task retried (failsafe), a dead letter moved back to the
-  job table with its new retries (Flowable), a failed task cancelled;
+  job table with its new retries (Flowable), a failed task cancelled; an id submitted again
+  once its task was gone;
 - a boundary timer firing: an interrupting one withdraws its job — the engine's own timer
   (the Zeebe-like server), or the timer job an executor thread ran (Flowable), which is late
   by its poll and queue — and a non-interrupting one only fires;
@@ -33,7 +34,8 @@ from .history import KINDS_OF_JOB
 _TOLD = [K[k] for k in ("tick", "job_created", "side_effect", "exec_end", "retry_scheduled",
                         "dead_lettered", "completed", "locked", "pending", "node_crashed",
                         "node_restarted", "node_paused", "node_resumed", "withdrawn",
-                        "boundary_timer", "server_restarted", "revived", "cancelled")]
+                        "boundary_timer", "server_restarted", "revived", "cancelled",
+                        "resubmitted")]
 #: jobs whose run is told by what it does, not by a "done" line
 _QUIET = ("timer", "boundary_timer")
 
@@ -106,6 +108,9 @@ def narrate(trace: Trace, limit: int | None = 60) -> list[str]:
             ended_with[j] = a_[i]  # a boundary timer deleted with its task: not worth a line
         elif k == K["cancelled"]:
             lines.append(f"      job {j} CANCELLED by an operator at t={times[i]:g}s")
+        elif k == K["resubmitted"]:
+            lines.append(f"      id {a_[i]} submitted again after its task was gone: a new "
+                         f"task, job {j}")
         elif k == K["dead_lettered"] and a_[i] == 1:
             lines.append(f"  {who} job {j} failed{_waited(c_[i])} with no retries left: "
                          f"INCIDENT (JOB_FAILED, critical): {text}")

@@ -258,6 +258,15 @@ class Scenario:
         Zeebe-like server, and every executor without a timer table)."""
         return self.executor.timer_table and any(h.boundary for h in self.handlers.values())
 
+    @property
+    def keeps_failed(self) -> bool:
+        """Whether a job whose retries run out stays failed until an operator's retry or
+        cancel (``exhausted: failed``, failsafe-executor) on the cluster or a node of it: a
+        recurring schedule is then one task, its occurrences one at a time
+        (``sim/workload.py``)."""
+        return self.executor.exhausted == "failed" or any(
+            n.executor.exhausted == "failed" for n in self.nodes)
+
     def retry_for(self, node: str, handler: str) -> RetryPolicy:
         """The retry policy a failure of ``handler`` follows (on any node: retries are the
         job's, set when it was created — the handler's policy, else the executor's)."""

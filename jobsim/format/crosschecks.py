@@ -31,8 +31,8 @@ def cross_checks(v: dict[str, Any], problems: list[Problem]) -> None:
         problems.append(Problem("clock.ticks", "ticks for the nodes that wake by ticks "
                                 f"({', '.join(sorted(ticked))})", "none"))
     handlers = tuple(k for k in _d(v.get("handlers")))
-    job_names = _workload(v, ex, seen, known, handlers, problems)
-    _faults_and_operations(v, seen, known, job_names, problems)
+    job_names, schedules = _workload(v, ex, seen, known, handlers, problems)
+    _faults_and_operations(v, seen, known, job_names | schedules, problems)
     for i, n in enumerate(nodes):
         for k, h in enumerate(_l(n.get("handles"))):
             if isinstance(h, str) and "handlers" in v and h not in handlers:
@@ -145,8 +145,9 @@ def _executor_settings(v: dict[str, Any], nodes: list[dict[str, Any]], ex: dict[
 # --- the workload, faults and operations ------------------------------------------------------
 
 def _workload(v: dict[str, Any], ex: dict[str, Any], seen: set[str], known: list[str],
-              handlers: tuple[str, ...], problems: list[Problem]) -> set[str]:
-    """The workload's references, size and names; the names given to jobs."""
+              handlers: tuple[str, ...], problems: list[Problem]) -> tuple[set[str], set[str]]:
+    """The workload's references, size and names; the names given to jobs, and those of the
+    recurring schedules (an operation may name either: a schedule's is its latest job)."""
     work = _d(v.get("workload"))
     total = _workload_items(v, work, ex, seen, known, handlers, problems)
     if total > MAX_JOBS:
@@ -172,7 +173,15 @@ def _workload(v: dict[str, Any], ex: dict[str, Any], seen: set[str], known: list
                 problems.append(Problem(f"workload.jobs[{i}].name", "a name no other job has",
                                         show(name)))
             job_names.add(name)
-    return job_names
+    schedules: set[str] = set()
+    for i, item in enumerate(_l(work.get("recurring"))):
+        name = _d(item).get("name")
+        if isinstance(name, str):
+            if name in job_names or name in schedules:
+                problems.append(Problem(f"workload.recurring[{i}].name",
+                                        "a name no job and no other schedule has", show(name)))
+            schedules.add(name)
+    return job_names, schedules
 
 
 def _workload_items(v: dict[str, Any], work: dict[str, Any], ex: dict[str, Any],
@@ -214,7 +223,7 @@ def _workload_items(v: dict[str, Any], work: dict[str, Any], ex: dict[str, Any],
 
 def _faults_and_operations(v: dict[str, Any], seen: set[str], known: list[str],
                            job_names: set[str], problems: list[Problem]) -> None:
-    """Faults name nodes; operations name jobs (or ``all``)."""
+    """Faults name nodes; operations name jobs or schedules (or ``all``)."""
     for i, f in enumerate(_l(v.get("faults"))):
         f = _d(f)
         for key in ("crash", "pause", "partition"):
@@ -228,7 +237,8 @@ def _faults_and_operations(v: dict[str, Any], seen: set[str], known: list[str],
             name = o.get(key)
             if isinstance(name, str) and name != "all" and name not in job_names:
                 problems.append(Problem(f"operations[{i}].{key}", "all, or the name of a job "
-                                        "in workload.jobs", show(name),
+                                        "in workload.jobs or of a schedule in "
+                                        "workload.recurring", show(name),
                                         suggest(name, sorted(job_names))))
 
 

@@ -135,8 +135,9 @@ TABLE_ONLY: dict[str, Field] = {
     "count_attempt": Enum(COUNT_ATTEMPT, doc="when an execution counts against the job's "
                                              "retries: at its failure, or at the claim (fetch: "
                                              "Oban, River)"),
-    "idempotent_submit": bool_field("a submit with an id already in the table does nothing "
-                                    "(failsafe-executor)"),
+    "idempotent_submit": bool_field("a submit with an id already in the table does nothing; "
+                                    "once that task is gone (done, cancelled) the id takes a "
+                                    "new task (failsafe-executor)"),
 }
 
 

@@ -35,7 +35,7 @@ ANY = "<any>"
 SUMMARY_SHAPE: dict[str, Any] = {
     "jobs": {k: None for k in ("created", "done", "dead_lettered", "incident", "withdrawn",
                                "failed", "cancelled", "pending", "lost",
-                               "submits_ignored")},
+                               "submits_ignored", "resubmitted")},
     "executions": None, "failures": None, "double_acquisitions": None, "statements": None,
     "duplicate_executions": {"total": None, "by_cause": _CAUSES},
     "duplicate_side_effects": {"total": None, "by_cause": _CAUSES},
@@ -160,7 +160,8 @@ _stream = Obj({"name": Str(), "handler": Str(), "count": Int(lo=1, hi=MAX_JOBS),
               ("handler", "count"))
 
 _recurring = Obj({
-    "name": Str(), "handler": Str(), "every": Dur(positive=True),
+    "name": Str(doc="names the schedule in operations (its latest job)"), "handler": Str(),
+    "every": Dur(positive=True),
     "count": Int(lo=1, hi=MAX_JOBS), "mode": Enum(RECURRING_MODES, "fixed_rate",
                                                   "fixed_rate: every `every`; fixed_delay: "
                                                   "`every` after the previous one finished"),

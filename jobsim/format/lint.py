@@ -9,7 +9,8 @@ runs (``lock-shorter-than-run``), the local queue (``queue-outlives-lock``), the
 (``heartbeat-not-shorter-than-lock``) and polls (``poll-longer-than-lock``) — all quiet when
 no lock can expire within the run; settings that the others make ineffective
 (``ignored-setting``, ``IGNORED``); idle nodes (``more-nodes-than-jobs``,
-``node-without-work``); a job handed back for ever (``handed-back-for-ever``).
+``node-without-work``); a job handed back for ever (``handed-back-for-ever``); a schedule
+that a failure ends for good (``schedule-stops-on-failure``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from ..base import dists
 from ..base.durations import format_duration
 from ..executor.config import ExecutorConfig, Scenario
 from .backlog import peak_backlog
+from .lint_work import workload_traps
 
 __all__ = ["IGNORED", "Warning", "lint", "lint_runs", "p99"]
 
@@ -152,30 +154,10 @@ def _lock_shorter_than_run(run: _Run, node: _Node) -> Iterator[Found]:
                f"{_dur(max(t for _, t in long))}, or a heartbeat shorter than the lock")
 
 
-def _shortest(d: dists.Distribution) -> float:
-    """The shortest run a duration distribution draws."""
-    if isinstance(d, dists.Constant):
-        return d.value
-    return d.low if isinstance(d, dists.Uniform) else 0.0
-
-
 def _run_p99(h: Any) -> float:
     """The p99 of a handler's run, as its worker's own timeout bounds it."""
     t = h.hang_for if h.outcome == "hang" else p99(h.duration)
     return t if h.worker_timeout is None else min(t, h.worker_timeout)
-
-
-def _handed_back_for_ever(run: _Run) -> Iterator[Found]:
-    """A job handed back without using a retry by a handler that never succeeds."""
-    for name, h in run.sc.handlers.items():
-        shortest = h.hang_for if h.outcome == "hang" else _shortest(h.duration)
-        timed_out = h.worker_timeout is not None and shortest > h.worker_timeout
-        if h.fail_retries == "unchanged" and (h.outcome == "always_fail" or timed_out):
-            yield ("handed-back-for-ever", f"handlers.{name}.fail_retries",
-                   f"its worker hands each failed job back with its retries unchanged, and "
-                   f"{name!r} never succeeds: every job of it runs again and again until the "
-                   f"run ends and never reaches an incident; fix: send job.retries - 1 "
-                   f"(fail_retries: decrement), or let the handler succeed")
 
 
 def _queue_outlives_lock(run: _Run, node: _Node) -> Iterator[Found]:
@@ -370,6 +352,8 @@ def _idle_nodes(run: _Run) -> Iterator[Found]:
                    f"workload to handles, or remove the node")
 
 
+# --- 7: schedules a failure stops --------------------------------------------------------------
+
 # --- entry points -----------------------------------------------------------------------------
 
 def lint(sc: Scenario) -> list[Warning]:
@@ -385,7 +369,7 @@ def lint(sc: Scenario) -> list[Warning]:
                    len(names) == len(run.nodes) else f"(on {', '.join(names)}) {message}")
            for (code, path, message), names in found.items()]
     return out + [Warning(*item) for item in _idle_nodes(run)] + \
-        [Warning(*item) for item in _handed_back_for_ever(run)]
+        [Warning(*item) for item in workload_traps(sc)]
 
 
 def lint_runs(runs: list[Scenario]) -> list[Warning]:

@@ -295,10 +295,12 @@ def _one(world: "World", f: Fault) -> Generator[Any, Any, None]:
 
 
 def operate(world: "World", f: Fault) -> None:
-    """An operator's action on the named job, or on every job it applies to (``all``):
+    """An operator's action on the named job (a recurring schedule's name: its latest
+    task), or on every job it applies to (``all``):
 
-    - ``retry`` a failed task (failsafe-executor): back to waiting, due now;
-    - ``cancel`` a failed task: deleted;
+    - ``retry`` a failed task (failsafe-executor): back to waiting, due now; a schedule it
+      stopped goes on once it is done;
+    - ``cancel`` a failed task: deleted; a schedule it stopped is over;
     - ``move`` a dead letter back to executable with ``retries`` (Flowable's
       moveDeadLetterJobToExecutableJob);
     - ``suspend`` a waiting job (Flowable's suspended table: never acquired there; a job
@@ -323,9 +325,11 @@ def operate(world: "World", f: Fault) -> None:
             store.revive(jid, env.now, retries)
             world.live += 1
             trace.add(env.now, K["revived"], job=jid, a=retries, text=trace.text(f.kind))
+            world.waits.operated(jid)
         elif f.kind == "cancel":
             store.remove(jid)
             trace.add(env.now, K["cancelled"], job=jid)
+            world.waits.operated(jid, cancelled=True)
         elif f.kind == "suspend":
             store.move(jid, SUSPENDED)
             trace.add(env.now, K["suspended"], job=jid, a=1)

@@ -8,15 +8,31 @@
   not wait for the jobs) or ``every`` after the previous one reached a terminal state
   (``fixed_delay``: a slow or failing job pushes the next one back).
 
+A schedule under an executor whose exhausted jobs stay failed (``exhausted: failed``,
+failsafe-executor) is one task, as failsafe's schedule is one row whose planned time moves on
+after each successful run: its jobs run one at a time. ``fixed_delay`` waits as above;
+``fixed_rate`` creates the next job at the schedule's next instant (``start + k × every``)
+once the previous one is over — instants that passed while it ran are skipped, not made up,
+as a failsafe ``Schedule`` returns the next planned time after the run. A job that fails
+stays failed, and the schedule creates nothing more: after an operator's ``retry`` the job
+runs again, and once it is done the schedule goes on from that completion (``every`` after
+it, or the next instant); after a ``cancel`` (the row deleted) the schedule is over. An
+operation names the schedule by its name: its latest job. Under other executors a failed
+job is dead-lettered (or an incident) and the schedule goes on.
+
 Explicit ids are kept; the others are numbered after the largest explicit id, in order of
 creation.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
+import simpy
+
+from ..database.store import DEADLETTER, FAILED, INCIDENT
 from ..executor.config import JobSpec, RecurringSpec, StreamSpec
 
 if TYPE_CHECKING:
@@ -62,15 +78,98 @@ def stream(world: "World", spec: StreamSpec) -> Generator[Any, Any, None]:
     world.source_done()
 
 
+class Waits:
+    """What the recurring schedules wait for, job by job: a job's end (``wait_for``, woken
+    by ``finished`` when it reaches a terminal state), or, for a failed one, an operator's
+    retry or cancel (``hold``, woken by ``operated``)."""
+
+    def __init__(self, world: "World"):
+        self.world = world
+        #: job -> the schedule waiting for its end
+        self.ends: dict[int, simpy.Event] = {}
+        #: failed job -> its schedule, stopped until an operator retries or cancels it
+        self.held: dict[int, simpy.Event] = {}
+        #: jobs an operator cancelled (a schedule asks why its job's row is gone)
+        self.cancelled: set[int] = set()
+
+    def wait_for(self, jid: int) -> simpy.Event:
+        ev = self.ends[jid] = self.world.env.event()
+        return ev
+
+    def finished(self, jid: int) -> None:
+        ev = self.ends.pop(jid, None)
+        if ev is not None:
+            ev.succeed()
+
+    def hold(self, jid: int) -> simpy.Event:
+        """The schedule stops on its failed job ``jid``. Meanwhile it keeps no run from
+        draining: with no operation left to come, the job stays failed, the schedule over."""
+        ev = self.held[jid] = self.world.env.event()
+        self.world.source_done()
+        return ev
+
+    def operated(self, jid: int, cancelled: bool = False) -> None:
+        """An operator retried (or cancelled) the failed job ``jid``: the schedule it held
+        goes on, a source of the run again at once (before anything can drain the run)."""
+        if cancelled:
+            self.cancelled.add(jid)
+        ev = self.held.pop(jid, None)
+        if ev is not None:
+            self.world._sources += 1
+            ev.succeed()
+
+
 def recurring(world: "World", spec: RecurringSpec) -> Generator[Any, Any, None]:
     env = world.env
     if spec.start > 0:
         yield env.timeout(spec.start)
+    one_task = world.scenario.keeps_failed
     for i in range(spec.count):
-        if i and spec.mode == "fixed_rate":
-            yield env.timeout(spec.every)
+        created = env.now
         jid = world.create(spec.handler, spec.kind, spec.priority, 0.0)
-        if spec.mode == "fixed_delay" and i < spec.count - 1:
-            yield world.wait_for(jid)
+        world.names[spec.name] = jid  # an operation names the schedule: its latest job
+        if i == spec.count - 1:
+            break
+        if spec.mode == "fixed_rate" and not one_task:
             yield env.timeout(spec.every)
+            continue
+        grid = env.timeout(spec.every) if spec.mode == "fixed_rate" else None
+        if not (yield from _over(world, jid)):
+            break  # its failed job was cancelled: the schedule is over
+        if grid is None:
+            yield env.timeout(spec.every)  # fixed delay: from the end
+        else:
+            yield from _next_instant(env, grid, created + spec.every, spec.every)
     world.source_done()
+
+
+def _over(world: "World", jid: int) -> Generator[Any, Any, bool]:
+    """Wait until a schedule's job ``jid`` is over: True once it ended (done, dead-lettered,
+    withdrawn); a failed one, kept until an operator acts, holds the schedule until it is
+    retried and ends — or False if it is cancelled instead."""
+    store, waits = world.store, world.waits
+    while True:
+        row = store.get(jid)
+        if row is None:
+            return jid not in waits.cancelled
+        if row.table == FAILED:
+            yield waits.hold(jid)
+        elif row.table in (DEADLETTER, INCIDENT):
+            return True
+        else:
+            yield waits.wait_for(jid)
+
+
+def _next_instant(env: simpy.Environment, grid: simpy.Timeout, due: float,
+                  every: float) -> Generator[Any, Any, None]:
+    """Wait for a fixed-rate schedule's next instant after its job is over: ``grid`` (the
+    timeout to ``due``, made when the job was created) if it is still to come, else the
+    first instant ``due + k × every`` from now (the ones that passed are skipped)."""
+    now = env.now
+    if now <= due:
+        yield grid
+        return
+    due += math.ceil((now - due) / every) * every
+    while due < now:  # rounding
+        due += every
+    yield env.timeout(due - now)

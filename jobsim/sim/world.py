@@ -4,6 +4,13 @@
 runs until the horizon (``until``) or until the workload is exhausted and every job has reached
 a terminal state (``drained``, bounded by ``horizon``), and then records what is still in the
 tables as ``pending`` events, so that the trace alone explains every job.
+
+A second submit of an explicit id (under ``idempotent_submit``, the only way a file may repeat
+one) is an ``INSERT … WHERE NOT EXISTS``: while the task holding the id is in the table
+(waiting, running, failed) it does nothing (``submit_ignored``); once that task is gone (done
+or cancelled: its row deleted) it inserts a new task, which runs again. jobsim tells each
+job's story by its number, so the new task gets a fresh one (after the largest explicit id),
+and a ``resubmitted`` event names the id it was submitted under.
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ from ..database.store import FAILED, JOB, TIMER, Row, Store
 from .faults import schedule
 from .watch import events_scheduled, run_watched
 from ..base.trace import K, Trace
-from .workload import explicit_jobs, recurring, stream
+from .workload import Waits, explicit_jobs, recurring, stream
 
 K_CREATED = K["job_created"]
 
@@ -86,10 +93,14 @@ class World:
         self._retries = {name: scenario.initial_retries(name) for name in scenario.handlers}
         self._next_id = 1 + max((j.id for j in scenario.jobs if j.id is not None), default=0)
         self._timer_table = scenario.executor.timer_table
-        #: explicit ids submitted so far (an idempotent submit of one does nothing)
-        self._submitted: set[int] = set()
+        #: explicit id -> the job that holds it: the id itself, or the latest task submitted
+        #: again under it once the one before was gone (an idempotent submit's lookup)
+        self._holders: dict[int, int] = {}
         self._sources = 0
-        self._waiters: dict[int, simpy.Event] = {}
+        #: what the recurring schedules wait for; the worker skips ``finished`` when no
+        #: schedule waits for a job's end (``_waiters`` empty)
+        self.waits = Waits(self)
+        self._waiters = self.waits.ends
         self._timers: list[tuple[float, int, bool]] = []
         self._boundaries = {n: h.boundary for n, h in scenario.handlers.items() if h.boundary}
         #: job name -> id, for operations that name a job
@@ -126,19 +137,24 @@ class World:
         """Insert a new job (no executor latency): by a client, or by ``node``'s transaction
         (Flowable's hint path: inserted locked by that node and handed to its pool on
         commit, when it runs with ``hint``). ``failed`` inserts it already failed with that
-        error (failsafe-executor's recordFailure). A submit whose id is in the table
-        already does nothing under ``idempotent_submit``."""
+        error (failsafe-executor's recordFailure). The job's number is ``jid`` (an explicit
+        id) or the next free one, and is returned; an explicit id submitted again is an
+        idempotent submit (see the module's doc)."""
+        reused = None
         if jid is None:
             jid = self._next_id
             self._next_id += 1
-        elif jid in self._submitted:
-            # idempotent submit (INSERT … WHERE NOT EXISTS): the id is taken. jobsim keeps one
-            # story per id, so a finished task's id is not reused either.
-            trace = self.trace
-            trace.add(self.env.now, K["submit_ignored"], job=jid, text=trace.text(handler))
-            return jid
         else:
-            self._submitted.add(jid)
+            holder = self._holders.get(jid)
+            if holder is not None and self.store.get(holder) is not None:
+                trace = self.trace
+                trace.add(self.env.now, K["submit_ignored"], job=holder,
+                          text=trace.text(handler))
+                return holder
+            if holder is not None:  # the id's task is gone: a new one, numbered afresh
+                reused, jid = jid, self._next_id
+                self._next_id += 1
+            self._holders[jid if reused is None else reused] = jid
         now = self.env.now
         row = Row(jid, kind, handler, priority, now, now + due_in, self._retries[handler],
                   queue)
@@ -165,6 +181,8 @@ class World:
         trace = self.trace
         trace.emit((now, K_CREATED, -1, jid, 0, int(kind == "timer"), priority,
                     -1 if name is None else trace.text(name), row.due, self._htext[handler]))
+        if reused is not None:
+            trace.add(now, K["resubmitted"], job=jid, a=reused)
         if failed is not None:
             row.error = failed
             trace.add(now, K["dead_lettered"], job=jid, a=2, text=trace.text(failed))
@@ -184,43 +202,10 @@ class World:
         self.db.touch(insert=True)
         return jid
 
-    def _boundary_timers(self) -> Generator[Any, Any, None]:
-        """BPMN timer boundary events fired by the engine itself (no timer table: the
-        Zeebe-like server), one process for all of them: at each deadline an interrupting
-        timer withdraws its job if it is still there (a later complete or fail answers "job
-        not found"); a non-interrupting one only fires. With a timer table they are timer
-        jobs instead (``executor/parts/boundary.py``)."""
-        env, store, trace = self.env, self.store, self.trace
-        while True:
-            self._timer_wake = env.event()
-            if self._timers:
-                delay = self._timers[0][0] - env.now
-                yield env.any_of([self._timer_wake, env.timeout(max(0.0, delay))])
-            else:
-                yield self._timer_wake
-            while self._timers and self._timers[0][0] <= env.now:
-                _, jid, interrupting = heapq.heappop(self._timers)
-                row = store.get(jid)
-                if row is None or row.table not in (JOB, TIMER):
-                    continue  # done, dead-lettered or in an incident already
-                if not interrupting:
-                    trace.add(env.now, K["boundary_timer"], job=jid)
-                    continue
-                store.delete(jid)
-                trace.add(env.now, K["withdrawn"], job=jid)
-                self.finished(jid)
-                self.job_done()
-
     def finished(self, jid: int) -> None:
-        """A job reached a terminal state: wake whoever waits for it (fixed-delay
-        schedules)."""
-        ev = self._waiters.pop(jid, None)
-        if ev is not None:
-            ev.succeed()
-
-    def wait_for(self, jid: int) -> simpy.Event:
-        ev = self._waiters[jid] = self.env.event()
-        return ev
+        """A job reached a terminal state (done, dead-lettered, failed, withdrawn): wake the
+        schedule waiting for it, if any."""
+        self.waits.finished(jid)
 
     def source_done(self) -> None:
         self._sources -= 1
@@ -257,7 +242,7 @@ class World:
         sc, env = self.scenario, self.env
         self.trace.add(0.0, K["run_start"], x=math.inf if sc.until is None else sc.until)
         if self._boundaries and self.boundary is None:
-            env.process(self._boundary_timers())
+            env.process(engine_timers(self))
         sources = [explicit_jobs(self, sc.jobs)] if sc.jobs else []
         sources += [stream(self, s) for s in sc.streams]
         sources += [recurring(self, r) for r in sc.recurring]
@@ -301,6 +286,35 @@ class World:
             trace.add(now, K["pending"], job=rid, a=row.retries, text=trace.text(why))
             pending += 1
         trace.add(now, K["run_end"], a=self.created, b=pending)
+
+
+
+def engine_timers(world: World) -> Generator[Any, Any, None]:
+    """BPMN timer boundary events fired by the engine itself (no timer table: the
+    Zeebe-like server), one process for all of them: at each deadline an interrupting
+    timer withdraws its job if it is still there (a later complete or fail answers "job
+    not found"); a non-interrupting one only fires. With a timer table they are timer
+    jobs instead (``executor/parts/boundary.py``)."""
+    env, store, trace = world.env, world.store, world.trace
+    while True:
+        world._timer_wake = env.event()
+        if world._timers:
+            delay = world._timers[0][0] - env.now
+            yield env.any_of([world._timer_wake, env.timeout(max(0.0, delay))])
+        else:
+            yield world._timer_wake
+        while world._timers and world._timers[0][0] <= env.now:
+            _, jid, interrupting = heapq.heappop(world._timers)
+            row = store.get(jid)
+            if row is None or row.table not in (JOB, TIMER):
+                continue  # done, dead-lettered or in an incident already
+            if not interrupting:
+                trace.add(env.now, K["boundary_timer"], job=jid)
+                continue
+            store.delete(jid)
+            trace.add(env.now, K["withdrawn"], job=jid)
+            world.finished(jid)
+            world.job_done()
 
 
 def run(scenario: Scenario, seed: int | None = None,

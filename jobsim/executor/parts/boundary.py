@@ -23,7 +23,7 @@ fires nothing when it runs.
 
 The firing is therefore late by the timer loop's poll, the pool's queue and, after a crash,
 the lock time and the reset interval — as in Flowable. Without a timer table the engine fires
-its timers itself at their instant (``World._boundary_timers``, the Zeebe-like server).
+its timers itself at their instant (``sim/world.engine_timers``, the Zeebe-like server).
 
 No process is made for it: the row is claimed, moved and run by the parts that do so for any
 job. What is its own is its handler — a run of no length, under a key no task uses — and the

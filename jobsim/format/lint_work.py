@@ -1,0 +1,62 @@
+"""Traps of the workload rather than of a node's settings: a job its worker hands back for
+ever (``handed-back-for-ever``) and a schedule that a failure ends for good
+(``schedule-stops-on-failure``). Each is a (code, dotted path, message) as in ``lint``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from ..base import dists
+from ..executor.config import Scenario
+
+Found = tuple[str, str, str]
+
+
+def workload_traps(sc: Scenario) -> list[Found]:
+    """The workload's traps, in the order they are reported."""
+    return [*_handed_back_for_ever(sc), *_stopped_schedules(sc)]
+
+
+def _shortest(d: dists.Distribution) -> float:
+    """The shortest run a duration distribution draws."""
+    if isinstance(d, dists.Constant):
+        return d.value
+    return d.low if isinstance(d, dists.Uniform) else 0.0
+
+
+def _handed_back_for_ever(sc: Scenario) -> Iterator[Found]:
+    """A job handed back without using a retry by a handler that never succeeds."""
+    for name, h in sc.handlers.items():
+        shortest = h.hang_for if h.outcome == "hang" else _shortest(h.duration)
+        timed_out = h.worker_timeout is not None and shortest > h.worker_timeout
+        if h.fail_retries == "unchanged" and (h.outcome == "always_fail" or timed_out):
+            yield ("handed-back-for-ever", f"handlers.{name}.fail_retries",
+                   f"its worker hands each failed job back with its retries unchanged, and "
+                   f"{name!r} never succeeds: every job of it runs again and again until the "
+                   f"run ends and never reaches an incident; fix: send job.retries - 1 "
+                   f"(fail_retries: decrement), or let the handler succeed")
+
+
+def _can_end_failed(sc: Scenario, handler: str) -> bool:
+    """Whether a job of ``handler`` may run out of its executions failing."""
+    h = sc.handlers[handler]
+    if h.outcome == "always_fail":
+        return True
+    if h.outcome == "fail_rate":
+        return h.fail_rate > 0
+    return h.outcome == "fail_first" and h.fail_first >= sc.retry_for("", handler).total_attempts()
+
+
+def _stopped_schedules(sc: Scenario) -> Iterator[Found]:
+    """A schedule that its first failure stops for good: no operation will retry it."""
+    if not sc.keeps_failed:
+        return
+    named = {f.node for f in sc.faults if f.kind in ("retry", "cancel")}
+    for i, r in enumerate(sc.recurring):
+        if r.count > 1 and _can_end_failed(sc, r.handler) and not named & {r.name, "all"}:
+            yield ("schedule-stops-on-failure", f"workload.recurring[{i}]",
+                   f"a job of the schedule '{r.name}' may fail ('{r.handler}' can fail, and "
+                   f"exhausted: failed keeps it failed), and then the schedule creates no more "
+                   f"until an operator retries it; no operation names '{r.name}', so its first "
+                   f"failure ends it short of its count ({r.count}); fix: an operation "
+                   f"{{at, retry: {r.name}}} (or all), or a handler that does not fail")
