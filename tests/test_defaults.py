@@ -164,7 +164,7 @@ def test_every_test_the_fidelity_record_names_exists():
     every test it names must exist (a renamed or deleted test breaks the record)."""
     docs = (ROOT / "docs" / "policies.md").read_text()
     named = set(re.findall(r"`(?:tests/(test_\w+)\.py::)?(test_\w+)`", docs))
-    assert len(named) > 25
+    assert len(named) > 50
     defined: dict[str, set[str]] = {}
     for path in (ROOT / "tests").glob("test_*.py"):
         defined[path.stem] = set(re.findall(r"^def (test_\w+)", path.read_text(), re.M))

@@ -351,3 +351,33 @@ def test_a_schedule_shares_no_name_with_a_job(tmp_path, capsys):
     assert "Traceback" not in out
     assert f"{path}: workload.recurring[0].name: expected a name no job and no other " \
            "schedule has (got 'nightly')" in out, out
+
+
+def test_a_one_minute_lock_heartbeats_every_15s_and_two_12_minute_tasks_run_once_each():
+    """"The heartbeat runs every lockTimeout / 4": with a 1-minute lock, every 15 s, so two
+    12-minute tasks on two nodes run once each (a fixed 75 s heartbeat ran each 10 times)."""
+    from jobsim.base.trace import K
+    from jobsim.format.scenario import loads
+    from jobsim.output.report import analyse
+    from jobsim.sim.world import run as run_world
+
+    r = run_world(loads("""
+name: hb
+policy: failsafe
+executor: {lock_time: 1m}
+nodes: [{name: a}, {name: b}]
+handlers: {long: {duration: 12m}}
+workload: {jobs: [{name: one, handler: long}, {name: two, handler: long}]}
+"""))
+    c = r.trace.arrays()
+    ext = c["time"][c["kind"] == K["lock_extended"]]
+    by_node = {}
+    for t, n in zip(ext.tolist(), c["node"][c["kind"] == K["lock_extended"]].tolist()):
+        by_node.setdefault(n, []).append(t)
+    # one heartbeat statement per beat, a lock_extended event per row it extends
+    beats = [sorted(set(ts)) for ts in by_node.values()]
+    gaps = {round(b - a, 9) for ts in beats for a, b in zip(ts, ts[1:])}
+    assert gaps == {15.0}
+    s = analyse(r).summary
+    assert s["named"]["one"]["executions"] == 1 and s["named"]["two"]["executions"] == 1
+    assert s["duplicate_executions"]["total"] == 0
