@@ -84,6 +84,17 @@ KINDS: dict[str, str] = {
                    "deleted) inserted a new task, the job of this event (jobsim numbers it "
                    "afresh: one story per job), right after its job_created; a=the id it was "
                    "submitted under",
+    "service_call": "a call to a downstream service (text=its name) by the execution of job "
+                    "on node; b=the call's number at that service (0, 1, …), x=the instant of "
+                    "the call",
+    "service_reply": "the caller has the service's answer (text=the service): a=outcome (0 "
+                     "ok, 1 the service's error, 2 timed out, 3 refused: at capacity, 4 rate "
+                     "limited: 429), b=the call's number, c=its wait for a token or a place "
+                     "(µs), x=seconds from the call to the answer",
+    "service_state": "a service's health changed (text=the service): a=0 up, 1 down, 2 "
+                     "brown-out; down: b=1 held down by its load past the outage's end, c=1 "
+                     "its calls time out (0: they fail at once); brown-out: c=the share of "
+                     "calls answered with its error (parts per million), x=the latency factor",
 }
 KIND_NAMES: tuple[str, ...] = tuple(KINDS)
 K = {name: i for i, name in enumerate(KIND_NAMES)}

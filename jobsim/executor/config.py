@@ -12,6 +12,7 @@ from typing import Any
 from ..base.dists import ZERO, Distribution
 from .handlers import Handler
 from .retry import ListBackoff, RetryPolicy
+from .services import ServiceSpec
 
 WAKEUPS = ("poll", "notify", "long_poll", "ticks")
 HEARTBEAT_SCOPES = ("running", "held")
@@ -242,6 +243,8 @@ class Scenario:
     expect: tuple[Expectation, ...] = ()
     variant: str | None = None
     compare: tuple[str, ...] = ()
+    #: the downstream services the handlers call, by name
+    services: dict[str, ServiceSpec] = field(default_factory=dict)
     source: str = "<scenario>"
     document: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 

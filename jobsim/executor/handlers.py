@@ -24,13 +24,25 @@ What the worker does around the run (the seeds' Zeebe-like worker shows all thre
   (a server that stores them as sent): ``decrement`` (``job.retries - 1``, one used),
   ``unchanged`` (``job.retries``: handed back without using one) or ``omitted`` (counts as
   0: an incident at once).
+
+A handler may instead be a process that takes time and fails as the downstream services it
+calls do (``executor/services.py``):
+
+- ``steps``: its own work (``Work``: a duration) and its calls (``Call``: a service, the
+  caller's timeout), in order. The first call that does not answer ``ok`` ends the run as a
+  failure with that call's error; the side effect is the ``ok`` answer of the call marked
+  ``effect`` (by default the last call);
+- ``python``: a generator function, run through the API (``executor/context.py``).
+
+The worker's own timeout, wait before failing and retries apply to both as to a drawn run.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ..base.dists import ZERO, Distribution
 from .retry import Backoff, RetryPolicy
@@ -53,6 +65,23 @@ class Execution(NamedTuple):
 
 
 @dataclass(frozen=True)
+class Work:
+    """A step of a handler's own work."""
+
+    duration: Distribution
+
+
+@dataclass(frozen=True)
+class Call:
+    """A step that calls a service; ``timeout`` is the caller's (None: it waits for ever);
+    ``effect``: its ``ok`` answer is the run's side effect."""
+
+    service: str
+    timeout: float | None = None
+    effect: bool = False
+
+
+@dataclass(frozen=True)
 class Handler:
     name: str
     duration: Distribution = ZERO
@@ -72,6 +101,20 @@ class Handler:
     fail_wait: Backoff | None = None
     #: what the worker's fail call sends as retries (``FAIL_RETRIES``)
     fail_retries: str = "decrement"
+    #: the run as steps of work and calls to services (None: a drawn run)
+    steps: tuple[Work | Call, ...] | None = None
+    #: the run as a Python generator function of a context (None: not one)
+    python: Callable[..., Any] | None = None
+
+    @property
+    def process(self) -> bool:
+        """Whether a run is a process of its own (steps or Python), not a drawn one."""
+        return self.steps is not None or self.python is not None
+
+    def services(self) -> tuple[str, ...]:
+        """The services its steps call, in order, each once."""
+        names = [s.service for s in self.steps or () if isinstance(s, Call)]
+        return tuple(dict.fromkeys(names))
 
     def draw(self, attempt: int, stream: Stream) -> Execution:
         """The ``attempt``-th execution of a job (1-based), drawn from ``stream``; a run

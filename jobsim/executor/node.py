@@ -106,6 +106,8 @@ class Node:
         self.idle: deque[Any] = deque()
         #: job id -> executions of it running here (kept when a heartbeat needs it)
         self.running: dict[int, int] = {}
+        #: what Python handlers remember on this node, by handler (lost in a crash)
+        self.memory: dict[str, dict] = {}
         self.track_running = cfg.heartbeat is not None or world.has_faults
         self.alive = False
         self._procs: list[simpy.Process] = []
@@ -159,6 +161,7 @@ class Node:
         self.queue.clear()
         self.idle.clear()
         self.running.clear()
+        self.memory.clear()
         self._timers_locked.clear()
         self._rejects.clear()
         self._ticks = {}

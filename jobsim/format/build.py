@@ -15,6 +15,7 @@ from ..executor.handlers import Handler
 from ..executor.retry import (Backoff, CycleBackoff, ExponentialBackoff, FixedBackoff,
                               ListBackoff, RetryPolicy)
 from .fileformat import _rate
+from .services_format import build_services, build_steps
 from .settings import DEFAULT_EXECUTOR, derive, derived_settings, merge_executor, node_list
 
 
@@ -85,8 +86,11 @@ def _build_handlers(specs: dict[str, Any], executor: ExecutorConfig) -> dict[str
         kw["fail_retries"] = h.get("fail_retries", "decrement")
         at = side.get("at", "end")
         at = {"start": 0.0, "end": 1.0}.get(at, at) if isinstance(at, str) else at
+        if "calls" in h:
+            kw["steps"] = build_steps(h["calls"], _build_dist)
         handlers[name] = Handler(
-            name, _build_dist(h.get("duration")), outcome, error=h["error"],
+            name, _build_dist(h.get("duration")), outcome,
+            error=h.get("error", "handler failed"),
             side_effect_at=at, says=side.get("say"),
             retry=_build_retry(h["retry"], executor.retry) if "retry" in h else None, **kw)
     return handlers
@@ -163,4 +167,5 @@ def build(v: dict[str, Any], raw: dict[str, Any], source: str,
                     db.get("sqlite_begin", "autocommit")),
         executor=executor, ticks=ticks, jobs=jobs, streams=streams, faults=tuple(faults),
         recurring=recurring, expect=tuple(expect), variant=variant,
-        compare=tuple(v.get("report", {}).get("compare", ())), source=source, document=raw)
+        compare=tuple(v.get("report", {}).get("compare", ())),
+        services=build_services(v.get("services"), _build_dist), source=source, document=raw)

@@ -14,6 +14,7 @@ from typing import Any
 from ..base.errors import Problem
 from .fileformat import MAX_JOBS, figure_problem
 from .settings import DEFAULT_EXECUTOR, _d, _l, merge_executor, node_list
+from .services_format import service_checks
 from .spec import Name, show, suggest
 
 
@@ -41,6 +42,7 @@ def cross_checks(v: dict[str, Any], problems: list[Problem]) -> None:
     _expectations(v, job_names, problems, _boundary_timer_jobs(v, ex))
     _distributions(v, problems)
     _fail_forms(v, nodes, ex, problems)
+    service_checks(v, problems)
 
 
 def _fail_forms(v: dict[str, Any], nodes: list[dict[str, Any]], ex: dict[str, Any],

@@ -18,6 +18,8 @@ from ..executor.policies import PRESETS
 from .executor_keys import EXECUTOR as _EXECUTOR, NOT_PER_NODE as _NOT_PER_NODE
 from .executor_keys import TABLE_ONLY as _TABLE_ONLY, backoff as _backoff, retry as _retry
 from ..executor.handlers import FAIL_RETRIES
+from .services_format import calls_format, service_format
+from .services_format import rate_of as _rate
 from .spec import (MISSING, Const, Cycle, Dur, Either, Enum, Field, Int, ListOf, MapOf, Name,
                    Num, Obj, Str, is_map_with, show)
 
@@ -111,7 +113,9 @@ _handler = Obj({
         (is_map_with("fail_rate"), Obj({"fail_rate": Num(lo=0.0, hi=1.0)}, ("fail_rate",))),
         (is_map_with("hang"), Obj({"hang": Dur(positive=True, hi=1e12)}, ("hang",))),
     ], "succeed, always_fail, hang, {fail_first: N}, {fail_rate: p} or {hang: D}"),
-    "error": Str("handler failed", "the error message; {attempt} is the execution number"),
+    "error": Str(doc="the error message; {attempt} is the execution number (default: "
+                     "handler failed)"),
+    "calls": calls_format(_dist),
     "side_effect": Obj({
         "at": Either([(lambda v: isinstance(v, str), Enum(("start", "end"))),
                       (lambda v: True, Num(lo=0.0, hi=1.0))],
@@ -283,6 +287,7 @@ FORMAT = Obj({
     "clock": Obj({"ticks": ListOf(Obj({"at": Dur(), "nodes": ListOf(Str(), min_len=1),
                                        "note": Str()}, ("at", "nodes")), max_len=100_000)}),
     "handlers": MapOf(_handler),
+    "services": service_format(_dist),
     "workload": Obj({"jobs": ListOf(_job), "streams": ListOf(_stream, max_len=1000),
                      "recurring": ListOf(_recurring, max_len=1000)}),
     "faults": ListOf(_fault, max_len=10_000),
@@ -327,14 +332,3 @@ def schema() -> dict[str, Any]:
     s["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     s["title"] = "jobsim scenario"
     return s
-
-
-def _rate(text: str) -> float | None:
-    try:
-        num, unit = text.split("/")
-        per = {"s": 1.0, "m": 60.0, "h": 3600.0}[unit.strip()]
-        value = float(num)
-    except (ValueError, KeyError):
-        return None
-    rate = value / per
-    return rate if 0 < rate <= 1e9 else None

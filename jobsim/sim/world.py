@@ -27,6 +27,7 @@ from ..executor.config import Scenario
 from ..database.db import Database
 from ..executor.node import Node
 from ..executor.parts import boundary as boundary_jobs
+from ..executor.services import Service
 from ..base.rng import Stream, Streams
 from ..database.store import FAILED, JOB, TIMER, Row, Store
 from .faults import schedule
@@ -85,9 +86,16 @@ class World:
         self.handlers = scenario.handlers if self.boundary is None else \
             {**scenario.handlers, **self.boundary.handlers}
         self.executions: dict[int, int] = {}
+        #: the downstream services, and the handlers whose runs are processes (they call
+        #: services, or are written in Python); a drawn handler is never looked up there
+        self.services = {name: Service(spec, self.env, self.trace,
+                                       self.streams.stream(f"service/{name}"))
+                         for name, spec in scenario.services.items()}
+        self.process_handlers = frozenset(n for n, h in self.handlers.items() if h.process)
         self.lost_races = 0
         self._hstreams: dict[str, Stream] = {}
         self._jstreams: dict[str, Stream] = {}
+        self._named: dict[str, Stream] = {}
         self._htext = {name: self.trace.text(name) for name in scenario.handlers}
         self._says = {name: self.trace.text(h.says) for name, h in self.handlers.items()}
         self._retries = {name: scenario.initial_retries(name) for name in scenario.handlers}
@@ -123,6 +131,13 @@ class World:
         s = self._hstreams.get(name)
         if s is None:
             s = self._hstreams[name] = self.streams.stream(f"handler/{name}")
+        return s
+
+    def named_stream(self, name: str) -> Stream:
+        """The stream of that name (made once per run)."""
+        s = self._named.get(name)
+        if s is None:
+            s = self._named[name] = self.streams.stream(name)
         return s
 
     def jitter_stream(self, node: str) -> Stream:

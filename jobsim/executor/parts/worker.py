@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ...base.trace import K
 from ...database.db import StatementFailed
 from . import boundary
+from .calls import run_process
 from .failure import fail
 from .serial import next_in_queue
 
@@ -40,6 +41,7 @@ def worker(node: Node, thread: int) -> Generator[Any, Any, None]:
     inf, nan = math.inf, math.nan
     hstreams, says = world._hstreams, world._says
     track = node.track_running
+    procs = world.process_handlers  # runs that are processes: they call services
 
     def complete(now: float, jid: int, fetched: int) -> tuple[bool, int]:
         """DELETE; and why nothing was deleted, or whose lock it overrode (see the
@@ -80,35 +82,38 @@ def worker(node: Node, thread: int) -> Generator[Any, Any, None]:
         if track:
             running[jid] = running.get(jid, 0) + 1
         stream = hstreams.get(hname) or world.handler_stream(hname)
-        duration, ok, error, side_at = handlers[hname].draw(attempt, stream)
-        if duration == inf:
-            yield env.event()  # hangs forever: the thread is gone
-        if ok:
-            # The side effect happens at ``side_at`` into the run. At the very end it is
-            # told by the exec_end event itself (b=1, text = what the handler says).
-            # A pause stalls the thread: what wakes during it goes on when it ends.
-            if side_at < duration:
-                if side_at > 0:
-                    yield env.timeout(side_at)
+        if procs and hname in procs:  # a process: it tells its own end
+            ok, error = yield from run_process(node, hname, jid, attempt, stream)
+        else:
+            duration, ok, error, side_at = handlers[hname].draw(attempt, stream)
+            if duration == inf:
+                yield env.event()  # hangs forever: the thread is gone
+            if ok:
+                # The side effect happens at ``side_at`` into the run. At the very end it is
+                # told by the exec_end event itself (b=1, text = what the handler says).
+                # A pause stalls the thread: what wakes during it goes on when it ends.
+                if side_at < duration:
+                    if side_at > 0:
+                        yield env.timeout(side_at)
+                        if node._paused is not None:
+                            yield node._paused
+                    emit((env.now, k_side, code, jid, attempt, 0, 0, 0, nan, says[hname]))
+                    yield env.timeout(duration - side_at)
                     if node._paused is not None:
                         yield node._paused
-                emit((env.now, k_side, code, jid, attempt, 0, 0, 0, nan, says[hname]))
-                yield env.timeout(duration - side_at)
-                if node._paused is not None:
-                    yield node._paused
-                emit((env.now, k_end, code, jid, attempt, 1, 0, 0, nan, -1))
+                    emit((env.now, k_end, code, jid, attempt, 1, 0, 0, nan, -1))
+                else:
+                    if duration > 0:
+                        yield env.timeout(duration)
+                        if node._paused is not None:
+                            yield node._paused
+                    emit((env.now, k_end, code, jid, attempt, 1, 1, 0, nan, says[hname]))
             else:
                 if duration > 0:
                     yield env.timeout(duration)
                     if node._paused is not None:
                         yield node._paused
-                emit((env.now, k_end, code, jid, attempt, 1, 1, 0, nan, says[hname]))
-        else:
-            if duration > 0:
-                yield env.timeout(duration)
-                if node._paused is not None:
-                    yield node._paused
-            emit((env.now, k_end, code, jid, attempt, 0, 0, 0, nan, trace.text(error)))
+                emit((env.now, k_end, code, jid, attempt, 0, 0, 0, nan, trace.text(error)))
         # The execution counts as running (for a crash, a heartbeat and the drain) until
         # its completion or failure statement has returned.
         if not ok:

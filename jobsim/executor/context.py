@@ -1,0 +1,123 @@
+"""What a handler written in Python sees: its ``Context``.
+
+Through the API, a handler may be a generator function of one argument, the context, that
+yields SimPy events — for what a scenario file cannot say: a circuit breaker in the worker, a
+wait before failing that depends on the error, a call made only on some attempts::
+
+    def charge(ctx):
+        if ctx.memory.get("open_until", -1) > ctx.now:
+            raise JobFailed("circuit open")          # fails the execution
+        reply = yield from ctx.call("payments", timeout=2.0)
+        if not reply.ok:
+            raise JobFailed(reply.error)
+        yield ctx.wait(0.05)                          # its own work
+
+    scenario = jobsim.with_handler(scenario, "charge", charge)
+
+A run that returns has succeeded (its side effect at the end, unless it called
+``ctx.side_effect()`` earlier); ``raise JobFailed(error)`` fails it with that error, and the
+retry policy goes on from there. The worker's own timeout, wait before failing and retries
+apply as to any handler.
+
+Determinism holds when the handler draws its randomness from ``ctx.random`` (the stream
+``handler/<name>``) or ``ctx.stream(name)``, and keeps what it remembers between runs in
+``ctx.memory`` — one dictionary per node and handler, lost when the node crashes, as a
+process's memory is — never in a global.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any
+
+import simpy
+
+from ..base.errors import Problem, ScenarioError
+from ..base.rng import Stream
+from ..base.trace import K
+from .services import Reply
+
+if TYPE_CHECKING:
+    from .node import Node
+
+
+class JobFailed(Exception):
+    """Raised by a Python handler: the execution fails with ``error``."""
+
+    def __init__(self, error: str = "handler failed"):
+        super().__init__(error)
+        self.error = str(error)
+
+
+def not_an_event(handler: str, expected: str, got: str) -> ScenarioError:
+    return ScenarioError([Problem(f"handlers.{handler}", expected, got,
+                                  "a Python handler yields the events it waits for")])
+
+
+class Context:
+    """One execution of a Python handler: the job, its attempt, the node, the services."""
+
+    __slots__ = ("_node", "handler", "job", "attempt", "said")
+
+    def __init__(self, node: Node, handler: str, job: int, attempt: int):
+        self._node, self.handler, self.job, self.attempt = node, handler, job, attempt
+        self.said = False
+
+    @property
+    def node(self) -> str:
+        """The name of the node that runs it."""
+        return self._node.name
+
+    @property
+    def env(self) -> simpy.Environment:
+        """The run's SimPy environment (for events beyond ``wait`` and ``call``)."""
+        return self._node.env
+
+    @property
+    def now(self) -> float:
+        """The simulated time, in seconds."""
+        return self._node.env.now
+
+    @property
+    def random(self) -> Stream:
+        """The handler's named stream (``handler/<name>``): ``uniform()``, ``exponential()``,
+        ``normal()``."""
+        return self._node.world.handler_stream(self.handler)
+
+    def stream(self, name: str) -> Stream:
+        """Another named stream of the handler's: ``handler/<handler>/<name>``."""
+        return self._node.world.named_stream(f"handler/{self.handler}/{name}")
+
+    @property
+    def memory(self) -> dict[str, Any]:
+        """What this handler remembers on this node between runs; empty after a crash."""
+        return self._node.memory.setdefault(self.handler, {})
+
+    @property
+    def services(self) -> tuple[str, ...]:
+        """The names of the scenario's services."""
+        return tuple(self._node.world.services)
+
+    def wait(self, seconds: float) -> simpy.Timeout:
+        """An event ``seconds`` from now (yield it)."""
+        return self._node.env.timeout(seconds)
+
+    def call(self, service: str, timeout: float | None = None) -> Generator[Any, Any, Reply]:
+        """Call a service (``reply = yield from ctx.call(...)``): its ``Reply`` (``ok``,
+        ``outcome``, ``error``, ``waited``, ``took``)."""
+        services = self._node.world.services
+        if service not in services:
+            known = ", ".join(services) or "none: the scenario declares no services"
+            raise ScenarioError([Problem(f"handlers.{self.handler}",
+                                         f"a call to a declared service ({known})",
+                                         repr(service))])
+        return services[service].call(self._node.code, self.job, self.attempt, timeout)
+
+    def side_effect(self) -> None:
+        """The run's side effect happens now (once: later calls do nothing)."""
+        if self.said:
+            return
+        self.said = True
+        node = self._node
+        node.trace.emit((node.env.now, K["side_effect"], node.code, self.job, self.attempt,
+                         0, 0, 0, float("nan"), node.world._says[self.handler]))

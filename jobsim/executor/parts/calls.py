@@ -1,0 +1,127 @@
+"""A run that is a process: a handler's steps (its own work and its calls to services), or a
+Python generator (``executor/context.py``), run inside the worker thread's own generator —
+no SimPy process per run.
+
+Each ends the execution as the drawn runs do, with its ``exec_end``, and returns whether it
+succeeded and its error. A worker's own timeout (``worker_timeout``) races the whole run: the
+step it cuts short ends the run there with "processing took too long" (a call still in
+flight stays with the service: it does not know the caller left). A stalled node's thread
+goes on after each step only when the pause ends.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any
+
+import simpy
+
+from ...base.trace import K
+from ..context import Context, JobFailed, not_an_event
+from ..handlers import TIMED_OUT, Call, Handler
+
+if TYPE_CHECKING:
+    from ..node import Node
+
+
+def run_process(node: Node, hname: str, jid: int, attempt: int,
+                stream: Any) -> Generator[Any, Any, tuple[bool, str | None]]:
+    """The run of a process handler, told by its ``exec_end``; (ok, error)."""
+    world, env = node.world, node.env
+    h: Handler = world.handlers[hname]
+    deadline = env.now + h.worker_timeout if h.worker_timeout is not None else math.inf
+    if h.python is not None:
+        ok, error, said = yield from _python(node, h, jid, attempt, deadline)
+    else:
+        ok, error, said = yield from _steps(node, h, jid, attempt, stream, deadline)
+    trace = node.trace
+    at_end = ok and not said  # no step carried the side effect: it is at the end
+    text = world._says[hname] if at_end else (-1 if ok else trace.text(error or ""))
+    trace.emit((env.now, K["exec_end"], node.code, jid, attempt, int(ok), int(at_end), 0,
+                math.nan, text))
+    return ok, error
+
+
+def _steps(node: Node, h: Handler, jid: int, attempt: int, stream: Any,
+           deadline: float) -> Generator[Any, Any, tuple[bool, str | None, bool]]:
+    env, services = node.env, node.world.services
+    steps = h.steps or ()
+    calls = [i for i, s in enumerate(steps) if isinstance(s, Call)]
+    marked = [i for i in calls if steps[i].effect]  # type: ignore[union-attr]
+    effect = marked[0] if marked else (calls[-1] if calls else -1)
+    said = False
+    for i, step in enumerate(steps):
+        left = deadline - env.now
+        if isinstance(step, Call):
+            t, cut = step.timeout, False
+            if left < math.inf and (t is None or left < t):
+                t, cut = left, True
+            reply = yield from services[step.service].call(node.code, jid, attempt, t)
+            if node._paused is not None:
+                yield node._paused
+            if not reply.ok:
+                return False, TIMED_OUT if cut and reply.outcome == "timeout" \
+                    else reply.error, said
+            if i == effect:
+                said = True
+                node.trace.emit((env.now, K["side_effect"], node.code, jid, attempt, 0, 0, 0,
+                                 math.nan, node.world._says[h.name]))
+        else:
+            d = step.duration.sample(stream)
+            if d > left:
+                yield env.timeout(left)
+                if node._paused is not None:
+                    yield node._paused
+                return False, TIMED_OUT, said
+            if d > 0:
+                yield env.timeout(d)
+                if node._paused is not None:
+                    yield node._paused
+    return True, None, said
+
+
+def _python(node: Node, h: Handler, jid: int, attempt: int,
+            deadline: float) -> Generator[Any, Any, tuple[bool, str | None, bool]]:
+    """Drive the handler's generator: each event it yields, the worker waits for (raced
+    against the worker's timeout); what the event gives (or raises) goes back in."""
+    env = node.env
+    ctx = Context(node, h.name, jid, attempt)
+    gen = h.python(ctx)  # type: ignore[misc]
+    if not hasattr(gen, "send"):
+        raise not_an_event(h.name, "a generator function (one that yields SimPy events)",
+                           f"a function that returned {type(gen).__name__}")
+    limit = env.timeout(deadline - env.now) if deadline < math.inf else None
+    value: Any = None
+    error: BaseException | None = None
+    try:
+        while True:
+            try:
+                ev = gen.send(value) if error is None else gen.throw(error)
+            except StopIteration:
+                return True, None, ctx.said
+            except JobFailed as failed:
+                return False, failed.error, ctx.said
+            if not isinstance(ev, simpy.Event) or ev.env is not env:
+                raise not_an_event(h.name, "a SimPy event of this run (ctx.wait(seconds), "
+                                           "yield from ctx.call(service), ctx.env.…)",
+                                   repr(ev)[:80])
+            value, error = None, None
+            try:
+                if limit is not None and not ev.processed:
+                    if limit.processed:
+                        return False, TIMED_OUT, ctx.said
+                    got = yield env.any_of([ev, limit])
+                    if ev not in got:
+                        return False, TIMED_OUT, ctx.said
+                    value = got[ev]
+                else:
+                    value = yield ev
+            except simpy.Interrupt:
+                raise  # the node crashed: the run is gone
+            except Exception as e:  # the event failed: the handler may catch it
+                error = e
+            if node._paused is not None:
+                yield node._paused
+    finally:
+        gen.close()
