@@ -9,6 +9,9 @@ The public API, for notebooks and scripts (the command line is ``jobsim``):
   ``.violations`` of the invariants, ``.histories``), ``jobs_frame(analysis.histories)`` and
   ``trace_frame(result.trace)`` as pandas tables, ``narrate(result.trace)`` as the lesson's
   transcript, ``write(analyses, folder)`` as a report;
+- handlers in Python: ``with_handler(scenario, name, generator_function)``; the function
+  gets a ``Context`` (the job, its attempt, ``call`` a service, ``wait``, ``random``,
+  ``memory``) and fails the execution with ``raise JobFailed(error)``;
 - figures: ``plots`` (pure matplotlib ``Figure`` objects);
 - statistics: ``erlang_c_wait``, ``mean_ci``, ``mmc_scenario``;
 - ``fast()``: whether to run notebooks small (the test suite sets ``JOBSIM_FAST=1``).
@@ -24,12 +27,14 @@ from .analysis.history import histories
 from .analysis.metrics import jobs_frame, trace_frame
 from .analysis.narrative import narrate
 from .output.report import Analysis, analyse, write
-from .format.scenario import from_dict, load, load_variants, loads
+from .format.scenario import from_dict, load, load_variants, loads, with_handler
+from .executor.context import Context, JobFailed
+from .executor.services import Reply
 from .sim.world import RunResult, run
 
-__all__ = ["Analysis", "RunResult", "analyse", "erlang_c_wait", "fast", "from_dict",
-           "histories", "jobs_frame", "load", "load_variants", "loads", "mean_ci",
-           "mmc_scenario", "narrate", "plots", "run", "trace_frame", "write"]
+__all__ = ["Analysis", "Context", "JobFailed", "Reply", "RunResult", "analyse",
+           "erlang_c_wait", "fast", "from_dict", "histories", "jobs_frame", "load", "load_variants", "loads", "mean_ci",
+           "mmc_scenario", "narrate", "plots", "run", "trace_frame", "with_handler", "write"]
 
 
 def fast() -> bool:

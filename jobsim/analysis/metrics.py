@@ -51,6 +51,7 @@ import pandas as pd
 
 from .checks import Violation, verdicts
 from .history import CAUSES, Histories
+from .services import figures as service_figures, has_services
 from ..base.trace import KIND_NAMES, K, Trace
 from ..executor.config import NodeConfig
 
@@ -198,6 +199,8 @@ def summary(trace: Trace, hist: Histories, violations: list[Violation], *,
     }
     if boundary_jobs:
         out["boundary_timers"] = boundary_figures(cols, jobs)
+    if has_services(trace):
+        out["services"] = service_figures(trace, end_time)
     return out
 
 

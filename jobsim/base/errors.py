@@ -40,7 +40,12 @@ class ScenarioError(JobsimError):
     def __init__(self, problems: list[Problem], source: str | None = None):
         self.problems = list(problems)
         self.source = source
-        super().__init__(self.format())
+        # the args rebuild it: SimPy raises a process's exception again as
+        # ``type(e)(*e.args)``, and pickling (Dask) does the same
+        super().__init__(self.problems, source)
+
+    def __str__(self) -> str:
+        return self.format()
 
     def format(self) -> str:
         return "\n".join(p.format(self.source) for p in self.problems)

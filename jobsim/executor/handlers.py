@@ -74,11 +74,17 @@ class Work:
 @dataclass(frozen=True)
 class Call:
     """A step that calls a service; ``timeout`` is the caller's (None: it waits for ever);
-    ``effect``: its ``ok`` answer is the run's side effect."""
+    ``effect``: its ``ok`` answer is the run's side effect. With a ``breaker``, ``after``
+    failed calls in a row on a node open it: for ``open_for`` that node's calls fail at once
+    ("circuit open") without reaching the service; then one trial call goes through (the
+    others still fail at once), and its answer closes the breaker or opens it again."""
 
     service: str
     timeout: float | None = None
     effect: bool = False
+    #: a circuit breaker in the worker, per node: (failures in a row that open it, how long
+    #: it stays open); None: none
+    breaker: tuple[int, float] | None = None
 
 
 @dataclass(frozen=True)

@@ -243,7 +243,7 @@ class Service:
         arrivals = self.arrivals
         arrivals.append(now)
         window = self.spec.recovery[1]  # type: ignore[index]
-        while arrivals and arrivals[0] <= now - window:
+        while arrivals and arrivals[0] + window <= now:
             arrivals.popleft()
 
     def _set(self, state: int, held: int = 0, factor: float = 1.0, share: float = 0.0,
@@ -285,10 +285,12 @@ class Service:
         below, window = rec
         allowed = int(below * window)  # calls the window may hold
         held = False
+        wake = self.env.now
         while True:
-            now = self.env.now
+            # ``wake``: a float sum that ``env.now`` may miss by a rounding
+            now = max(self.env.now, wake)
             arrivals = self.arrivals
-            while arrivals and arrivals[0] <= now - window:
+            while arrivals and arrivals[0] + window <= now:
                 arrivals.popleft()
             if len(arrivals) <= allowed:
                 return
@@ -296,5 +298,7 @@ class Service:
                 held = True
                 self._set(DOWN, held=1, times_out=w.fail == "timeout")
             # with no new call, the load is low enough once the (allowed+1)-th latest
-            # call has left the window; new calls move it later, and are seen then
-            yield self.env.timeout(arrivals[-(allowed + 1)] + window - now)
+            # call has left the window (the same sum as above, so that it has then);
+            # new calls move it later, and are seen then
+            wake = arrivals[-(allowed + 1)] + window
+            yield self.env.timeout(max(0.0, wake - self.env.now))

@@ -54,6 +54,13 @@ SUMMARY_SHAPE: dict[str, Any] = {
         "executions", "executions_after_restart", "claims", "acquire_attempts", "lost_races",
         "busy_share", "busy_thread_seconds", "threads", "time_up", "time_down", "time_paused",
         "longest_idle_wait", "even_share", "idle_while_work_waited")}},
+    #: only where a service was called or changed its health: see analysis/services.py
+    "services": {ANY: {**{k: None for k in (
+        "calls", "ok", "unanswered", "calls_in_outage", "attempts_in_outage", "waited",
+        "mean_wait", "mean_latency", "recovered_at", "peak_calls_per_s",
+        "peak_after_recovery")},
+        "errors": {k: None for k in ("error", "timeout", "refused", "rate_limited")},
+        "time": {k: None for k in ("up", "down", "brownout", "held")}}},
     #: only where boundary timers are timer jobs (a timer table): see analysis/metrics.py
     "boundary_timers": {**{k: None for k in ("timer_jobs", "done", "cancelled", "pending",
                                              "fired", "withdrew")}, "delay": _DIST},

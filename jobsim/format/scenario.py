@@ -13,6 +13,9 @@ points, and the variants: the base run, and one run per variant with its ``set``
 from __future__ import annotations
 
 import copy
+import dataclasses
+import inspect
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +28,10 @@ from .crosschecks import cross_checks
 from .fileformat import FORMAT, schema
 from .paths import set_path
 from .reading import MAX_FILE_BYTES, MAX_NODES, parse, read
-from .spec import show
+from .spec import show, suggest
 
 __all__ = ["MAX_FILE_BYTES", "MAX_NODES", "from_dict", "load", "load_variants", "loads", "parse",
-           "read", "schema", "set_path", "variants_of"]
+           "read", "schema", "set_path", "variants_of", "with_handler"]
 
 
 def load(path: str | Path, seed: int | None = None,
@@ -111,3 +114,23 @@ def _validated(doc: dict[str, Any], source: str, variant: str | None) -> Scenari
     if problems:
         raise ScenarioError(problems, source)
     return build(v, doc, source, variant)
+
+
+def with_handler(scenario: Scenario, name: str, run: Callable[..., Any]) -> Scenario:
+    """The scenario with handler ``name`` run by ``run``, a generator function of a
+    ``Context`` that yields SimPy events (see ``executor/context.py``); the handler keeps the
+    file's retry policy, worker timeout and wait before failing."""
+    if name not in scenario.handlers:
+        raise ScenarioError([Problem(f"handlers.{name}", "a handler the scenario declares ("
+                                     + ", ".join(scenario.handlers) + ")", repr(name),
+                                     suggest(name, tuple(scenario.handlers)))],
+                            scenario.source)
+    plain = inspect.isfunction(run) and not inspect.isgeneratorfunction(run)
+    if not callable(run) or plain:
+        raise ScenarioError([Problem(f"handlers.{name}", "a generator function of a context "
+                                     "(a def with yield in it)",
+                                     f"{type(run).__name__} {getattr(run, '__name__', '')}"
+                                     .strip(), "a Python handler yields the events it waits "
+                                               "for")], scenario.source)
+    handler = dataclasses.replace(scenario.handlers[name], python=run, steps=None)
+    return dataclasses.replace(scenario, handlers={**scenario.handlers, name: handler})

@@ -105,12 +105,20 @@ def calls_format(dist: Any) -> ListOf:
                 "effect": Const(lambda v: isinstance(v, bool), "true or false",
                                 {"type": "boolean"}, False,
                                 doc="its ok answer is the run's side effect (default: the "
-                                    "last call's)")}, ("service",))
+                                    "last call's)"),
+                "breaker": Obj({"after": Int(lo=1, hi=1_000_000, doc="failed calls in a row "
+                                                                     "that open it"),
+                                "open_for": Dur(positive=True, doc="how long it stays open "
+                                                                   "before a trial call")},
+                               ("after", "open_for"),
+                               doc="a circuit breaker in the worker, per node: while open, "
+                                   "calls fail at once without reaching the service")},
+               ("service",))
     return ListOf(Either([
         (lambda v: isinstance(v, str), Str(doc="a service's name")),
         (is_map_with("work"), Obj({"work": Either(dist.options, dist.expected)}, ("work",))),
         (is_map_with("service"), call),
-    ], "a service's name, {service: NAME, timeout: D, effect: true} or {work: DURATION}"),
+    ], "a service's name, {service: NAME, timeout: D, effect: true, breaker: {after, open_for}} or {work: DURATION}"),
         min_len=1, max_len=100,
         doc="the run as steps, in order: calls to services and the handler's own work; the "
             "first call that fails fails the run with its error")
@@ -195,5 +203,7 @@ def build_steps(calls: list[Any], build_dist: Any) -> tuple[Work | Call, ...]:
         elif "work" in step:
             steps.append(Work(build_dist(step["work"])))
         else:
-            steps.append(Call(step["service"], step.get("timeout"), step["effect"]))
+            b = step.get("breaker")
+            steps.append(Call(step["service"], step.get("timeout"), step["effect"],
+                              (b["after"], b["open_for"]) if b else None))
     return tuple(steps)

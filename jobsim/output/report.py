@@ -30,6 +30,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
+from .service_report import compared_loads, jobs_with_services, load_panels, service_section
 from ..base import outdir
 from . import plots
 from ..analysis.checks import Violation, check
@@ -239,6 +240,7 @@ def markdown(analyses: list[Analysis], plots_of: dict[str, list[tuple[str, str]]
     if any(a.summary["duplicate_executions"]["total"] or
            a.summary["duplicate_side_effects"]["total"] for a in analyses):
         out += ["## Double runs by cause", ""] + _table(analyses, dup_rows) + [""]
+    out += service_section(analyses)
     inv = [(k, f"invariants.{k}") for k in analyses[0].summary["invariants"]]
     out += ["## Invariants (violations; 0 = holds)", ""] + _table(analyses, inv) + [""]
     if plots_of.get(""):
@@ -263,7 +265,7 @@ def _write_run(a: Analysis, folder: Path, with_plots: bool) -> list[tuple[str, s
     result = a.result
     (folder / "summary.json").write_text(json.dumps(a.summary, sort_keys=True, indent=2) + "\n",
                                          encoding="utf-8")
-    jobs = jobs_frame(a.histories)
+    jobs = jobs_with_services(a)
     jobs.to_csv(folder / "jobs.csv", index=False)
     tdf = trace_frame(result.trace)
     tdf.to_csv(folder / "trace.csv", index=False)
@@ -281,6 +283,9 @@ def _write_run(a: Analysis, folder: Path, with_plots: bool) -> list[tuple[str, s
             ("table depth over time", "table_depth.png", plots.table_depth(tdf)),
             ("double runs by cause", "duplicates.png",
              plots.duplicates_by_cause(a.histories.duplicates, CAUSES))]
+    if "services" in a.summary:
+        made.append(("load on the services", "service_load.png",
+                     plots.service_load(load_panels(a))))
     for _, name, fig in made:
         plots.save(fig, folder / name)
     return [(title, name) for title, name, _ in made]
@@ -321,6 +326,8 @@ def write(analyses: list[Analysis] | Analysis, out: str | Path, with_plots: bool
                 name = f"compare_{i + 1}.png"
                 plots.save(fig, tmp / name)
                 plots_of[""].append((path, name))
+        if variants and with_plots:
+            plots_of[""] += compared_loads(analyses, tmp)
         if variants:
             (tmp / "summary.json").write_text(
                 json.dumps(combined_summary(analyses), sort_keys=True, indent=2) + "\n",

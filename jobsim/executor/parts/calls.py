@@ -57,7 +57,12 @@ def _steps(node: Node, h: Handler, jid: int, attempt: int, stream: Any,
             t, cut = step.timeout, False
             if left < math.inf and (t is None or left < t):
                 t, cut = left, True
+            breaker = _Breaker.of(node, step) if step.breaker is not None else None
+            if breaker is not None and not breaker.admit(env.now):
+                return False, f"{step.service} circuit open", said
             reply = yield from services[step.service].call(node.code, jid, attempt, t)
+            if breaker is not None:
+                breaker.answered(env.now, reply.ok)
             if node._paused is not None:
                 yield node._paused
             if not reply.ok:
@@ -79,6 +84,44 @@ def _steps(node: Node, h: Handler, jid: int, attempt: int, stream: Any,
                 if node._paused is not None:
                     yield node._paused
     return True, None, said
+
+
+class _Breaker:
+    """A call step's circuit breaker on one node (see ``handlers.Call``)."""
+
+    __slots__ = ("after", "open_for", "failures", "open_until", "trial")
+
+    def __init__(self, after: int, open_for: float):
+        self.after, self.open_for = after, open_for
+        self.failures, self.open_until, self.trial = 0, -1.0, False
+
+    @staticmethod
+    def of(node: Node, step: Call) -> _Breaker:
+        """The node's breaker of this service (kept in its memory: lost in a crash)."""
+        states = node.memory.setdefault("", {})
+        b = states.get(step.service)
+        if b is None:
+            b = states[step.service] = _Breaker(*step.breaker)  # type: ignore[misc]
+        return b
+
+    def admit(self, now: float) -> bool:
+        if self.open_until < 0:
+            return True  # closed
+        if now < self.open_until or self.trial:
+            return False  # open, or half-open with its trial call in flight
+        self.trial = True
+        return True
+
+    def answered(self, now: float, ok: bool) -> None:
+        trial, self.trial = self.trial, False
+        if ok:
+            self.failures, self.open_until = 0, -1.0
+        elif trial:
+            self.open_until = now + self.open_for
+        else:
+            self.failures += 1
+            if self.failures >= self.after and self.open_until < 0:
+                self.failures, self.open_until = 0, now + self.open_for
 
 
 def _python(node: Node, h: Handler, jid: int, attempt: int,

@@ -1,0 +1,66 @@
+"""The load on each downstream service beside its health: calls a second, stacked by how
+they were answered, over shaded outages (red; hatched where the load held it down past the
+outage's end) and brown-outs (orange). The picture where a retry storm shows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+
+from .common import _no_data
+
+#: outcome → colour (the ``load`` table's columns)
+COLOURS = {"ok": "tab:blue", "error": "tab:red", "timeout": "tab:purple",
+           "refused": "tab:brown", "rate_limited": "tab:olive", "unanswered": "0.5"}
+_SHADE = {"down": ("red", 0.15), "brownout": ("orange", 0.18)}
+
+
+def _panel(ax: Any, load: pd.DataFrame, spans: dict[str, list[tuple[float, float]]],
+           title: str, legend: bool) -> None:
+    t = load["t"].to_numpy(dtype=float)
+    width = float(t[1] - t[0]) if len(t) > 1 else 1.0
+    bottom = np.zeros(len(t))
+    for label, colour in COLOURS.items():
+        values = load[label].to_numpy(dtype=float) if label in load else np.zeros(len(t))
+        if values.any():
+            ax.bar(t, values, width=width, bottom=bottom, align="edge", color=colour,
+                   label=label.replace("_", " "), linewidth=0)
+            bottom += values
+    for state, (colour, alpha) in _SHADE.items():
+        for a, b in spans.get(state, []):
+            ax.axvspan(a, b, color=colour, alpha=alpha, linewidth=0)
+    for a, b in spans.get("held", []):
+        ax.axvspan(a, b, facecolor="none", edgecolor="red", hatch="//", alpha=0.5,
+                   linewidth=0)
+    ax.set_title(title, fontsize=10)
+    ax.set_ylabel("calls/s" if width == 1 else f"calls/s ({width:g} s bins)")
+    ax.grid(axis="y", alpha=0.3)
+    if legend:
+        handles, labels = ax.get_legend_handles_labels()
+        handles += [Patch(color=_SHADE[k][0], alpha=_SHADE[k][1], label=label)
+                    for k, label in (("down", "down"), ("brownout", "brown-out"))
+                    if spans.get(k)]
+        if spans.get("held"):
+            handles.append(Patch(facecolor="none", edgecolor="red", hatch="//",
+                                 label="held down by load"))
+        ax.legend(handles=handles, fontsize=8, loc="upper right")
+
+
+def service_load(panels: dict[str, tuple[pd.DataFrame, dict[str, list[tuple[float, float]]]]],
+                 title: str = "load on the services") -> Figure:
+    """One panel per entry (a service, or a variant): ``(load table, state spans)`` as
+    ``analysis.services.load`` and ``intervals`` give them; shared time axis."""
+    n = max(1, len(panels))
+    fig = Figure(figsize=(10.0, 1.2 + 2.2 * n), layout="constrained")
+    axes = fig.subplots(n, 1, sharex=True, squeeze=False)[:, 0]
+    if not panels:
+        return _no_data(fig, axes[0], title, "no service was called")
+    for i, (name, (table, spans)) in enumerate(panels.items()):
+        _panel(axes[i], table, spans, name, legend=i == 0)
+    axes[-1].set_xlabel("time (s)")
+    fig.suptitle(title)
+    return fig

@@ -1,0 +1,106 @@
+"""The report's part on downstream services: a table per run (or side by side across the
+variants), the load-beside-health picture, and each job's attempts made in an outage."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from . import plots
+from ..analysis import services
+from ..analysis.expect import NO_FIGURE, figure
+from ..analysis.metrics import jobs_frame
+
+if TYPE_CHECKING:
+    from .report import Analysis
+
+_ROWS = (("calls", "calls"), ("answered ok", "ok"), ("its error (outage, brown-out)",
+                                                     "errors.error"),
+         ("timed out", "errors.timeout"), ("refused: at capacity", "errors.refused"),
+         ("rate limited (429)", "errors.rate_limited"), ("never answered", "unanswered"),
+         ("calls in an outage", "calls_in_outage"),
+         ("job attempts in an outage", "attempts_in_outage"),
+         ("waited for a token or a place", "waited"), ("mean wait (s)", "mean_wait"),
+         ("mean service time of ok calls (s)", "mean_latency"), ("time down (s)", "time.down"),
+         ("… of it held down by load (s)", "time.held"),
+         ("time in brown-out (s)", "time.brownout"),
+         ("back up at (s)", "recovered_at"), ("peak calls/s", "peak_calls_per_s"),
+         ("peak calls/s after it recovered", "peak_after_recovery"))
+
+
+def _cell(v: Any) -> str:
+    if v is None or v is NO_FIGURE:
+        return "–"
+    if isinstance(v, float):
+        return f"{v:.3g}" if abs(v) < 1000 else f"{v:,.0f}"
+    return f"{v:,}" if isinstance(v, int) else str(v)
+
+
+def service_section(analyses: list[Analysis]) -> list[str]:
+    """``## Services``: one table per service, a column per run."""
+    names = list(dict.fromkeys(n for a in analyses for n in a.summary.get("services", {})))
+    if not names:
+        return []
+    out = ["## Services", ""]
+    for name in names:
+        out += [f"### {name}", "", "| | " + " | ".join(a.name for a in analyses) + " |",
+                "|---|" + "---:|" * len(analyses)]
+        for label, path in _ROWS:
+            cells = [_cell(figure(a.summary, f"services.{name}.{path}")) for a in analyses]
+            out.append(f"| {label} | " + " | ".join(cells) + " |")
+        out.append("")
+    done = [(a.name, a.summary["end_time"], a.summary["drained"],
+             a.summary["jobs"]["dead_lettered"] + a.summary["jobs"]["incident"]
+             + a.summary["jobs"]["failed"]) for a in analyses]
+    if len(analyses) > 1:
+        out += ["| | " + " | ".join(n for n, *_ in done) + " |",
+                "|---|" + "---:|" * len(done),
+                "| jobs whose retries ran out | " + " | ".join(f"{d:,}" for *_, d in done)
+                + " |",
+                "| time to drain (s) | " + " | ".join(f"{t:,.1f}" if dr else f"not drained "
+                                                      f"by {t:,.0f}" for _, t, dr, _d in done)
+                + " |", ""]
+    out += ["A call's wait is for a token of the rate limit or a place within the capacity. "
+            "A job attempt in an outage is one that called the service while it was down.", ""]
+    return out
+
+
+def _bin(end: float) -> float:
+    """1 s bins, wider for long runs (at most about 2,000 bars)."""
+    return max(1.0, float(int(end / 2000.0) + 1)) if end > 2000 else 1.0
+
+
+def load_panels(a: Analysis) -> dict[str, tuple[pd.DataFrame, dict]]:
+    """One panel per service of a run."""
+    trace, end = a.result.trace, a.result.end_time
+    return {name: (services.load(trace, name, end, _bin(end)),
+                   services.intervals(trace, name, end))
+            for name in services.names(trace)}
+
+
+def compared_loads(analyses: list[Analysis], folder: Path) -> list[tuple[str, str]]:
+    """One picture per service, a panel per variant, on one time axis."""
+    made = []
+    names = list(dict.fromkeys(n for a in analyses for n in a.summary.get("services", {})))
+    end = max(a.result.end_time for a in analyses)
+    for i, name in enumerate(names):
+        panels = {}
+        for a in analyses:
+            if name in a.summary.get("services", {}):
+                panels[a.name] = (services.load(a.result.trace, name, end, _bin(end)),
+                                  services.intervals(a.result.trace, name, a.result.end_time))
+        file = f"service_load_{i + 1}.png"
+        plots.save(plots.service_load(panels, f"load on {name}, by variant"), folder / file)
+        made.append((f"load on {name} by variant", file))
+    return made
+
+
+def jobs_with_services(a: Analysis) -> pd.DataFrame:
+    """The per-job table, with ``attempts_in_outage`` where the run called services."""
+    jobs = jobs_frame(a.histories)
+    if "services" in a.summary:
+        per_job = services.attempts_in_outage(a.result.trace, a.result.end_time)
+        jobs["attempts_in_outage"] = jobs["id"].map(per_job).fillna(0).astype("int64")
+    return jobs

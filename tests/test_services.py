@@ -1,0 +1,297 @@
+"""Downstream services: the token bucket, capacity, outages, brown-outs, recovery held by
+load, handlers that call services, circuit breakers, Python handlers, and bad input."""
+
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import jobsim
+from jobsim.base.errors import ScenarioError
+
+
+def scenario(services, calls, count=1, threads=1, rate=None, nodes=1, retry=None, **extra):
+    doc = {"name": "svc", "until": "drained",
+           "executor": {"acquisition": "skip_locked", "wakeup": "notify", "threads": threads,
+                        "batch_size": threads, "poll_interval": "1s", "lock_time": "1h",
+                        "retry": retry or {"attempts": 1}},
+           "nodes": nodes, "services": services,
+           "handlers": {"h": {"calls": calls}},
+           "workload": {"streams": [{"handler": "h", "count": count,
+                                     **({"rate": rate} if rate else {})}]}}
+    doc.update(extra)
+    return jobsim.from_dict(doc)
+
+
+def frames(sc, seed=None):
+    res = jobsim.run(sc, seed)
+    df = jobsim.trace_frame(res.trace)
+    return res, df[df.kind == "service_call"], df[df.kind == "service_reply"], df
+
+
+def test_token_bucket_wait_spaces_calls_by_hand():
+    """Rate 10/s, burst 10, 100 jobs at once on 20 threads, calls that wait for a token:
+    the bucket is full at the first call, so calls 0-9 pass at once and call k (k >= 10)
+    gets its token (k - 9) × 0.1 s later."""
+    sc = scenario({"pay": {"rate_limit": {"rate": "10/s", "burst": 10, "over": "wait"}}},
+                  ["pay"], count=100, threads=20)
+    _, calls, replies, _ = frames(sc)
+    assert len(calls) == len(replies) == 100
+    t0 = calls.time.min()
+    admitted = np.sort((replies.time - replies.x + replies.c / 1e6).to_numpy())
+    expected = t0 + np.maximum(0, np.arange(100) - 9) * 0.1
+    np.testing.assert_allclose(admitted, expected, atol=1e-9)
+    assert (replies.a == 0).all()
+
+
+def _bucket_by_hand(times, rate, burst):
+    """A token bucket replayed on the call instants: which calls find a token."""
+    tokens, last, out = float(burst), 0.0, []
+    for t in times:
+        tokens = min(burst, tokens + (t - last) * rate)
+        last = t
+        if tokens >= 1:
+            tokens -= 1
+            out.append(True)
+        else:
+            out.append(False)
+    return out
+
+
+def test_token_bucket_refuse_matches_replay():
+    sc = scenario({"pay": {"latency": "50ms",
+                           "rate_limit": {"rate": "10/s", "burst": 10}}},
+                  ["pay"], count=100, threads=20,
+                  retry={"attempts": 50, "backoff": {"fixed": "300ms"}})
+    _, calls, replies, _ = frames(sc)
+    got = replies.sort_values("b").a.to_numpy()
+    passed = _bucket_by_hand(calls.sort_values("b").time.to_numpy(), 10.0, 10)
+    assert list(got != 4) == passed
+    assert (got == 4).sum() > 0 and (got == 0).sum() == 100
+
+
+def test_capacity_queues_or_refuses():
+    svc = {"latency": "1s", "capacity": 2}
+    _, calls, replies, _ = frames(scenario({"pay": svc}, ["pay"], count=4, threads=4))
+    t0 = calls.time.min()
+    assert sorted((replies.time - t0).round(9)) == [1, 1, 2, 2]
+    assert sorted((replies.c / 1e6).round(6)) == [0, 0, 1, 1]
+    _, _, replies, _ = frames(scenario({"pay": {**svc, "when_full": "refuse"}}, ["pay"],
+                                       count=4, threads=4))
+    assert sorted(replies.a) == [0, 0, 3, 3]
+
+
+def test_outage_fails_fast_then_recovers():
+    sc = scenario({"pay": {"latency": "10ms", "outages": [{"at": "0s", "for": "30s"}],
+                           "error": "bureau 502"}},
+                  ["pay"], count=1, retry={"attempts": 10, "backoff": {"fixed": "10s"}})
+    res, calls, replies, df = frames(sc)
+    assert list(replies.a) == [1, 1, 1, 0]  # at ~0, 10, 20: down; at 30: up
+    ends = df[df.kind == "exec_end"]
+    assert set(ends.text[ends.a == 0]) == {"bureau 502"}
+    s = jobsim.analyse(res).summary["services"]["pay"]
+    assert s["calls_in_outage"] == 3 and s["attempts_in_outage"] == 3
+    assert s["time"]["down"] == 30.0 and s["recovered_at"] == 30.0
+
+
+def test_outage_that_times_out_ends_at_the_callers_timeout():
+    sc = scenario({"pay": {"outages": [{"at": "0s", "for": "1h", "fail": "timeout"}]}},
+                  [{"service": "pay", "timeout": "2s"}], count=1)
+    _, calls, replies, df = frames(sc)
+    assert list(replies.a) == [2]
+    assert replies.time.iloc[0] - calls.time.iloc[0] == pytest.approx(2.0)
+    assert df[df.kind == "exec_end"].text.iloc[0] == "pay timed out after 2s"
+
+
+def test_worker_timeout_cuts_a_call_without_its_own_timeout():
+    doc_sc = scenario({"pay": {"outages": [{"at": "0s", "for": "1h", "fail": "timeout"}]}},
+                      ["pay"], count=1)
+    h = doc_sc.document["handlers"]["h"]
+    h["worker_timeout"] = "3s"
+    sc = jobsim.from_dict(doc_sc.document)
+    _, calls, replies, df = frames(sc)
+    end = df[df.kind == "exec_end"]
+    assert end.text.iloc[0] == "processing took too long"
+    assert end.time.iloc[0] - calls.time.iloc[0] == pytest.approx(3.0)
+
+
+def test_brownout_slows_and_fails_a_share():
+    sc = scenario({"pay": {"latency": "100ms",
+                           "brownouts": [{"at": "0s", "for": "1h", "latency_factor": 3,
+                                          "error_share": 0.25}]}},
+                  ["pay"], count=2000, threads=50)
+    _, _, replies, _ = frames(sc)
+    share = (replies.a == 1).mean()
+    assert abs(share - 0.25) < 0.04, share
+    assert np.allclose(replies.x - replies.c / 1e6, 0.3)
+
+
+def test_recovery_is_held_while_the_load_stays_high():
+    """Down for 10 s; calls keep coming at 20/s (fixed 1 s retries of 20 jobs) until the jobs
+    run out at 15 s; recovery needs under 5 calls/s over 5 s."""
+    sc = scenario({"pay": {"outages": [{"at": "0s", "for": "10s"}],
+                           "recovery": {"below": "5/s", "over": "5s"}}},
+                  ["pay"], count=20, threads=20,
+                  retry={"attempts": 16, "backoff": {"fixed": "1s"}}, until="60s")
+    res, calls, replies, df = frames(sc)
+    states = df[df.kind == "service_state"]
+    assert list(states.a) == [1, 1, 0] and list(states.b) == [0, 1, 0]
+    up = states.time.iloc[-1]
+    assert up > 10.0
+    # at the instant it comes back, at most 25 calls lie in the last 5 s …
+    window = calls.time[(calls.time + 5 > up) & (calls.time <= up)]
+    assert len(window) <= 25
+    # … and just before it, more did
+    before = calls.time[(calls.time + 5 > up - 1e-6) & (calls.time <= up - 1e-6)]
+    assert len(before) > 25
+    s = jobsim.analyse(res).summary["services"]["pay"]
+    assert s["time"]["held"] == pytest.approx(up - 10.0)
+
+
+def test_side_effect_is_the_marked_call_even_when_a_later_call_fails():
+    sc = scenario({"pay": {}, "mail": {"outages": [{"at": "0s", "for": "15s"}]}},
+                  [{"service": "pay", "effect": True}, "mail"], count=1,
+                  retry={"attempts": 3, "backoff": {"fixed": "10s"}})
+    res, *_ = frames(sc)
+    a = jobsim.analyse(res)
+    # paid three times: the mail failed at 0 s and 10 s, after each payment
+    assert a.summary["duplicate_side_effects"]["total"] == 2
+    assert a.summary["jobs"]["done"] == 1
+
+
+def test_breaker_opens_after_failures_and_calls_fail_without_reaching_the_service():
+    sc = scenario({"pay": {"outages": [{"at": "0s", "for": "1h"}]}},
+                  [{"service": "pay", "breaker": {"after": 3, "open_for": "30s"}}],
+                  count=1, retry={"attempts": 10, "backoff": {"fixed": "1s"}})
+    _, calls, _, df = frames(sc)
+    ends = df[df.kind == "exec_end"]
+    assert list(ends.text[:4]) == ["pay 503 service unavailable"] * 3 + ["pay circuit open"]
+    assert len(calls) == 3  # the open breaker kept the other 7 from the service
+
+
+def test_a_handler_that_calls_no_service_adds_no_service_events():
+    sc = jobsim.from_dict({"name": "plain", "nodes": 1, "handlers": {"h": {"duration": "1s"}},
+                           "workload": {"jobs": [{"handler": "h"}]}})
+    res = jobsim.run(sc)
+    assert "services" not in jobsim.analyse(res).summary
+    assert res.scenario.services == {}
+
+
+def test_same_seed_same_trace_under_any_hash_seed():
+    code = ("import jobsim;"
+            "print(jobsim.run(jobsim.load('scenarios/retry_storm.yaml'), 3).trace_sha256)")
+    out = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONHASHSEED": h}, check=True).stdout
+           for h in ("0", "123")}
+    assert len(out) == 1
+
+
+def breaker_handler(ctx):
+    """A worker-side circuit breaker in Python: 3 failures open it for 20 s."""
+    m = ctx.memory
+    if m.get("open_until", -1) > ctx.now:
+        raise jobsim.JobFailed("circuit open")
+    reply = yield from ctx.call("pay", timeout=1.0)
+    if not reply.ok:
+        m["fails"] = m.get("fails", 0) + 1
+        if m["fails"] >= 3:
+            m["open_until"], m["fails"] = ctx.now + 20.0, 0
+        raise jobsim.JobFailed(reply.error)
+    m["fails"] = 0
+    yield ctx.wait(0.01 + 0.01 * ctx.random.uniform())
+
+
+def test_python_handler_runs_and_is_deterministic():
+    base = scenario({"pay": {"outages": [{"at": "0s", "for": "60s"}]}}, ["pay"], count=5,
+                    threads=5, retry={"attempts": 20, "backoff": {"fixed": "5s"}})
+    sc = jobsim.with_handler(base, "h", breaker_handler)
+    r1, calls, _, df = frames(sc)
+    ends = df[df.kind == "exec_end"]
+    assert "circuit open" in set(ends.text)
+    assert jobsim.analyse(r1).summary["jobs"]["done"] == 5
+    assert jobsim.run(sc).trace_sha256 == r1.trace_sha256
+    assert len(calls) < len(ends)  # the open breaker kept calls from the service
+
+
+def test_python_handler_errors_name_the_handler():
+    base = scenario({"pay": {}}, ["pay"])
+
+    def not_a_generator(ctx):
+        return 1
+
+    with pytest.raises(ScenarioError, match=r"handlers\.h: expected a generator function"):
+        jobsim.with_handler(base, "h", not_a_generator)
+    with pytest.raises(ScenarioError, match=r"handlers\.nope"):
+        jobsim.with_handler(base, "nope", breaker_handler)
+
+    def yields_a_number(ctx):
+        yield 5
+
+    with pytest.raises(ScenarioError, match=r"handlers\.h: expected a SimPy event .*got 5"):
+        jobsim.run(jobsim.with_handler(base, "h", yields_a_number))
+
+    def calls_unknown(ctx):
+        yield from ctx.call("stripe")
+
+    with pytest.raises(ScenarioError, match=r"handlers\.h: expected a call to a declared "
+                                            r"service \(pay\).*'stripe'"):
+        jobsim.run(jobsim.with_handler(base, "h", calls_unknown))
+
+
+@pytest.mark.parametrize("services,calls,message", [
+    ({"pay": {}}, ["stripe"], "handlers.h.calls[0]: expected the name of a service"),
+    ({"pay": {"capacity": -1}}, ["pay"], "services.pay.capacity: expected an integer from 1"),
+    ({"pay": {"rate_limit": {"rate": "0/s"}}}, ["pay"],
+     "services.pay.rate_limit.rate: expected a rate above zero"),
+    ({"pay": {"outages": [{"at": "0s", "for": "10s"}, {"at": "5s", "for": "10s"}]}}, ["pay"],
+     "services.pay.outages[1]: expected a window that starts after outages[0] ends"),
+])
+def test_bad_input_exits_2_with_the_path(tmp_path, services, calls, message):
+    import yaml
+    doc = {"name": "bad", "nodes": 1, "services": services, "handlers": {"h": {"calls": calls}},
+           "workload": {"jobs": [{"handler": "h"}]}}
+    f = tmp_path / "bad.yaml"
+    f.write_text(yaml.safe_dump(doc))
+    p = subprocess.run([sys.executable, "-m", "jobsim", "run", str(f), "--out",
+                        str(tmp_path / "out")], capture_output=True, text=True)
+    assert p.returncode == 2, p.stderr
+    assert message in p.stderr and "Traceback" not in p.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_drawn_keys_beside_calls_are_refused():
+    with pytest.raises(ScenarioError, match=r"handlers\.h\.duration: expected no duration "
+                                            r"beside calls"):
+        jobsim.from_dict({"name": "x", "nodes": 1, "services": {"pay": {}},
+                          "handlers": {"h": {"calls": ["pay"], "duration": "1s"}},
+                          "workload": {"jobs": [{"handler": "h"}]}})
+
+
+@pytest.mark.parametrize("seed", [1, 2] + [int.from_bytes(os.urandom(3), "little")])
+def test_fuzz_service_accounting(seed):
+    """Every call is answered at most once, and the summary adds up, for random settings."""
+    rng = np.random.default_rng(seed)
+    svc = {"latency": f"{int(rng.integers(1, 500))}ms",
+           "capacity": int(rng.integers(1, 10)),
+           "when_full": str(rng.choice(["queue", "refuse"])),
+           "rate_limit": {"rate": f"{int(rng.integers(1, 50))}/s",
+                          "burst": int(rng.integers(1, 10)),
+                          "over": str(rng.choice(["refuse", "wait"]))},
+           "outages": [{"at": f"{int(rng.integers(0, 20))}s", "for": "15s",
+                        "fail": str(rng.choice(["fast", "timeout"]))}],
+           "brownouts": [{"at": "40s", "for": "10s", "latency_factor": 2,
+                          "error_share": 0.3}]}
+    sc = scenario({"pay": svc}, [{"service": "pay", "timeout": "3s"}], count=60, threads=8,
+                  nodes=2, rate="5/s", retry={"attempts": 5, "backoff": {"fixed": "2s"}})
+    res, calls, replies, _ = frames(sc, seed)
+    assert replies.b.is_unique, f"seed {seed}"
+    assert set(replies.b) <= set(calls.b), f"seed {seed}"
+    s = jobsim.analyse(res).summary
+    p = s["services"]["pay"]
+    assert p["ok"] + sum(p["errors"].values()) + p["unanswered"] == p["calls"], f"seed {seed}"
+    assert s["jobs"]["lost"] == 0 and s["invariants"]["no_job_lost"] == 0, f"seed {seed}"
+    assert math.isclose(sum(p["time"][k] for k in ("up", "down", "brownout")),
+                        res.end_time, abs_tol=1e-6), f"seed {seed}"
