@@ -103,6 +103,9 @@ def _retries(trace: Trace, scenario: Scenario) -> list[Violation]:
     failures: dict[int, int] = {}
     #: executions an operation gave a job back (Flowable's move with its retries)
     budget: dict[int, int] = {}
+    #: each job's previous delay, as traced, and how far off that may be (a decorrelated
+    #: jitter's next delay is at most 3 × the previous one)
+    previous: dict[int, tuple[float, float]] = {}
     out = []
     # counted at fetch (Oban): a crash or a rescue also used an attempt, so a job may have
     # fewer retries left, and reach its end sooner, than its failures alone say
@@ -115,6 +118,7 @@ def _retries(trace: Trace, scenario: Scenario) -> list[Violation]:
         if k == K["revived"]:  # an operator's retry or move: the count starts again
             failures[j] = 0
             budget[j] = int(cols["a"][seq])
+            previous.pop(j, None)
             continue
         if k == K["dead_lettered"] and int(cols["attempt"][seq]) == 0:
             continue  # not after a failed execution: recorded failed, or rescued exhausted
@@ -135,12 +139,14 @@ def _retries(trace: Trace, scenario: Scenario) -> list[Violation]:
                                      f"after {f} failures; the policy allows {total}", (seq,)))
             continue
         t, due, left = float(cols["time"][seq]), float(cols["x"][seq]), int(cols["a"][seq])
-        lo, hi = policy.backoff.bounds(f)
+        prev, prev_tol = previous.get(j, (None, 0.0))
+        lo, hi = policy.backoff.bounds(f, prev)
         delay = due - t
         tol = 1e-9 + 4 * math.ulp(due)  # (t + d) - t is exact only to half an ulp of t + d
+        previous[j] = delay, tol
         # an uncapped exponential backoff past a float's range waits forever (inf - inf
         # would be nan: compare it as it is)
-        if not (delay == lo == math.inf or lo - tol <= delay <= hi + tol):
+        if not (delay == lo == math.inf or lo - tol <= delay <= hi + tol + 3 * prev_tol):
             out.append(Violation("retries_follow_policy", j, f"job {j}'s failure {f} waits "
                                  f"{delay:g}s; the policy says {lo:g}s..{hi:g}s", (seq,)))
         if form != "decrement":

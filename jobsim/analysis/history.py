@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..base.trace import K, Trace
+from .schedules import retry_delays
 
 #: a job's kind by ``job_created``'s ``a``: a boundary timer's timer job is a timer row of
 #: its own (Flowable: it fires its task's boundary event when it runs)
@@ -69,6 +70,8 @@ class JobStory:
     #: the server's deadline of the job's last activation (a broker: activation + the job
     #: timeout), informational where nothing expires; nan: never activated by a broker
     deadline: float = float("nan")
+    #: the delay of each of its retries, in order: its new due time less its failure's time
+    retry_delays: list[float] = field(default_factory=list)
 
 
 @dataclass
@@ -364,5 +367,8 @@ def histories(trace: Trace) -> Histories:
             if s.outcome == "lost":
                 s.outcome = "pending"
     unrecovered = sum(1 for j in stranded_at if jobs[j].outcome == "pending")
+    for j, delays in retry_delays(trace).items():
+        if j in jobs:
+            jobs[j].retry_delays = delays
     return Histories(jobs, dups, doubles, stranded, recoveries, rejected, row_gone,
                      after_terminal, unrecovered)

@@ -52,13 +52,14 @@ import pandas as pd
 from .checks import Violation, verdicts
 from .history import CAUSES, Histories
 from .services import figures as service_figures, has_services
+from .schedules import schedule_column
 from ..base.trace import KIND_NAMES, K, Trace
 from ..executor.config import NodeConfig
 
 JOB_COLUMNS = ("id", "name", "kind", "handler", "priority", "created", "due", "first_start", "end",
                "outcome", "executions", "failures", "duplicate_executions",
                "duplicate_side_effects", "double_acquisitions", "nodes", "pending_reason",
-               "deadline")
+               "deadline", "retry_delays")
 PERCENTILES = (50, 90, 99)
 #: below this fraction of its even share of the executions, a node did next to no work
 IDLE_SHARE = 0.1
@@ -80,13 +81,16 @@ def trace_frame(trace: Trace) -> pd.DataFrame:
 def jobs_frame(hist: Histories) -> pd.DataFrame:
     """One row per job, in id order."""
     rows = []
-    for j in sorted(hist.jobs):
-        s = hist.jobs[j]
+    stories = [hist.jobs[j] for j in sorted(hist.jobs)]
+    for s in stories:
         rows.append((s.id, s.name, s.kind, s.handler, s.priority, s.created, s.due, s.first_start,
                      s.end, s.outcome, s.executions, s.failures, s.duplicate_executions,
                      s.duplicate_side_effects, s.double_acquisitions, ";".join(s.nodes),
                      s.pending_reason, s.deadline))
-    return pd.DataFrame(rows, columns=list(JOB_COLUMNS))
+    frame = pd.DataFrame(rows, columns=list(JOB_COLUMNS[:-1]))
+    # the delays it waited before each retry, "10s 60s 300s" (empty: never retried)
+    frame["retry_delays"] = schedule_column([s.retry_delays for s in stories])
+    return frame
 
 
 def _claim_rate(t: np.ndarray, got: np.ndarray) -> float | None:

@@ -29,7 +29,7 @@ class Row:
 
     __slots__ = ("id", "kind", "handler", "priority", "created", "due", "retries", "failures",
                  "locked_by", "lock_until", "version", "table", "error", "stamp", "queue",
-                 "fetched")
+                 "fetched", "last_delay")
 
     def __init__(self, id: int, kind: str, handler: str, priority: int, created: float,
                  due: float, retries: int, queue: str | None = None):
@@ -52,6 +52,9 @@ class Row:
         #: claims counted at fetch so far (Oban's ``attempt``, River's): it only goes up, so
         #: an execution's final write can tell its own fetch from a later one
         self.fetched = 0
+        #: the wait before its latest retry (a decorrelated jitter grows from it); ``None``
+        #: before its first failure and after an operator's retry
+        self.last_delay: float | None = None
 
     def lock_valid(self, now: float) -> bool:
         """True while a lock is held and has not expired (expired means ``lock_until < now``)."""

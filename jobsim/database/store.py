@@ -175,8 +175,10 @@ class Store(Indexes):
         row.table = table
 
     def reschedule(self, rid: int, due: float, retries: int, error: str,
-                   owner: str | None = None, table: str = JOB) -> bool:
-        """A failure with retries left: unlock, new due date, retries and error recorded."""
+                   owner: str | None = None, table: str = JOB,
+                   delay: float | None = None) -> bool:
+        """A failure with retries left: unlock, new due date, retries and error recorded,
+        and the ``delay`` it waits (the next failure's decorrelated jitter grows from it)."""
         row = self.rows.get(rid)
         if row is None or row.table not in ACQUIRABLE:
             return False
@@ -185,6 +187,7 @@ class Store(Indexes):
         self._retable(row, table)
         row.due, row.retries, row.error = due, retries, error
         row.failures += 1
+        row.last_delay = delay
         row.locked_by, row.lock_until = None, -math.inf
         row.version += 1
         self._reindex(row)
@@ -225,7 +228,7 @@ class Store(Indexes):
         if row is None or row.table in ACQUIRABLE:
             return False
         self._retable(row, JOB)
-        row.due, row.retries, row.failures = now, retries, 0
+        row.due, row.retries, row.failures, row.last_delay = now, retries, 0, None
         row.locked_by, row.lock_until = None, -math.inf
         row.version += 1
         self._reindex(row, now)

@@ -9,10 +9,19 @@ Backoff forms:
 
 - ``ListBackoff([10s, 60s, 300s])`` — the ``k``-th delay, the last one repeating;
 - ``FixedBackoff(10s)``;
-- ``ExponentialBackoff(base, factor, cap, jitter, offset)`` — ``min(cap, offset + base ×
-  factor^(k−1))`` (Oban's ``15 s + 2^k s`` is base 2 s, factor 2, offset 15 s),
-  scaled by ``1 + jitter × U[−1, 1)`` from the named stream ``retry/jitter/<node>``, then
-  capped again;
+- ``ExponentialBackoff(base, factor, cap, jitter, offset)`` — ``d = min(cap, offset + base ×
+  factor^(k−1))`` (Oban's ``15 s + 2^k s`` is base 2 s, factor 2, offset 15 s), jittered
+  with draws ``U`` from the failing node's stream ``retry/jitter/<node>``:
+
+  - a number ``jitter`` in [0, 1]: ``d × (1 + jitter × U[−1, 1))``, capped again;
+  - ``full``: ``U(0, d)``; ``equal``: ``d/2 + U(0, d/2)``;
+  - ``decorrelated``: ``min(cap, U(low, 3 × previous))``, where ``low = min(cap, offset +
+    base)`` and ``previous`` is the job's previous delay (``low`` before its first); it
+    grows by its own draws, so ``factor`` plays no part.
+
+  The offset is part of ``d`` in every form: the jitter spreads the whole delay, offset
+  included (a numeric jitter always did), and ``decorrelated`` starts from ``offset + base``.
+  Without a stream the middle of the draw is taken (``U = 1/2``);
 - ``CycleBackoff(repeat, interval)`` — ISO-8601 ``R5/PT10M``: on the first failure the retry
   count is replaced by the repeat count (Flowable's ``failedJobRetryTimeCycle``), so the job
   runs ``repeat`` times in all, ``interval`` apart.
@@ -31,12 +40,16 @@ from ..base.rng import Stream
 class ListBackoff:
     delays: tuple[float, ...]
 
-    def delay(self, failure: int, stream: Stream | None = None) -> float:
+    def delay(self, failure: int, stream: Stream | None = None,
+              previous: float | None = None) -> float:
         return self.delays[min(failure, len(self.delays)) - 1]
 
-    def bounds(self, failure: int) -> tuple[float, float]:
+    def bounds(self, failure: int, previous: float | None = None) -> tuple[float, float]:
         d = self.delay(failure)
         return d, d
+
+    def mean(self, failure: int) -> float:
+        return self.delay(failure)
 
     def describe(self) -> str:
         return "[" + ", ".join(format_duration(d) for d in self.delays) + "]"
@@ -46,14 +59,30 @@ class ListBackoff:
 class FixedBackoff:
     every: float
 
-    def delay(self, failure: int, stream: Stream | None = None) -> float:
+    def delay(self, failure: int, stream: Stream | None = None,
+              previous: float | None = None) -> float:
         return self.every
 
-    def bounds(self, failure: int) -> tuple[float, float]:
+    def bounds(self, failure: int, previous: float | None = None) -> tuple[float, float]:
         return self.every, self.every
+
+    def mean(self, failure: int) -> float:
+        return self.every
 
     def describe(self) -> str:
         return f"fixed {format_duration(self.every)}"
+
+
+#: the named jitter forms of ``ExponentialBackoff`` (a number is the symmetric fraction)
+JITTER_FORMS = ("full", "equal", "decorrelated")
+
+
+def _power(x: float, n: int) -> float:
+    """``x ** n``, infinite beyond a float's range (``2.0 ** 1024`` raises OverflowError)."""
+    try:
+        return x ** n
+    except OverflowError:
+        return math.inf
 
 
 @dataclass(frozen=True)
@@ -61,7 +90,8 @@ class ExponentialBackoff:
     base: float
     factor: float = 2.0
     cap: float = float("inf")
-    jitter: float = 0.0
+    #: a fraction in [0, 1] (symmetric), or one of ``JITTER_FORMS``
+    jitter: float | str = 0.0
     offset: float = 0.0
 
     def _raw(self, failure: int) -> float:
@@ -69,13 +99,20 @@ class ExponentialBackoff:
         power is taken before the cap, and ``2.0 ** 1024`` raises OverflowError (a job's
         1,025th failure used to crash the run). A power beyond a float's range is infinite,
         so the delay is then the cap, or infinite when there is none (never due again)."""
-        try:
-            grown = self.factor ** (failure - 1)
-        except OverflowError:
-            grown = math.inf
+        grown = _power(self.factor, failure - 1)
         return min(self.cap, self.offset + (self.base * grown if self.base else 0.0))
 
-    def delay(self, failure: int, stream: Stream | None = None) -> float:
+    def _low(self) -> float:
+        """Decorrelated jitter's least delay, and its ``previous`` before the first."""
+        return min(self.cap, self.offset + self.base)
+
+    def delay(self, failure: int, stream: Stream | None = None,
+              previous: float | None = None) -> float:
+        """The ``failure``-th delay; ``previous`` is the job's previous delay (decorrelated
+        jitter only; ``None`` before its first)."""
+        if isinstance(self.jitter, str):
+            u = stream.uniform() if stream is not None else 0.5
+            return self._named(failure, u, previous)
         d = self._raw(failure)
         if self.jitter and stream is not None:
             scale = 1.0 + self.jitter * (2.0 * stream.uniform() - 1.0)
@@ -83,19 +120,57 @@ class ExponentialBackoff:
                 d *= scale
         return min(self.cap, d)
 
-    def bounds(self, failure: int) -> tuple[float, float]:
+    def _named(self, failure: int, u: float, previous: float | None) -> float:
+        if self.jitter == "decorrelated":
+            low = self._low()
+            top = 3.0 * max(low, low if previous is None else previous)
+            if top == math.inf:
+                return min(self.cap, math.inf)
+            return min(self.cap, low + u * (top - low))
+        d = self._raw(failure)
+        if d == math.inf:  # U(0, inf) has no middle: an infinite wait stays infinite
+            return d
+        if self.jitter == "full":
+            return u * d
+        return d / 2.0 + u * (d / 2.0)  # equal
+
+    def bounds(self, failure: int, previous: float | None = None) -> tuple[float, float]:
+        """The least and the most the ``failure``-th delay can be; decorrelated: given the
+        job's ``previous`` delay, else over every history (``low × 3^failure`` at most)."""
+        if self.jitter == "decorrelated":
+            low = self._low()
+            top = 3.0 * previous if previous is not None else low * _power(3.0, failure)
+            return low, min(self.cap, max(low, top))
         d = self._raw(failure)
         if d == math.inf:
             return d, d
+        if self.jitter == "full":
+            return 0.0, d
+        if self.jitter == "equal":
+            return d / 2.0, d
         return d * (1.0 - self.jitter), min(self.cap, d * (1.0 + self.jitter))
 
+    def mean(self, failure: int) -> float:
+        """The ``failure``-th delay on average, for estimates (decorrelated: ``m_k = (low +
+        3 m_{k−1}) / 2`` from ``m_0 = low``, i.e. ``2 low × 1.5^k − low``, at most the cap)."""
+        if self.jitter == "decorrelated":
+            low = self._low()
+            return min(self.cap, 2.0 * low * _power(1.5, failure) - low)
+        lo, hi = self.bounds(failure)
+        return (lo + hi) / 2.0
+
     def describe(self) -> str:
-        text = f"exponential {format_duration(self.base)} ×{self.factor:g}"
-        if self.offset:
-            text = f"{format_duration(self.offset)} + " + text
+        if self.jitter == "decorrelated":
+            text = f"decorrelated U({format_duration(self._low())}, 3 × the previous delay)"
+        else:
+            text = f"exponential {format_duration(self.base)} ×{self.factor:g}"
+            if self.offset:
+                text = f"{format_duration(self.offset)} + " + text
         if self.cap != float("inf"):
             text += f" cap {format_duration(self.cap)}"
-        if self.jitter:
+        if self.jitter in ("full", "equal"):
+            text += f", {self.jitter} jitter"
+        elif self.jitter and not isinstance(self.jitter, str):
             text += f" ±{self.jitter:.0%}"
         return text
 
@@ -105,11 +180,15 @@ class CycleBackoff:
     repeat: int
     interval: float
 
-    def delay(self, failure: int, stream: Stream | None = None) -> float:
+    def delay(self, failure: int, stream: Stream | None = None,
+              previous: float | None = None) -> float:
         return self.interval
 
-    def bounds(self, failure: int) -> tuple[float, float]:
+    def bounds(self, failure: int, previous: float | None = None) -> tuple[float, float]:
         return self.interval, self.interval
+
+    def mean(self, failure: int) -> float:
+        return self.interval
 
     def describe(self) -> str:
         return f"R{self.repeat}/{format_duration(self.interval)}"
@@ -137,13 +216,15 @@ class RetryPolicy:
     def initial_retries(self) -> int:
         return self.attempts
 
-    def on_failure(self, retries: int, failure: int, stream: Stream | None = None) -> Decision:
-        """The decision for the ``failure``-th failure of a job holding ``retries``."""
+    def on_failure(self, retries: int, failure: int, stream: Stream | None = None,
+                   previous: float | None = None) -> Decision:
+        """The decision for the ``failure``-th failure of a job holding ``retries``, whose
+        previous delay was ``previous`` (``None`` before its first)."""
         if failure == 1 and isinstance(self.backoff, CycleBackoff):
             retries = self.backoff.repeat
         if retries <= 1:
             return Decision(True, 0, 0.0)
-        return Decision(False, retries - 1, self.backoff.delay(failure, stream))
+        return Decision(False, retries - 1, self.backoff.delay(failure, stream, previous))
 
     def total_attempts(self) -> int:
         """How many executions a job that always fails gets."""

@@ -17,9 +17,26 @@ from ..database.indexes import AGING_FROM
 from ..database.store import LOCK_EXPIRY, ORDERS
 from ..executor.config import (COMPLETE_GUARDS, COUNT_ATTEMPT, EXHAUSTED, HEARTBEAT_SCOPES,
                                QUEUE_FULL, WAKEUPS, ExecutorConfig)
-from ..executor.retry import ListBackoff
-from .spec import (Const, Cycle, Dur, Either, Enum, Field, Int, ListOf, Num, Obj, Str,
-                   is_map_with)
+from ..executor.retry import JITTER_FORMS, ListBackoff
+from .spec import (Const, Cycle, Dur, Either, Enum, Field, Int, ListOf, Num, NumOrName, Obj,
+                   Str, is_map_with)
+
+JITTER_DOC = ("d = min(cap, offset + base × factor^(k−1)) for the k-th failure, then: a "
+              "fraction j from 0 to 1 waits d × (1 ± j), uniformly; full waits U(0, d); "
+              "equal waits d/2 + U(0, d/2); decorrelated waits min(cap, U(offset + base, "
+              "3 × the job's previous delay)), from offset + base before the first, and "
+              "ignores factor. Drawn from the failing node's stream")
+
+
+def exponential(forms: tuple[str, ...], expected: str = "") -> Obj:
+    """The ``{exponential: {...}}`` backoff, its jitter a fraction or one of ``forms``."""
+    return Obj({"exponential": Obj({
+        "base": Dur(positive=True), "factor": Num(2.0, lo=1.0, hi=100.0),
+        "cap": Dur(None, none_ok=True),
+        "jitter": NumOrName(forms, 0.0, doc=JITTER_DOC, expected=expected),
+        "offset": Dur(0.0, doc="added to every delay (Oban: 15s)")}, ("base",))},
+        ("exponential",))
+
 
 backoff = Either([
     (lambda v: isinstance(v, list), ListOf(Dur(), min_len=1, max_len=100,
@@ -27,13 +44,10 @@ backoff = Either([
                                                "the last repeats")),
     (lambda v: isinstance(v, str) and v.startswith("R"), Cycle()),
     (is_map_with("fixed"), Obj({"fixed": Dur()}, ("fixed",))),
-    (is_map_with("exponential"), Obj({"exponential": Obj({
-        "base": Dur(positive=True), "factor": Num(2.0, lo=1.0, hi=100.0),
-        "cap": Dur(None, none_ok=True), "jitter": Num(0.0, lo=0.0, hi=1.0),
-        "offset": Dur(0.0, doc="added to every delay (Oban: 15s)")}, ("base",))},
-        ("exponential",))),
+    (is_map_with("exponential"), exponential(JITTER_FORMS)),
 ], "a list of durations, an ISO-8601 cycle like R5/PT10M, {fixed: D} or "
-   "{exponential: {base, factor, cap, jitter}}")
+   "{exponential: {base, factor, cap, jitter, offset}} (jitter: a fraction from 0 to 1, "
+   "full, equal or decorrelated)")
 
 
 def bool_field(doc: str = "") -> Const:
@@ -248,7 +262,10 @@ def _backoff_text(b: Any) -> str:
             text = f"{d(e['offset'])} + " + text
         if e.get("cap") is not None:
             text += f", at most {d(e['cap'])}"
-        if e.get("jitter"):
-            text += f", jitter {e['jitter']:g}"
+        j = e.get("jitter")
+        if isinstance(j, str):
+            text += f", {j} jitter"
+        elif j:
+            text += f", jitter {j:g}"
         return text
     return str(b)

@@ -17,6 +17,7 @@ from ..base.errors import Problem
 from ..executor.policies import PRESETS
 from .executor_keys import EXECUTOR as _EXECUTOR, NOT_PER_NODE as _NOT_PER_NODE
 from .executor_keys import TABLE_ONLY as _TABLE_ONLY, backoff as _backoff, retry as _retry
+from .executor_keys import exponential as _exponential
 from ..executor.handlers import FAIL_RETRIES
 from .services_format import calls_format, service_format
 from .services_format import rate_of as _rate
@@ -102,10 +103,16 @@ _dist = Either([
 ], "a duration (constant) or one of {constant: D}, {uniform: {low, high}}, "
    "{exponential: {mean}}, {lognormal: {median, p99}}")
 
-_fail_wait = Either([(test, field) for test, field in _backoff.options
-                     if not isinstance(field, Cycle)],
+# a decorrelated jitter grows from the job's previous wait, which a worker does not keep
+# between activations of the job: only the stateless forms are taken here
+_fail_wait_exponential = _exponential(
+    ("full", "equal"), "a fraction from 0 to 1, full or equal (not decorrelated: it grows from "
+                       "the previous wait, which a worker does not keep)")
+_fail_wait = Either([(test, _fail_wait_exponential if "exponential" in getattr(
+                        field, "fields", {}) else field)
+                     for test, field in _backoff.options if not isinstance(field, Cycle)],
                     "a list of durations, {fixed: D} or {exponential: {base, factor, cap, "
-                    "jitter}}",
+                    "jitter, offset}} (jitter: a fraction from 0 to 1, full or equal)",
                     doc="the worker's wait before it reports a failure (the job stays its own): "
                         "the k-th wait once the job has used k - 1 retries (a list: the k-th "
                         "delay, the last repeating)")

@@ -136,6 +136,31 @@ class Num(Field):
         return self._described({"type": "number", "minimum": self.lo, "maximum": self.hi})
 
 
+class NumOrName(Field):
+    """A number from ``lo`` to ``hi``, or one of the names ``choices`` (kept as the name)."""
+
+    def __init__(self, choices: tuple[str, ...], default: Any = MISSING, doc: str = "",
+                 lo: float = 0.0, hi: float = 1.0, expected: str = ""):
+        self.choices, self.default, self.doc, self.lo, self.hi = choices, default, doc, lo, hi
+        self.expected = expected or (f"a number from {lo:g} to {hi:g} or one of "
+                                     + ", ".join(choices))
+
+    def check(self, value, path, problems):
+        if isinstance(value, str) and value in self.choices:
+            return value
+        if not isinstance(value, bool) and isinstance(value, (int, float)) and (
+                math.isfinite(value) and self.lo <= value <= self.hi):
+            return float(value)
+        hint = suggest(value, self.choices) if isinstance(value, str) else ""
+        problems.append(Problem(path, self.expected, show(value), hint))
+        return MISSING
+
+    def schema(self):
+        return self._described({"anyOf": [
+            {"type": "number", "minimum": self.lo, "maximum": self.hi},
+            {"enum": list(self.choices)}]})
+
+
 class Dur(Field):
     """A duration with a unit; ``none_ok`` also accepts ``none`` (→ ``None``)."""
 

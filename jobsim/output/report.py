@@ -3,7 +3,7 @@
 For a scenario without variants, the folder holds:
 
 - ``report.md`` — a warning per idle node, the expectations, the summary and per-node tables,
-  the plots (PNG beside it): latency CDF by priority class, the per-node timeline, table
+  the retry schedules the jobs followed, the plots (PNG beside it): latency CDF by priority class, the per-node timeline, table
   depth over time, double runs by cause;
 - ``summary.json`` — the run's figures (sorted keys, no wall-clock figures, ``trace_sha256``);
 - ``jobs.csv`` — one row per job; ``trace.csv`` — one row per event, codes turned into names;
@@ -37,6 +37,7 @@ from ..analysis.checks import Violation, check
 from ..analysis.expect import NO_FIGURE, Verdict, evaluate, figure
 from ..analysis.history import CAUSES, Histories, histories
 from ..analysis.metrics import idle_note, jobs_frame, summary, trace_frame
+from ..analysis.schedules import digest
 from ..sim.world import RunResult
 # the printed summary (``text``), also imported from here by the command line and the tests
 from .text import (MAX_NODES_SHOWN, format_seconds, format_summary,  # noqa: F401
@@ -240,6 +241,7 @@ def markdown(analyses: list[Analysis], plots_of: dict[str, list[tuple[str, str]]
     if any(a.summary["duplicate_executions"]["total"] or
            a.summary["duplicate_side_effects"]["total"] for a in analyses):
         out += ["## Double runs by cause", ""] + _table(analyses, dup_rows) + [""]
+    out += _schedules(analyses, sc.variant is not None)
     out += service_section(analyses)
     inv = [(k, f"invariants.{k}") for k in analyses[0].summary["invariants"]]
     out += ["## Invariants (violations; 0 = holds)", ""] + _table(analyses, inv) + [""]
@@ -256,6 +258,19 @@ def markdown(analyses: list[Analysis], plots_of: dict[str, list[tuple[str, str]]
             "per event), `scenario.yaml` (what was run)"
             + (", one folder per variant." if sc.variant is not None else "."), ""]
     return "\n".join(out)
+
+
+def _schedules(analyses: list[Analysis], variants: bool) -> list[str]:
+    """The retry schedules the jobs followed, per run that retried any (none otherwise)."""
+    digests = [(a.name, lines) for a in analyses if (lines := digest(a.histories))]
+    if not digests:
+        return []
+    out = ["## Retry schedules", "", "The delays each job waited between a failure and its "
+           "next due time, and how many jobs followed each schedule (`retry_delays` in "
+           "`jobs.csv`).", ""]
+    for name, lines in digests:
+        out += ([f"### {name}", ""] if variants else []) + lines + [""]
+    return out
 
 
 # --- files ------------------------------------------------------------------------------------

@@ -63,17 +63,19 @@ def fail(node: Node, jid: int, hname: str, attempt: int, error: str,
             # ``row.retries`` is no longer what this fetch left, and a stale failure must
             # not reschedule (or dead-letter) the row from it
             return "stale", 0, 0.0
+        previous = row.last_delay  # what a decorrelated jitter grows from
         if form == "decrement":
-            d = policy.on_failure(row.retries + counted, row.failures + 1, stream)
+            d = policy.on_failure(row.retries + counted, row.failures + 1, stream, previous)
         elif form == "unchanged":  # job.retries as it is: the failure uses none
-            d = Decision(False, row.retries, policy.backoff.delay(row.failures + 1, stream))
+            d = Decision(False, row.retries,
+                         policy.backoff.delay(row.failures + 1, stream, previous))
         else:  # omitted: counts as 0
             d = Decision(True, 0, 0.0)
         if d.dead:
             store.move(jid, terminal, error=error)
             out = "dead", 0, 0.0
         else:
-            store.reschedule(jid, now + d.delay, d.left, error, table=table)
+            store.reschedule(jid, now + d.delay, d.left, error, table=table, delay=d.delay)
             out = "retry", d.left, now + d.delay
         if row.queue is not None:  # a failed task does not block its queue
             next_in_queue(node, row.queue, now)

@@ -111,8 +111,7 @@ def _attempts_within(policy, attempts: int, end: float) -> tuple[int, list[float
     waits = [0.0]
     total = 0.0
     for failure in range(1, min(attempts, 100_000)):
-        lo, hi = policy.backoff.bounds(failure)
-        total += (lo + hi) / 2
+        total += policy.backoff.mean(failure)
         if total > end:
             break
         waits.append(total)
