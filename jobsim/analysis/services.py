@@ -54,9 +54,12 @@ def intervals(trace: Trace, name: str, end: float) -> dict[str, list[tuple[float
     for (t0, s, h), nxt in zip(marks, marks[1:] + [(end, -1, 0)]):
         t1 = nxt[0]
         if t1 > t0:
-            out[STATES[s]].append((t0, t1))
-            if h:
-                out["held"].append((t0, t1))
+            for key in (STATES[s], "held") if h else (STATES[s],):
+                spans = out[key]
+                if spans and spans[-1][1] == t0:  # down, then held down: one outage
+                    spans[-1] = (spans[-1][0], t1)
+                else:
+                    spans.append((t0, t1))
     return out
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import Any
 
 from ...executor.config import Scenario
 
@@ -105,6 +106,23 @@ def _ends_failed(h, attempts: int, exhausted_stops: bool) -> float:
     return p if exhausted_stops else p ** max(1, attempts)
 
 
+def _calls(sc: Scenario, h: Any, fit: int, waits: list[float]) -> tuple[float, float]:
+    """A handler that calls services: its run is its work and its calls' latencies; a job
+    that comes while a service it calls is down fails until the outage is over (its
+    retries, spaced by the backoff, that fall inside the longest outage)."""
+    from ...executor.handlers import Call
+    length, down = 0.0, 0.0
+    for step in h.steps:
+        if isinstance(step, Call):
+            spec = sc.services[step.service]
+            length += mean(spec.latency)
+            down = max([down] + [o.length for o in spec.outages])
+        else:
+            length += mean(step.duration)
+    inside = sum(1 for w in waits if w < down) if down else 0
+    return length, float(min(fit, inside + 1) if inside else 1)
+
+
 def _attempts_within(policy, attempts: int, end: float) -> tuple[int, list[float]]:
     """How many of ``attempts`` executions fit before ``end`` (the backoff delays between
     them add up), and the cumulative wait before each (up to 100,000 of them)."""
@@ -174,6 +192,8 @@ def count_executions(sc: Scenario, workload: Workload) -> Work:
             attempts = min(100_000, math.ceil(sc.end / max(mean_length + wait, 1e-3)))
         fit, waits = _attempts_within(policy, attempts, sc.end)
         per = _executions_per_job(h, fit, exhausted_stops)
+        if h.steps is not None:
+            mean_length, per = _calls(sc, h, fit, waits)
         if h.outcome != "succeed":
             mean_length += wait * min(1.0, _ends_failed(h, fit, exhausted_stops) +
                                       (per - 1.0) / max(per, 1.0))
