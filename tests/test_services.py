@@ -295,3 +295,43 @@ def test_fuzz_service_accounting(seed):
     assert s["jobs"]["lost"] == 0 and s["invariants"]["no_job_lost"] == 0, f"seed {seed}"
     assert math.isclose(sum(p["time"][k] for k in ("up", "down", "brownout")),
                         res.end_time, abs_tol=1e-6), f"seed {seed}"
+
+
+def test_lint_names_a_call_that_can_hang_its_thread():
+    from jobsim.format.lint import lint
+    sc = scenario({"slow": {"outages": [{"at": "10s", "for": "1m", "fail": "timeout"}]}},
+                  ["slow"])
+    codes = {w.code: w for w in lint(sc)}
+    assert codes["call-without-timeout"].path == "handlers.h.calls[0]"
+    timed = scenario({"slow": {"outages": [{"at": "10s", "for": "1m", "fail": "timeout"}]}},
+                     [{"service": "slow", "timeout": "2s"}])
+    assert "call-without-timeout" not in {w.code for w in lint(timed)}
+
+
+def test_lint_counts_a_slow_call_against_the_lock():
+    from jobsim.format.lint import lint
+    sc = scenario({"slow": {"latency": "2m"}}, ["slow"], count=1)
+    doc = sc.document
+    doc["executor"]["lock_time"] = "30s"
+    warnings = lint(jobsim.from_dict(doc))
+    assert any(w.code == "lock-shorter-than-run" and "p99 120s" in w.message for w in warnings)
+
+
+def test_docs_python_handler_example_runs():
+    """The Python example of docs/services.md, run as written."""
+    import re
+    from pathlib import Path
+    root = Path(__file__).resolve().parent.parent
+    text = (root / "docs" / "services.md").read_text(encoding="utf-8")
+    code = re.findall(r"```python\n(.*?)```", text, re.S)
+    assert len(code) == 1
+    cwd = os.getcwd()
+    os.chdir(root)
+    try:
+        space: dict = {}
+        exec(compile(code[0], "docs/services.md", "exec"), space)
+    finally:
+        os.chdir(cwd)
+    trace = jobsim.trace_frame(space["result"].trace)
+    ends = trace[trace.kind == "exec_end"]
+    assert "circuit open" in set(ends.text)

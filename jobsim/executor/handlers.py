@@ -117,11 +117,6 @@ class Handler:
         """Whether a run is a process of its own (steps or Python), not a drawn one."""
         return self.steps is not None or self.python is not None
 
-    def services(self) -> tuple[str, ...]:
-        """The services its steps call, in order, each once."""
-        names = [s.service for s in self.steps or () if isinstance(s, Call)]
-        return tuple(dict.fromkeys(names))
-
     def draw(self, attempt: int, stream: Stream) -> Execution:
         """The ``attempt``-th execution of a job (1-based), drawn from ``stream``; a run
         longer than the worker's timeout fails at the timeout."""

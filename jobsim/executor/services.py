@@ -42,6 +42,7 @@ from typing import Any, NamedTuple
 import simpy
 
 from ..base.dists import ZERO, Distribution
+from ..base.durations import format_duration
 from ..base.rng import Stream
 from ..base.trace import K, Trace
 
@@ -92,7 +93,6 @@ class ServiceSpec:
 
     def texts(self, timeout: float | None = None) -> tuple[str, ...]:
         """The error of each outcome (``OUTCOMES``); ``ok`` has none."""
-        from ..base.durations import format_duration
         after = f" after {format_duration(timeout)}" if timeout is not None else ""
         return ("", self.error_text, f"{self.name} timed out{after}",
                 f"{self.name} busy: at capacity", f"{self.name} 429 too many requests")

@@ -142,9 +142,10 @@ def _lock_shorter_than_run(run: _Run, node: _Node) -> Iterator[Found]:
     if mode is None or cfg.heartbeat is not None:
         return
     # a hang outruns any lock on purpose, unless the worker's own timeout cuts it short
-    long = [(h, _run_p99(handlers[h])) for h in node.runs
+    long = [(h, _run_p99(handlers[h], run.sc.services)) for h in node.runs
             if handlers[h].outcome != "hang" or handlers[h].worker_timeout is not None]
-    long = [(h, t) for h, t in long if t > cfg.lock_time]
+    # a call that can hang for ever is call-without-timeout's
+    long = [(h, t) for h, t in long if cfg.lock_time < t < math.inf]
     if long:
         yield ("lock-shorter-than-run", run.where(node, "lock_time", "heartbeat"),
                f"the lock ({_dur(cfg.lock_time)}) is shorter than the p99 run of "
@@ -154,10 +155,24 @@ def _lock_shorter_than_run(run: _Run, node: _Node) -> Iterator[Found]:
                f"{_dur(max(t for _, t in long))}, or a heartbeat shorter than the lock")
 
 
-def _run_p99(h: Any) -> float:
-    """The p99 of a handler's run, as its worker's own timeout bounds it."""
+def _run_p99(h: Any, services: dict[str, Any]) -> float:
+    """The p99 of a handler's run, as its worker's own timeout bounds it; of a run that
+    calls services, the sum of its steps' (a call: the latency's p99 in the slowest
+    brown-out, or for ever into an outage that never answers, bounded by its timeout)."""
     t = h.hang_for if h.outcome == "hang" else p99(h.duration)
+    if h.steps is not None:
+        t = sum(_step_p99(services, s) for s in h.steps)
     return t if h.worker_timeout is None else min(t, h.worker_timeout)
+
+
+def _step_p99(services: dict[str, Any], step: Any) -> float:
+    if not hasattr(step, "service"):
+        return p99(step.duration)
+    spec = services[step.service]
+    t = p99(spec.latency) * max([1.0] + [b.latency_factor for b in spec.brownouts])
+    if any(o.fail == "timeout" for o in spec.outages):
+        t = math.inf
+    return t if step.timeout is None else min(t, step.timeout)
 
 
 def _queue_outlives_lock(run: _Run, node: _Node) -> Iterator[Found]:

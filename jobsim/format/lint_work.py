@@ -1,6 +1,7 @@
 """Traps of the workload rather than of a node's settings: a job its worker hands back for
 ever (``handed-back-for-ever``) and a schedule that a failure ends for good
-(``schedule-stops-on-failure``). Each is a (code, dotted path, message) as in ``lint``."""
+(``schedule-stops-on-failure``), and a call that can hang its thread for good
+(``call-without-timeout``). Each is a (code, dotted path, message) as in ``lint``."""
 
 from __future__ import annotations
 
@@ -14,7 +15,26 @@ Found = tuple[str, str, str]
 
 def workload_traps(sc: Scenario) -> list[Found]:
     """The workload's traps, in the order they are reported."""
-    return [*_handed_back_for_ever(sc), *_stopped_schedules(sc)]
+    return [*_handed_back_for_ever(sc), *_stopped_schedules(sc), *_calls_that_hang(sc)]
+
+
+def _calls_that_hang(sc: Scenario) -> Iterator[Found]:
+    """A call without a timeout into an outage that never answers: its thread is gone."""
+    from ..base.durations import format_duration
+    from ..executor.handlers import Call
+    for name, h in sc.handlers.items():
+        if h.worker_timeout is not None:
+            continue
+        for i, step in enumerate(h.steps or ()):
+            if not isinstance(step, Call) or step.timeout is not None:
+                continue
+            silent = [o for o in sc.services[step.service].outages if o.fail == "timeout"]
+            if silent:
+                yield ("call-without-timeout", f"handlers.{name}.calls[{i}]",
+                       f"the call to {step.service!r} has no timeout, and its outage at "
+                       f"{format_duration(silent[0].at)} never answers: each call made then "
+                       f"holds its worker thread for the rest of the run; fix: a timeout on "
+                       f"the call, or the handler's worker_timeout")
 
 
 def _shortest(d: dists.Distribution) -> float:
