@@ -35,7 +35,7 @@ _TOLD = [K[k] for k in ("tick", "job_created", "side_effect", "exec_end", "retry
                         "dead_lettered", "completed", "locked", "pending", "node_crashed",
                         "node_restarted", "node_paused", "node_resumed", "withdrawn",
                         "boundary_timer", "server_restarted", "revived", "cancelled",
-                        "resubmitted")]
+                        "resubmitted", "service_state")]
 #: jobs whose run is told by what it does, not by a "done" line
 _QUIET = ("timer", "boundary_timer")
 
@@ -67,6 +67,18 @@ def _row_gone(j: int, withdrawn_by: dict[int, int], ended_with: dict[int, int]) 
         return (f"job {j} (a boundary timer) ran, but its row is gone: deleted with its task, "
                 f"job {ended_with[j]}, which ended first (the timer fires nothing)")
     return f"job {j} done again: its row was already gone (a duplicate run)"
+
+
+def _service_state(name: str, t: float, state: int, b: int, c: int, x: float) -> str:
+    if state == 1 and b:
+        return f"  [{name}] still DOWN at t={t:g}s: the calls it receives hold it down"
+    if state == 1:
+        return f"  [{name}] DOWN at t={t:g}s: " + ("its calls are not answered" if c else
+                                                  "its calls fail at once")
+    if state == 2:
+        return (f"  [{name}] BROWN-OUT at t={t:g}s: latency ×{x:g}, {c / 1e4:g}% of calls "
+                "fail")
+    return f"  [{name}] back up at t={t:g}s"
 
 
 def narrate(trace: Trace, limit: int | None = 60) -> list[str]:
@@ -154,6 +166,8 @@ def narrate(trace: Trace, limit: int | None = 60) -> list[str]:
             lines.append(f"  {who} PAUSED at t={times[i]:g}s for {format_duration(x_[i])}")
         elif k == K["node_resumed"]:
             lines.append(f"  {who} resumed at t={times[i]:g}s as if nothing happened")
+        elif k == K["service_state"]:
+            lines.append(_service_state(text, times[i], a_[i], b_[i], c_[i], x_[i]))
         elif k == K["pending"] and text == "deadletter_job":
             dead.append((j, kind_of.get(j, "async")))
     if limit is not None and len(lines) > limit:
