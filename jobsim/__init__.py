@@ -28,11 +28,11 @@ from .analysis.metrics import jobs_frame, trace_frame
 from .analysis.narrative import narrate
 from .output.report import Analysis, analyse, write
 from .format.scenario import from_dict, load, load_variants, loads, with_handler
-from .executor.context import Context, JobFailed
+from .executor.context import Context, HandlerError, JobFailed
 from .executor.services import Reply
 from .sim.world import RunResult, run
 
-__all__ = ["Analysis", "Context", "JobFailed", "Reply", "RunResult", "analyse",
+__all__ = ["Analysis", "Context", "HandlerError", "JobFailed", "Reply", "RunResult", "analyse",
            "erlang_c_wait", "fast", "from_dict", "histories", "jobs_frame", "load", "load_variants", "loads", "mean_ci",
            "mmc_scenario", "narrate", "plots", "run", "trace_frame", "with_handler", "write"]
 

@@ -42,7 +42,7 @@ from .schedules import retry_delays
 KINDS_OF_JOB = ("async", "timer", "boundary_timer")
 
 CAUSES = ("unsafe_acquisition", "lock_expired", "pause", "crash", "partition",
-          "server_restart", "unexplained")
+          "server_restart", "failed_after_effect", "unexplained")
 
 
 @dataclass
@@ -137,6 +137,11 @@ def histories(trace: Trace) -> Histories:
     succeeded: set[int] = set()
     acq_cause: dict[tuple[int, int], tuple[str, list[int]]] = {}
     job_cause: dict[int, tuple[str, list[int]]] = {}
+    #: job -> (node, seq) of a side effect whose execution has not ended yet; and the job's
+    #: executions that failed after their side effect (a service-calling handler whose
+    #: later call failed): the retry's side effect is a duplicate of that cause
+    effect_at: dict[int, tuple[int, int]] = {}
+    effect_failed: dict[int, list[int]] = {}
     conflict: dict[int, tuple[str, list[int]]] = {}
     crashed: dict[int, int] = {}  # job -> seq of the crash that lost an execution of it
     lost_commit: dict[int, int] = {}  # job -> seq of its completion that failed
@@ -268,8 +273,12 @@ def histories(trace: Trace) -> Histories:
         elif k == KE or (k == KEND and b_[i] == 1):
             s = story(j)
             s.side_effects += 1
+            if k == KE:
+                effect_at[j] = (node, seq)
             if s.side_effects > 1:
-                cause, evidence = job_cause.get(j, ("unexplained", []))
+                cause, evidence = job_cause.get(j) or (
+                    ("failed_after_effect", effect_failed[j]) if j in effect_failed
+                    else ("unexplained", []))
                 dups.append(Duplicate(seq, t, j, nodes[node], "side_effect", cause,
                                       evidence + [seq]))
                 s.duplicate_side_effects += 1
@@ -291,6 +300,11 @@ def histories(trace: Trace) -> Histories:
             else:
                 ended_ok.discard(j)
                 story(j).failures += 1
+                said = effect_at.get(j)
+                if said is not None and said[0] == node:
+                    effect_failed[j] = [said[1], seq]
+            if effect_at.get(j, (-1,))[0] == node:
+                del effect_at[j]
         elif k == KC2:
             if uncommitted.get(j) == node:
                 del uncommitted[j]

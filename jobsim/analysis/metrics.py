@@ -124,11 +124,13 @@ def _dist(values: np.ndarray) -> dict[str, Any]:
 def summary(trace: Trace, hist: Histories, violations: list[Violation], *,
             scenario_name: str, seed: int, end_time: float, drained: bool,
             statements: int, polls: dict[str, int], polls_skipped: dict[str, int],
-            nodes: tuple[NodeConfig, ...] = (), boundary_jobs: bool = False) -> dict:
+            nodes: tuple[NodeConfig, ...] = (), boundary_jobs: bool = False,
+            services: tuple[str, ...] = ()) -> dict:
     """The run's figures as a JSON-ready dict (sorted keys when written). ``nodes``, the
     scenario's nodes, give the per-node figures that need a node's settings (threads,
     handles, poll interval); without them those figures are None. ``boundary_jobs``: the
-    scenario's boundary timers are timer jobs (``boundary_timers`` is added)."""
+    scenario's boundary timers are timer jobs (``boundary_timers`` is added); ``services``,
+    the scenario's, have figures even when nothing called them."""
     jobs = jobs_frame(hist)
     cols = trace.arrays()
     kind = cols["kind"]
@@ -203,8 +205,8 @@ def summary(trace: Trace, hist: Histories, violations: list[Violation], *,
     }
     if boundary_jobs:
         out["boundary_timers"] = boundary_figures(cols, jobs)
-    if has_services(trace):
-        out["services"] = service_figures(trace, end_time)
+    if services or has_services(trace):
+        out["services"] = service_figures(trace, end_time, services)
     return out
 
 

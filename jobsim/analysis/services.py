@@ -15,8 +15,7 @@ import pandas as pd
 
 from ..base.trace import K, Trace
 
-OUTCOMES = ("ok", "error", "timeout", "refused", "rate_limited")
-STATES = ("up", "down", "brownout")
+from ..executor.services import OUTCOMES, STATES
 
 
 def _r(x: float) -> float:
@@ -30,6 +29,8 @@ def has_services(trace: Trace) -> bool:
 
 def _rows(trace: Trace, kind: str, name: str) -> np.ndarray:
     cols = trace.arrays()
+    if name not in trace.texts:  # a service nothing called and that never changed
+        return np.zeros(0, dtype=np.int64)
     code = trace.texts.index(name)
     return np.flatnonzero((cols["kind"] == K[kind]) & (cols["text"] == code))
 
@@ -100,11 +101,20 @@ def load(trace: Trace, name: str, end: float, bin_s: float = 1.0) -> pd.DataFram
     return pd.DataFrame(frame)
 
 
-def figures(trace: Trace, end: float) -> dict[str, dict[str, Any]]:
-    """Per service: calls, answers by outcome, waits, time in each state, load peaks."""
+def last_event(trace: Trace, end: float) -> float:
+    """The instant of the last service event (the run's end when there is none)."""
+    cols = trace.arrays()
+    mask = np.isin(cols["kind"], (K["service_call"], K["service_reply"], K["service_state"]))
+    return float(cols["time"][mask].max()) if mask.any() else end
+
+
+def figures(trace: Trace, end: float, declared: tuple[str, ...] = ()) -> dict[str, dict[str, Any]]:
+    """Per service (those the trace mentions, and the ``declared`` ones that it does not):
+    calls, answers by outcome, waits, time in each state, load peaks, and the calls a
+    worker's open circuit breaker failed without making."""
     cols = trace.arrays()
     out = {}
-    for name in names(trace):
+    for name in list(dict.fromkeys(names(trace) + list(declared))):
         calls = _rows(trace, "service_call", name)
         replies = _rows(trace, "service_reply", name)
         code = cols["a"][replies]
@@ -128,8 +138,9 @@ def figures(trace: Trace, end: float) -> dict[str, dict[str, Any]]:
             "attempts_in_outage": int(np.unique(np.stack(
                 [cols["job"][calls][down], cols["attempt"][calls][down]]), axis=1).shape[1])
                 if down.any() else 0,
+            "short_circuited": _count_text(cols, K["exec_end"], trace, f"{name} circuit open"),
             "waited": int((wait > 0).sum()),
-            "mean_wait": _r(wait.mean()) if len(wait) else None,
+            "mean_wait": _r(wait[wait > 0].mean()) if (wait > 0).any() else None,
             "mean_latency": _r(took.mean()) if len(took) else None,
             "time": {s: _r(sum(e - b for b, e in spans[s])) for s in (*STATES, "held")},
             "recovered_at": _r(last_down) if last_down is not None else None,
@@ -138,6 +149,12 @@ def figures(trace: Trace, end: float) -> dict[str, dict[str, Any]]:
             and after.any() else None,
         }
     return out
+
+
+def _count_text(cols: dict[str, np.ndarray], kind: int, trace: Trace, text: str) -> int:
+    if text not in trace.texts:
+        return 0
+    return int(((cols["kind"] == kind) & (cols["text"] == trace.texts.index(text))).sum())
 
 
 def attempts_in_outage(trace: Trace, end: float) -> pd.Series:

@@ -27,12 +27,13 @@ process's memory is — never in a global.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
 import simpy
 
-from ..base.errors import Problem, ScenarioError
+from ..base.errors import JobsimError, Problem, ScenarioError
 from ..base.rng import Stream
 from ..base.trace import K
 from .services import Reply
@@ -49,19 +50,35 @@ class JobFailed(Exception):
         self.error = str(error)
 
 
-def not_an_event(handler: str, expected: str, got: str) -> ScenarioError:
+class HandlerError(JobsimError):
+    """A Python handler raised an exception of its own (not ``JobFailed``): a bug in it."""
+
+
+def not_an_event(handler: str, expected: str, got: str,
+                 source: str | None = None) -> ScenarioError:
     return ScenarioError([Problem(f"handlers.{handler}", expected, got,
-                                  "a Python handler yields the events it waits for")])
+                                  "a Python handler yields the events it waits for")], source)
+
+
+def _seconds(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and \
+        math.isfinite(value)
 
 
 class Context:
     """One execution of a Python handler: the job, its attempt, the node, the services."""
 
-    __slots__ = ("_node", "handler", "job", "attempt", "said")
+    __slots__ = ("_node", "handler", "job", "attempt", "said", "calls")
 
     def __init__(self, node: Node, handler: str, job: int, attempt: int):
         self._node, self.handler, self.job, self.attempt = node, handler, job, attempt
         self.said = False
+        #: the calls it made: one never started was not ``yield from``-ed
+        self.calls: list[Generator[Any, Any, Reply]] = []
+
+    def _problem(self, expected: str, got: str) -> ScenarioError:
+        return ScenarioError([Problem(f"handlers.{self.handler}", expected, got)],
+                             self._node.world.scenario.source)
 
     @property
     def node(self) -> str:
@@ -100,6 +117,9 @@ class Context:
 
     def wait(self, seconds: float) -> simpy.Timeout:
         """An event ``seconds`` from now (yield it)."""
+        if not _seconds(seconds) or seconds < 0:
+            raise self._problem("ctx.wait(seconds) with a finite number of seconds, at least 0",
+                                repr(seconds))
         return self._node.env.timeout(seconds)
 
     def call(self, service: str, timeout: float | None = None) -> Generator[Any, Any, Reply]:
@@ -108,10 +128,13 @@ class Context:
         services = self._node.world.services
         if service not in services:
             known = ", ".join(services) or "none: the scenario declares no services"
-            raise ScenarioError([Problem(f"handlers.{self.handler}",
-                                         f"a call to a declared service ({known})",
-                                         repr(service))])
-        return services[service].call(self._node.code, self.job, self.attempt, timeout)
+            raise self._problem(f"a call to a declared service ({known})", repr(service))
+        if timeout is not None and (not _seconds(timeout) or timeout <= 0):
+            raise self._problem("a call's timeout of a finite number of seconds above 0, or "
+                                "None", repr(timeout))
+        call = services[service].call(self._node.code, self.job, self.attempt, timeout)
+        self.calls.append(call)
+        return call
 
     def side_effect(self) -> None:
         """The run's side effect happens now (once: later calls do nothing)."""

@@ -7,14 +7,19 @@ through, in this order:
    full at the start). A call that finds a token takes it. Otherwise, ``over: refuse`` (a
    gateway's limit) answers at once with the service's 429; ``over: wait`` (a client-side
    limiter) reserves the next token and waits for it, so that waiting calls leave ``1 /
-   rate`` apart, in the order they came.
+   rate`` apart, in the order they came — unless that token comes after the caller would
+   give up: then it takes none and is refused at once (Guava's ``tryAcquire`` with a
+   timeout, resilience4j's limiter). Calls the limit turns away never reach the service:
+   they are not part of its load.
 2. **The health** at that instant. In an outage, ``fail: fast`` answers at once with the
    service's error (a refused connection, a 503); ``fail: timeout`` never answers, so the
    call ends at the caller's timeout, or never. A brown-out multiplies the latency by its
    factor, and answers a share of the calls with the error after their latency. With
    ``recovery: {below, over}``, an outage lasts past its scheduled end for as long as the
    service receives more than ``below`` calls a second, counted over the last ``over``
-   seconds: retries that keep coming keep it down.
+   seconds: retries that keep coming keep it down. An outage that starts while the service
+   is held down takes over (its ``fail``), and the load is counted again at its end.
+   Outages that touch, with the same ``fail``, are one.
 3. **The capacity**: at most ``capacity`` calls are served at once. A call beyond it waits
    in a FIFO queue (``when_full: queue``) or is refused at once (``when_full: refuse``). A
    queued call is admitted when a call ends, by the health at that instant.
@@ -34,6 +39,7 @@ health.
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Generator
 from dataclasses import dataclass
@@ -46,9 +52,10 @@ from ..base.durations import format_duration
 from ..base.rng import Stream
 from ..base.trace import K, Trace
 
-#: a reply's outcome, as the ``service_reply`` event's ``a`` codes it
-OUTCOMES = ("ok", "error", "timeout", "refused", "rate_limited")
-OK, ERROR, TIMEOUT, REFUSED, LIMITED = range(5)
+#: a reply's outcome, as the ``service_reply`` event's ``a`` codes it: ``timeout`` is the
+#: call's own, ``worker_timeout`` the worker's timeout on the whole run cutting it short
+OUTCOMES = ("ok", "error", "timeout", "refused", "rate_limited", "worker_timeout")
+OK, ERROR, TIMEOUT, REFUSED, LIMITED, CUT = range(6)
 #: a health state, as the ``service_state`` event's ``a`` codes it
 STATES = ("up", "down", "brownout")
 UP, DOWN, BROWNOUT = range(3)
@@ -95,12 +102,20 @@ class ServiceSpec:
         """The error of each outcome (``OUTCOMES``); ``ok`` has none."""
         after = f" after {format_duration(timeout)}" if timeout is not None else ""
         return ("", self.error_text, f"{self.name} timed out{after}",
-                f"{self.name} busy: at capacity", f"{self.name} 429 too many requests")
+                f"{self.name} busy: at capacity", f"{self.name} 429 too many requests",
+                "processing took too long")
 
     def windows(self) -> list[tuple[float, float, int, Outage | Brownout]]:
         """The health windows in time order: (start, end, state, window)."""
+        outages: list[Outage] = []
+        for o in sorted(self.outages, key=lambda o: o.at):  # touching ones are one outage
+            last = outages[-1] if outages else None
+            if last is not None and last.at + last.length == o.at and last.fail == o.fail:
+                outages[-1] = Outage(last.at, last.length + o.length, o.fail)
+            else:
+                outages.append(o)
         out: list[tuple[float, float, int, Outage | Brownout]] = [
-            (o.at, o.at + o.length, DOWN, o) for o in self.outages]
+            (o.at, o.at + o.length, DOWN, o) for o in outages]
         out += [(b.at, b.at + b.length, BROWNOUT, b) for b in self.brownouts]
         return sorted(out, key=lambda w: (w[0], -w[2]))
 
@@ -117,13 +132,16 @@ class Reply(NamedTuple):
 
 
 class _Call:
-    __slots__ = ("ev", "t0", "node", "job", "attempt", "number", "admitted", "texts")
+    __slots__ = ("ev", "t0", "node", "job", "attempt", "number", "admitted", "texts",
+                 "deadline", "waits", "counted")
 
     def __init__(self, ev: simpy.Event, t0: float, node: int, job: int, attempt: int,
                  number: int, texts: tuple[int, ...]):
         self.ev, self.t0, self.node, self.job, self.attempt = ev, t0, node, job, attempt
         self.number, self.texts = number, texts
         self.admitted = -1.0
+        #: when its caller gives up (inf: never); whether it waited for a token or a place
+        self.deadline, self.waits, self.counted = math.inf, False, False
 
 
 class Service:
@@ -151,9 +169,10 @@ class Service:
 
     # --- the caller's side -----------------------------------------------------------------
 
-    def call(self, node: int, job: int, attempt: int,
-             timeout: float | None = None) -> Generator[Any, Any, Reply]:
-        """Call the service (from a worker's generator: ``yield from``); its ``Reply``."""
+    def call(self, node: int, job: int, attempt: int, timeout: float | None = None,
+             cut: bool = False) -> Generator[Any, Any, Reply]:
+        """Call the service (from a worker's generator: ``yield from``); its ``Reply``.
+        ``cut``: the timeout is the worker's on the whole run, not the call's own."""
         env = self.env
         now = env.now
         number = self.calls
@@ -165,25 +184,32 @@ class Service:
         self.trace.emit((now, K["service_call"], node, job, attempt, 0, number, 0, now,
                          self.name_code))
         c = _Call(env.event(), now, node, job, attempt, number, texts)
-        if self.spec.recovery is not None:
-            self._arrive(now)
         if timeout is not None:
-            env.timeout(timeout).callbacks.append(lambda _e: self._answer(c, TIMEOUT))
+            c.deadline = now + timeout
+            code = CUT if cut else TIMEOUT
+            env.timeout(timeout).callbacks.append(lambda _e: self._answer(c, code))
         if self.rate:
             self._limit(c, now)
         else:
             self._admit(c)
         code = yield c.ev
         t = env.now
-        waited = (c.admitted - c.t0) if c.admitted >= 0 else (t - c.t0)
         error = None if code == OK else self.trace.texts[texts[code]]
-        return Reply(code == OK, OUTCOMES[code], error, waited, t - c.t0)
+        return Reply(code == OK, OUTCOMES[code], error, self._waited(c, t), t - c.t0)
+
+    @staticmethod
+    def _waited(c: _Call, now: float) -> float:
+        """Its wait for a token or a place (to its admission, or to its answer while it was
+        still waiting); none for a call an outage answered or dropped at once."""
+        if c.admitted >= 0:
+            return c.admitted - c.t0
+        return now - c.t0 if c.waits else 0.0
 
     def _answer(self, c: _Call, code: int) -> None:
         if c.ev.triggered:
             return
         now = self.env.now
-        waited = (c.admitted if c.admitted >= 0 else now) - c.t0
+        waited = self._waited(c, now)
         self.trace.emit((now, K["service_reply"], c.node, c.job, c.attempt, code, c.number,
                          round(waited * 1e6), now - c.t0, self.name_code))
         c.ev.succeed(code)
@@ -199,14 +225,22 @@ class Service:
         elif self.over == "refuse":
             self.tokens = tokens
             self._answer(c, LIMITED)
-        else:  # reserve the next token, and wait for it
+        else:  # reserve the next token and wait for it, unless it comes after the caller
+            wait = (1.0 - tokens) / self.rate  # gives up: then no token is taken, and the
+            if now + wait > c.deadline:       # call is refused at once (Guava's
+                self.tokens = tokens          # tryAcquire with a timeout, resilience4j)
+                self._answer(c, LIMITED)
+                return
             self.tokens = tokens - 1.0
-            wait = -self.tokens / self.rate
+            c.waits = True
             self.env.timeout(wait).callbacks.append(lambda _e: self._admit(c))
 
     def _admit(self, c: _Call) -> None:
         if c.ev.triggered:  # its caller gave up while it waited for a token
             return
+        if self.spec.recovery is not None and not c.counted:
+            c.counted = True  # the load the service itself receives: past its limiter
+            self._arrive(self.env.now)
         if self.state == DOWN:
             if not self.times_out:
                 self._answer(c, ERROR)
@@ -216,6 +250,7 @@ class Service:
             if self.spec.when_full == "refuse":
                 self._answer(c, REFUSED)
             else:
+                c.waits = True
                 self.queue.append(c)
             return
         self._serve(c)
@@ -261,7 +296,8 @@ class Service:
 
     def _health(self) -> Generator[Any, Any, None]:
         env = self.env
-        for start, end, state, w in self.spec.windows():
+        windows = self.spec.windows()
+        for i, (start, end, state, w) in enumerate(windows):
             if env.now < start:
                 yield env.timeout(start - env.now)
             elif env.now >= end:
@@ -270,18 +306,21 @@ class Service:
                 assert isinstance(w, Outage)
                 self._set(DOWN, times_out=w.fail == "timeout")
                 yield env.timeout(end - env.now)
-                yield from self._recover(w)
+                nxt = next((s for s, _e, st, _w in windows[i + 1:] if st == DOWN), math.inf)
+                if (yield from self._recover(w, nxt)):
+                    continue  # still down when the next outage starts: it takes over
             else:
                 assert isinstance(w, Brownout)
                 self._set(BROWNOUT, factor=w.latency_factor, share=w.error_share)
                 yield env.timeout(end - env.now)
             self._set(UP)
 
-    def _recover(self, w: Outage) -> Generator[Any, Any, None]:
-        """Past an outage's end: stay down while the load is above the recovery's rate."""
+    def _recover(self, w: Outage, nxt: float) -> Generator[Any, Any, bool]:
+        """Past an outage's end: stay down while the load is above the recovery's rate,
+        or until the next outage starts at ``nxt`` (then True)."""
         rec = self.spec.recovery
         if rec is None:
-            return
+            return False
         below, window = rec
         allowed = int(below * window)  # calls the window may hold
         held = False
@@ -293,12 +332,14 @@ class Service:
             while arrivals and arrivals[0] + window <= now:
                 arrivals.popleft()
             if len(arrivals) <= allowed:
-                return
+                return False
+            if now >= nxt:
+                return True
             if not held:
                 held = True
                 self._set(DOWN, held=1, times_out=w.fail == "timeout")
             # with no new call, the load is low enough once the (allowed+1)-th latest
             # call has left the window (the same sum as above, so that it has then);
             # new calls move it later, and are seen then
-            wake = arrivals[-(allowed + 1)] + window
+            wake = min(arrivals[-(allowed + 1)] + window, nxt)
             yield self.env.timeout(max(0.0, wake - self.env.now))

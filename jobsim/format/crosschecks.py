@@ -265,6 +265,15 @@ def _expectations(v: dict[str, Any], job_names: set[str], problems: list[Problem
                                     "handler's boundary_timer, and timer_table: true, as in "
                                     "the flowable policy)", show(path)))
             continue
+        declared = tuple(_d(v.get("services")))
+        if parts[0] == "services" and (len(parts) < 3 or parts[1] not in declared):
+            problems.append(Problem(f"expect.{path}", "services.<name>.<figure> for a service "
+                                    "declared under services" + (f" ({', '.join(declared)})"
+                                                                  if declared else
+                                                                  " (the file declares none)"),
+                                    show(path), suggest(parts[1], declared)
+                                    if len(parts) > 1 else ""))
+            continue
         if parts[0] == "named":
             if len(parts) < 3 or parts[1] not in job_names:
                 problems.append(Problem(f"expect.{path}", "named.<job name>.<figure> for a "

@@ -28,7 +28,8 @@ MAX_JOBS = 10_000_000
 
 _DIST = {"n": None, "mean": None, "max": None, "p50": None, "p90": None, "p99": None}
 _CAUSES = {c: None for c in ("unsafe_acquisition", "lock_expired", "pause", "crash",
-                             "partition", "server_restart", "unexplained")}
+                             "partition", "server_restart", "failed_after_effect",
+                             "unexplained")}
 _INVARIANTS = {k: None for k in ("no_job_lost", "done_means_ran", "exclusive_locks",
                                  "duplicates_explained", "retries_follow_policy",
                                  "terminal_once", "liveness")}
@@ -58,9 +59,11 @@ SUMMARY_SHAPE: dict[str, Any] = {
     #: only where a service was called or changed its health: see analysis/services.py
     "services": {ANY: {**{k: None for k in (
         "calls", "ok", "unanswered", "calls_in_outage", "attempts_in_outage", "waited",
+        "short_circuited",
         "mean_wait", "mean_latency", "recovered_at", "peak_calls_per_s",
         "peak_after_recovery")},
-        "errors": {k: None for k in ("error", "timeout", "refused", "rate_limited")},
+        "errors": {k: None for k in ("error", "timeout", "refused", "rate_limited",
+                                     "worker_timeout")},
         "time": {k: None for k in ("up", "down", "brownout", "held")}}},
     #: only where boundary timers are timer jobs (a timer table): see analysis/metrics.py
     "boundary_timers": {**{k: None for k in ("timer_jobs", "done", "cancelled", "pending",

@@ -1,7 +1,8 @@
 """Traps of the workload rather than of a node's settings: a job its worker hands back for
 ever (``handed-back-for-ever``) and a schedule that a failure ends for good
 (``schedule-stops-on-failure``), and a call that can hang its thread for good
-(``call-without-timeout``). Each is a (code, dotted path, message) as in ``lint``."""
+(``call-without-timeout``), a service nothing calls (``service-not-called``) or a rule for
+beyond a capacity it does not have (``ignored-setting``). Each is a (code, dotted path, message) as in ``lint``."""
 
 from __future__ import annotations
 
@@ -15,7 +16,25 @@ Found = tuple[str, str, str]
 
 def workload_traps(sc: Scenario) -> list[Found]:
     """The workload's traps, in the order they are reported."""
-    return [*_handed_back_for_ever(sc), *_stopped_schedules(sc), *_calls_that_hang(sc)]
+    return [*_handed_back_for_ever(sc), *_stopped_schedules(sc), *_calls_that_hang(sc),
+            *_idle_services(sc)]
+
+
+def _idle_services(sc: Scenario) -> Iterator[Found]:
+    """A service no handler of the file calls, and a queue rule with no capacity."""
+    from ..executor.handlers import Call
+    called = {s.service for h in sc.handlers.values() for s in h.steps or ()
+              if isinstance(s, Call)}
+    for name, spec in sc.services.items():
+        if name not in called:
+            yield ("service-not-called", f"services.{name}",
+                   f"no handler of the file calls {name!r}: its settings change nothing "
+                   f"(a Python handler given through the API still may); fix: name it in a "
+                   f"handler's calls, or remove it")
+        if spec.capacity is None and spec.when_full != "queue":
+            yield ("ignored-setting", f"services.{name}.when_full",
+                   f"when_full: {spec.when_full} does nothing without a capacity (calls are "
+                   f"never beyond it); fix: set services.{name}.capacity")
 
 
 def _calls_that_hang(sc: Scenario) -> Iterator[Found]:

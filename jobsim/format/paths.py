@@ -1,7 +1,8 @@
 """Dotted paths into a scenario document, and setting a value at one.
 
 ``--set dotted.path=value`` and a variant's ``set`` both go through ``set_path``: ``a.b[2].c``
-or ``a.b.2.c`` steps through mappings and lists, creating mappings on the way.
+or ``a.b.2.c`` steps through mappings and lists, creating mappings on the way — except into a
+named entry of ``handlers`` or ``services`` that the file does not have.
 """
 
 from __future__ import annotations
@@ -9,7 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from ..base.errors import Problem
-from .spec import show
+from .spec import show, suggest
+
+#: sections whose entries are named: a path into one must name an entry that is there
+NAMED = ("handlers", "services")
 
 
 def _steps(path: str) -> list[str | int] | None:
@@ -37,6 +41,15 @@ def set_path(doc: dict[str, Any], path: str, value: Any, where: str,
     if not steps or not isinstance(steps[0], str):
         problems.append(Problem(where, "a dotted path like executor.lock_time or "
                                 "nodes[1].threads", show(path)))
+        return
+    section = doc.get(steps[0]) if isinstance(steps[0], str) else None
+    if steps[0] in NAMED and len(steps) > 2 and isinstance(section, dict) and \
+            steps[1] not in section:
+        # a setting inside an entry that is not there: a misspelt name would make a new,
+        # unused entry and leave the one meant unchanged (``handlers.x: {...}`` adds one)
+        known = ", ".join(map(str, section)) or "none"
+        problems.append(Problem(where, f"the name of one of the file's {steps[0]} ({known})",
+                                show(steps[1]), suggest(str(steps[1]), tuple(map(str, section)))))
         return
     cur: Any = doc
     for i, step in enumerate(steps):

@@ -30,7 +30,8 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from .service_report import compared_loads, jobs_with_services, load_panels, service_section
+from .service_report import (compared_loads, jobs_with_services, load_panels, python_note,
+                             service_section)
 from ..base import outdir
 from . import plots
 from ..analysis.checks import Violation, check
@@ -98,7 +99,8 @@ def analyse(result: RunResult) -> Analysis:
                 seed=result.seed, end_time=result.end_time, drained=result.drained,
                 statements=result.statements, polls=result.polls,
                 polls_skipped=result.polls_skipped, nodes=result.scenario.nodes,
-                boundary_jobs=result.scenario.boundary_timer_jobs)
+                boundary_jobs=result.scenario.boundary_timer_jobs,
+                services=tuple(result.scenario.services))
     return Analysis(result, hist, violations, s, evaluate(result.scenario.expect, s))
 
 
@@ -198,6 +200,8 @@ def markdown(analyses: list[Analysis], plots_of: dict[str, list[tuple[str, str]]
     out += [f"Scenario `{Path(sc.source).name}` · seed {', '.join(map(str, seeds))}"
             + (f" · variants: {', '.join(a.name for a in analyses)}"
                if sc.variant is not None else ""), ""]
+    note = python_note(sc, "> ")
+    out += [note] if note else []
     out += [f"> ⚠ **Idle node{f' ({a.name})' if sc.variant is not None else ''}:** "
             f"{idle_note(n, f)}.\n" for a in analyses
             for n, f in a.summary["nodes"].items() if f["idle_while_work_waited"]]
@@ -286,8 +290,8 @@ def _write_run(a: Analysis, folder: Path, with_plots: bool) -> list[tuple[str, s
     tdf.to_csv(folder / "trace.csv", index=False)
     doc = dict(result.scenario.document)
     doc["seed"] = result.seed
-    (folder / "scenario.yaml").write_text(yaml.safe_dump(doc, sort_keys=False,
-                                                         allow_unicode=True), encoding="utf-8")
+    (folder / "scenario.yaml").write_text(python_note(result.scenario, "# ") + yaml.safe_dump(
+        doc, sort_keys=False, allow_unicode=True), encoding="utf-8")
     if a.violations:
         (folder / "violations.txt").write_text(
             "\n".join(format_violation(v, tdf) for v in a.violations) + "\n", encoding="utf-8")

@@ -19,10 +19,14 @@ if TYPE_CHECKING:
 _ROWS = (("calls", "calls"), ("answered ok", "ok"), ("its error (outage, brown-out)",
                                                      "errors.error"),
          ("timed out", "errors.timeout"), ("refused: at capacity", "errors.refused"),
-         ("rate limited (429)", "errors.rate_limited"), ("never answered", "unanswered"),
+         ("rate limited (429)", "errors.rate_limited"),
+         ("cut by the worker's timeout", "errors.worker_timeout"),
+         ("never answered", "unanswered"),
+         ("failed by an open circuit breaker (never made)", "short_circuited"),
          ("calls in an outage", "calls_in_outage"),
          ("job attempts in an outage", "attempts_in_outage"),
-         ("waited for a token or a place", "waited"), ("mean wait (s)", "mean_wait"),
+         ("waited for a token or a place", "waited"),
+         ("mean wait of those (s)", "mean_wait"),
          ("mean service time of ok calls (s)", "mean_latency"), ("time down (s)", "time.down"),
          ("… of it held down by load (s)", "time.held"),
          ("time in brown-out (s)", "time.brownout"),
@@ -74,27 +78,50 @@ def _bin(end: float) -> float:
 
 def load_panels(a: Analysis) -> dict[str, tuple[pd.DataFrame, dict]]:
     """One panel per service of a run."""
-    trace, end = a.result.trace, a.result.end_time
+    trace = a.result.trace
+    end = _shown(a)
     return {name: (services.load(trace, name, end, _bin(end)),
                    services.intervals(trace, name, end))
             for name in services.names(trace)}
+
+
+def _shown(a: Analysis) -> float:
+    """Up to the run's end, or a little past the last service event of a run that did not
+    drain (a horizon of 30 days would squeeze what happened into one bar)."""
+    end = a.result.end_time
+    if a.result.drained:
+        return end
+    return min(end, services.last_event(a.result.trace, end) * 1.05 + 1.0)
 
 
 def compared_loads(analyses: list[Analysis], folder: Path) -> list[tuple[str, str]]:
     """One picture per service, a panel per variant, on one time axis."""
     made = []
     names = list(dict.fromkeys(n for a in analyses for n in a.summary.get("services", {})))
-    end = max(a.result.end_time for a in analyses)
+    end = max(_shown(a) for a in analyses)
     for i, name in enumerate(names):
         panels = {}
         for a in analyses:
             if name in a.summary.get("services", {}):
                 panels[a.name] = (services.load(a.result.trace, name, end, _bin(end)),
-                                  services.intervals(a.result.trace, name, a.result.end_time))
+                                  services.intervals(a.result.trace, name,
+                                                     min(end, a.result.end_time)))
         file = f"service_load_{i + 1}.png"
         plots.save(plots.service_load(panels, f"load on {name}, by variant"), folder / file)
         made.append((f"load on {name} by variant", file))
     return made
+
+
+def python_note(sc: Any, prefix: str) -> str:
+    """A line saying which handlers Python functions ran (``with_handler``): the file alone
+    runs their YAML models instead, and gives another trace."""
+    ran = {n: getattr(h.python, "__qualname__", repr(h.python))
+           for n, h in sc.handlers.items() if h.python is not None}
+    if not ran:
+        return ""
+    which = ", ".join(f"{n} by the Python function {f}" for n, f in ran.items())
+    return (f"{prefix}Handlers run in Python (jobsim.with_handler): {which}. This file alone "
+            f"runs their models as written here instead, and gives another trace.\n")
 
 
 def jobs_with_services(a: Analysis) -> pd.DataFrame:

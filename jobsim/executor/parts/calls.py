@@ -11,6 +11,7 @@ goes on after each step only when the pause ends.
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
@@ -18,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 import simpy
 
 from ...base.trace import K
-from ..context import Context, JobFailed, not_an_event
+from ...base.errors import ScenarioError
+from ..context import Context, HandlerError, JobFailed, not_an_event
 from ..handlers import TIMED_OUT, Call, Handler
 
 if TYPE_CHECKING:
@@ -58,16 +60,19 @@ def _steps(node: Node, h: Handler, jid: int, attempt: int, stream: Any,
             if left < math.inf and (t is None or left < t):
                 t, cut = left, True
             breaker = _Breaker.of(node, step) if step.breaker is not None else None
-            if breaker is not None and not breaker.admit(env.now):
-                return False, f"{step.service} circuit open", said
-            reply = yield from services[step.service].call(node.code, jid, attempt, t)
+            trial = False
             if breaker is not None:
-                breaker.answered(env.now, reply.ok)
+                admitted = breaker.admit(env.now)
+                if admitted is None:
+                    return False, f"{step.service} circuit open", said
+                trial = admitted
+            reply = yield from services[step.service].call(node.code, jid, attempt, t, cut)
+            if breaker is not None:
+                breaker.answered(env.now, reply.ok, trial)
             if node._paused is not None:
                 yield node._paused
-            if not reply.ok:
-                return False, TIMED_OUT if cut and reply.outcome == "timeout" \
-                    else reply.error, said
+            if not reply.ok:  # cut by the worker's timeout: "processing took too long"
+                return False, reply.error, said
             if i == effect:
                 said = True
                 node.trace.emit((env.now, K["side_effect"], node.code, jid, attempt, 0, 0, 0,
@@ -84,6 +89,14 @@ def _steps(node: Node, h: Handler, jid: int, attempt: int, stream: Any,
                 if node._paused is not None:
                     yield node._paused
     return True, None, said
+
+
+def _unstarted(ctx: Context, source: str) -> None:
+    """A ``ctx.call(...)`` without ``yield from`` makes no call: refuse it."""
+    if any(inspect.getgeneratorstate(c) == inspect.GEN_CREATED for c in ctx.calls):
+        raise not_an_event(ctx.handler, "reply = yield from ctx.call(...)",
+                           "ctx.call(...) without yield from: the call was never made",
+                           source)
 
 
 class _Breaker:
@@ -104,16 +117,21 @@ class _Breaker:
             b = states[step.service] = _Breaker(*step.breaker)  # type: ignore[misc]
         return b
 
-    def admit(self, now: float) -> bool:
+    def admit(self, now: float) -> bool | None:
+        """None: refused (open, or half-open with its trial in flight); else whether the
+        call is the trial."""
         if self.open_until < 0:
-            return True  # closed
+            return False  # closed
         if now < self.open_until or self.trial:
-            return False  # open, or half-open with its trial call in flight
+            return None
         self.trial = True
         return True
 
-    def answered(self, now: float, ok: bool) -> None:
-        trial, self.trial = self.trial, False
+    def answered(self, now: float, ok: bool, trial: bool) -> None:
+        """A call's answer; only the trial's decides a half-open breaker (the answer of a
+        call made while it was closed counts as a failure in a row, or closes it)."""
+        if trial:
+            self.trial = False
         if ok:
             self.failures, self.open_until = 0, -1.0
         elif trial:
@@ -130,10 +148,11 @@ def _python(node: Node, h: Handler, jid: int, attempt: int,
     against the worker's timeout); what the event gives (or raises) goes back in."""
     env = node.env
     ctx = Context(node, h.name, jid, attempt)
+    source = node.world.scenario.source
     gen = h.python(ctx)  # type: ignore[misc]
     if not hasattr(gen, "send"):
         raise not_an_event(h.name, "a generator function (one that yields SimPy events)",
-                           f"a function that returned {type(gen).__name__}")
+                           f"a function that returned {type(gen).__name__}", source)
     limit = env.timeout(deadline - env.now) if deadline < math.inf else None
     value: Any = None
     error: BaseException | None = None
@@ -142,13 +161,21 @@ def _python(node: Node, h: Handler, jid: int, attempt: int,
             try:
                 ev = gen.send(value) if error is None else gen.throw(error)
             except StopIteration:
+                _unstarted(ctx, source)
                 return True, None, ctx.said
             except JobFailed as failed:
+                _unstarted(ctx, source)
                 return False, failed.error, ctx.said
+            except (ScenarioError, simpy.Interrupt):
+                raise
+            except Exception as exc:  # a bug in the handler: say where it happened
+                raise HandlerError(
+                    f"the Python handler {h.name!r} raised {type(exc).__name__}: {exc} (job "
+                    f"{jid}, attempt {attempt}, on {node.name} at t={env.now:g}s)") from exc
             if not isinstance(ev, simpy.Event) or ev.env is not env:
                 raise not_an_event(h.name, "a SimPy event of this run (ctx.wait(seconds), "
                                            "yield from ctx.call(service), ctx.env.…)",
-                                   repr(ev)[:80])
+                                   repr(ev)[:80], source)
             value, error = None, None
             try:
                 if limit is not None and not ev.processed:

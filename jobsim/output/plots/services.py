@@ -15,7 +15,8 @@ from .common import _no_data
 
 #: outcome → colour (the ``load`` table's columns)
 COLOURS = {"ok": "tab:blue", "error": "tab:red", "timeout": "tab:purple",
-           "refused": "tab:brown", "rate_limited": "tab:olive", "unanswered": "0.5"}
+           "refused": "tab:brown", "rate_limited": "tab:olive", "worker_timeout": "tab:pink",
+           "unanswered": "0.5"}
 _SHADE = {"down": ("red", 0.15), "brownout": ("orange", 0.18)}
 
 
@@ -47,7 +48,8 @@ def _panel(ax: Any, load: pd.DataFrame, spans: dict[str, list[tuple[float, float
         if spans.get("held"):
             handles.append(Patch(facecolor="none", edgecolor="red", hatch="//",
                                  label="held down by load"))
-        ax.legend(handles=handles, fontsize=8, loc="upper right")
+        if handles:
+            ax.legend(handles=handles, fontsize=8, loc="upper right")
 
 
 def service_load(panels: dict[str, tuple[pd.DataFrame, dict[str, list[tuple[float, float]]]]],
@@ -60,7 +62,7 @@ def service_load(panels: dict[str, tuple[pd.DataFrame, dict[str, list[tuple[floa
     if not panels:
         return _no_data(fig, axes[0], title, "no service was called")
     for i, (name, (table, spans)) in enumerate(panels.items()):
-        _panel(axes[i], table, spans, name, legend=i == 0)
+        _panel(axes[i], table, spans, name, legend=True)
     axes[-1].set_xlabel("time (s)")
     fig.suptitle(title)
     return fig
