@@ -335,3 +335,150 @@ def test_docs_python_handler_example_runs():
     trace = jobsim.trace_frame(space["result"].trace)
     ends = trace[trace.kind == "exec_end"]
     assert "circuit open" in set(ends.text)
+
+
+def test_waiting_limiter_refuses_a_token_that_comes_too_late():
+    """over: wait with a 3 s timeout at 5/s: a call whose token would come after its
+    caller gives up takes none and is refused at once, so ok calls keep coming at the
+    bucket's rate (the newcomer's case: they used to stop after 19)."""
+    sc = scenario({"api": {"latency": "50ms",
+                           "rate_limit": {"rate": "5/s", "burst": 5, "over": "wait"}}},
+                  [{"service": "api", "timeout": "3s"}], count=200, threads=50, nodes=2,
+                  rate="50/s", retry={"attempts": 100, "backoff": {"fixed": "1s"}})
+    res, calls, replies, _ = frames(sc)
+    ok = replies[replies.a == 0]
+    assert len(ok) == 200
+    span = ok.time.max() - ok.time.min()
+    assert len(ok) / span == pytest.approx(5.0, rel=0.05)
+    # a call times out only when its token came in time but the 50 ms answer did not
+    waited = replies[replies.a == 2].c / 1e6
+    assert ((waited > 2.95 - 1e-6) & (waited <= 3.0)).all()
+    limited = replies[replies.a == 4]
+    assert (limited.x == 0).all() and (limited.c == 0).all()  # refused at once
+
+
+def test_double_side_effect_after_a_failed_call_is_explained():
+    sc = scenario({"pay": {}, "mail": {"outages": [{"at": "0s", "for": "15s"}]}},
+                  [{"service": "pay", "effect": True}, "mail"], count=3,
+                  retry={"attempts": 3, "backoff": {"fixed": "10s"}})
+    a = jobsim.analyse(jobsim.run(sc))
+    assert a.summary["duplicate_side_effects"]["by_cause"]["failed_after_effect"] == 6
+    assert a.summary["invariants"]["duplicates_explained"] == 0
+    assert not a.violations
+
+
+def test_set_into_a_missing_service_or_handler_is_refused():
+    doc = scenario({"pay": {}}, ["pay"]).document
+    for path in ("services.payy.capacity=3", "handlers.hh.calls=[pay]"):
+        with pytest.raises(ScenarioError, match="expected the name of one of the file's"):
+            jobsim.from_dict(doc, sets=[path])
+    jobsim.from_dict(doc, sets=["services.pay.capacity=3"])  # the real one is fine
+
+
+def test_expectation_on_an_undeclared_service_is_refused_and_an_idle_one_has_zeros():
+    doc = scenario({"pay": {}, "idle": {}}, ["pay"]).document
+    doc["expect"] = {"services.paymnt.calls": "== 1"}
+    with pytest.raises(ScenarioError, match=r"expect\.services\.paymnt\.calls"):
+        jobsim.from_dict(doc)
+    doc["expect"] = {"services.idle.calls": "== 0"}
+    a = jobsim.analyse(jobsim.run(jobsim.from_dict(doc)))
+    assert a.ok and a.summary["services"]["idle"]["calls"] == 0
+
+
+def test_breaker_counts_what_it_failed_and_its_trial_is_its_own_call():
+    sc = scenario({"pay": {"outages": [{"at": "0s", "for": "1h", "fail": "timeout"}]}},
+                  [{"service": "pay", "timeout": "5s", "breaker": {"after": 1,
+                                                                  "open_for": "1s"}}],
+                  count=1, threads=4)
+    doc = sc.document
+    doc["workload"] = {"jobs": [{"id": 1, "handler": "h"},
+                                {"id": 2, "handler": "h", "due_in": "4s"},
+                                {"id": 3, "handler": "h", "due_in": "6.5s"},
+                                {"id": 4, "handler": "h", "due_in": "10.5s"}]}
+    doc["executor"]["poll_interval"] = "100ms"
+    res, calls, _, df = frames(jobsim.from_dict(doc))
+    # job 2's late timeout (a call made while closed) is not the trial's answer: job 3's
+    # trial is still in flight when job 4 comes, which fails at once
+    assert list(calls.job) == [1, 2, 3]
+    ends = df[df.kind == "exec_end"].set_index("job").text
+    assert ends[4] == "pay circuit open"
+    assert jobsim.analyse(res).summary["services"]["pay"]["short_circuited"] == 1
+
+
+def test_worker_timeout_is_its_own_outcome_and_outage_calls_did_not_wait():
+    doc = scenario({"pay": {"latency": "10s"}}, ["pay"], count=1).document
+    doc["handlers"]["h"]["worker_timeout"] = "2s"
+    _, _, replies, _ = frames(jobsim.from_dict(doc))
+    assert list(replies.a) == [5]  # worker_timeout, not the call's own
+    sc = scenario({"pay": {"outages": [{"at": "0s", "for": "1h", "fail": "timeout"}]}},
+                  [{"service": "pay", "timeout": "2s"}], count=3)
+    res, _, replies, _ = frames(sc)
+    assert (replies.c == 0).all()
+    assert jobsim.analyse(res).summary["services"]["pay"]["waited"] == 0
+
+
+def test_a_held_outage_gives_way_to_the_next_and_touching_outages_are_one():
+    sc = scenario({"pay": {"outages": [{"at": "0s", "for": "10s"},
+                                       {"at": "15s", "for": "10s", "fail": "timeout"}],
+                           "recovery": {"below": "1/s", "over": "5s"}}},
+                  [{"service": "pay", "timeout": "1s"}], count=20, threads=20,
+                  retry={"attempts": 40, "backoff": {"fixed": "1s"}}, until="60s")
+    _, _, replies, df = frames(sc)
+    states = df[df.kind == "service_state"]
+    assert list(zip(states.time.round(6), states.a, states.b, states.c))[:3] == [
+        (0.0, 1, 0, 0), (10.0, 1, 1, 0), (15.0, 1, 0, 1)]
+    assert (replies.a == 2).any()  # the second outage's calls time out
+    sc = scenario({"pay": {"outages": [{"at": "1s", "for": "4s"}, {"at": "5s", "for": "5s"}]}},
+                  ["pay"], count=1, until="20s")
+    _, _, _, df = frames(sc)
+    states = df[df.kind == "service_state"]
+    assert list(zip(states.time, states.a)) == [(1.0, 1), (10.0, 0)]
+
+
+def test_python_handler_bugs_are_named():
+    base = scenario({"pay": {}}, ["pay"])
+
+    def buggy(ctx):
+        yield ctx.wait(1)
+        raise KeyError("oops")
+
+    with pytest.raises(jobsim.HandlerError, match=r"'h' raised KeyError: 'oops' \(job 1, "
+                                                  r"attempt 1, on node-1 at t="):
+        jobsim.run(jobsim.with_handler(base, "h", buggy))
+
+    def bad_wait(ctx):
+        yield ctx.wait(float("nan"))
+
+    with pytest.raises(ScenarioError, match=r"ctx\.wait\(seconds\) with a finite number"):
+        jobsim.run(jobsim.with_handler(base, "h", bad_wait))
+
+    def forgot_yield_from(ctx):
+        ctx.call("pay")
+        yield ctx.wait(1)
+
+    with pytest.raises(ScenarioError, match="without yield from"):
+        jobsim.run(jobsim.with_handler(base, "h", forgot_yield_from))
+
+    def zero_timeout(ctx):
+        yield from ctx.call("pay", timeout=0)
+
+    with pytest.raises(ScenarioError, match="timeout of a finite number of seconds above 0"):
+        jobsim.run(jobsim.with_handler(base, "h", zero_timeout))
+
+
+def test_report_of_a_python_run_says_so(tmp_path):
+    base = scenario({"pay": {}}, ["pay"])
+    a = jobsim.analyse(jobsim.run(jobsim.with_handler(base, "h", breaker_handler)))
+    jobsim.write(a, tmp_path / "out", with_plots=False)
+    assert (tmp_path / "out" / "scenario.yaml").read_text().startswith(
+        "# Handlers run in Python (jobsim.with_handler): h by the Python function "
+        "breaker_handler.")
+    assert "Handlers run in Python" in (tmp_path / "out" / "report.md").read_text()
+
+
+def test_lint_names_an_idle_service_and_a_queue_rule_without_capacity():
+    from jobsim.format.lint import lint
+    sc = scenario({"pay": {"when_full": "refuse"}, "idle": {}}, ["pay"])
+    found = {(w.code, w.path) for w in lint(sc)}
+    assert ("service-not-called", "services.idle") in found
+    assert ("ignored-setting", "services.pay.when_full") in found
