@@ -126,12 +126,17 @@ def test_the_idle_sleep_is_exact_on_240_random_scenarios():
     assert slept >= 60  # the sleep was taken, not only allowed
 
 
-def test_the_idle_sleep_is_exact_on_fresh_random_scenarios():
+def _fresh(compare, n: int, what: str) -> None:
+    """``compare`` on fresh seeds (``JOBSIM_IDLE_SEED``, ``JOBSIM_IDLE_N`` replay them)."""
     start = int(os.environ.get("JOBSIM_IDLE_SEED", random.SystemRandom().randrange(10**9)))
-    n = int(os.environ.get("JOBSIM_IDLE_N", "40"))
-    print(f"fresh idle-sleep seeds {start}..{start + n - 1}")
+    n = int(os.environ.get("JOBSIM_IDLE_N", str(n)))
+    print(f"fresh {what} seeds {start}..{start + n - 1}")
     for seed in range(start, start + n):
-        _compare(seed)
+        compare(seed)
+
+
+def test_the_idle_sleep_is_exact_on_fresh_random_scenarios():
+    _fresh(_compare, 40, "idle-sleep")
 
 
 def test_a_naive_loop_with_latency_has_mean_start_delay_half_its_cycle():
@@ -189,8 +194,4 @@ def test_a_long_polling_idle_sleep_is_exact_on_120_random_scenarios():
 
 
 def test_a_long_polling_idle_sleep_is_exact_on_fresh_random_scenarios():
-    start = int(os.environ.get("JOBSIM_IDLE_SEED", random.SystemRandom().randrange(10**9)))
-    n = int(os.environ.get("JOBSIM_IDLE_N", "20"))
-    print(f"fresh long-poll idle-sleep seeds {start}..{start + n - 1}")
-    for seed in range(start, start + n):
-        _compare_long(seed)
+    _fresh(_compare_long, 20, "long-poll idle-sleep")

@@ -162,7 +162,6 @@ class Service:
             self.rate = 0.0
         #: arrivals within the recovery's window (only with ``recovery``)
         self.arrivals: deque[float] = deque()
-        self._held: simpy.Event | None = None
         self._texts: dict[float | None, tuple[int, ...]] = {}
         if spec.outages or spec.brownouts:
             env.process(self._health())
@@ -265,8 +264,11 @@ class Service:
     def _done(self, c: _Call, code: int) -> None:
         self.busy -= 1
         self._answer(c, code)
-        cap = self.spec.capacity
-        queue = self.queue
+        self._drain()
+
+    def _drain(self) -> None:
+        """Admit queued calls while there is room (those whose caller left are skipped)."""
+        queue, cap = self.queue, self.spec.capacity
         while queue and (cap is None or self.busy < cap):
             nxt = queue.popleft()
             if not nxt.ev.triggered:
@@ -275,9 +277,13 @@ class Service:
     # --- health ----------------------------------------------------------------------------
 
     def _arrive(self, now: float) -> None:
-        arrivals = self.arrivals
-        arrivals.append(now)
-        window = self.spec.recovery[1]  # type: ignore[index]
+        self.arrivals.append(now)
+        self._forget(now)
+
+    def _forget(self, now: float) -> None:
+        """Drop the arrivals that have left the recovery's window at ``now`` (the same
+        float sum as the instant ``_recover`` wakes at, so that they have then)."""
+        arrivals, window = self.arrivals, self.spec.recovery[1]  # type: ignore[index]
         while arrivals and arrivals[0] + window <= now:
             arrivals.popleft()
 
@@ -288,11 +294,7 @@ class Service:
         self.trace.emit((self.env.now, K["service_state"], -1, -1, 0, state, held, c, factor,
                          self.name_code))
         if state != DOWN:  # queued calls go on as the state allows
-            queue, cap = self.queue, self.spec.capacity
-            while queue and (cap is None or self.busy < cap):
-                nxt = queue.popleft()
-                if not nxt.ev.triggered:
-                    self._admit(nxt)
+            self._drain()
 
     def _health(self) -> Generator[Any, Any, None]:
         env = self.env
@@ -328,9 +330,8 @@ class Service:
         while True:
             # ``wake``: a float sum that ``env.now`` may miss by a rounding
             now = max(self.env.now, wake)
+            self._forget(now)
             arrivals = self.arrivals
-            while arrivals and arrivals[0] + window <= now:
-                arrivals.popleft()
             if len(arrivals) <= allowed:
                 return False
             if now >= nxt:
@@ -339,7 +340,6 @@ class Service:
                 held = True
                 self._set(DOWN, held=1, times_out=w.fail == "timeout")
             # with no new call, the load is low enough once the (allowed+1)-th latest
-            # call has left the window (the same sum as above, so that it has then);
-            # new calls move it later, and are seen then
+            # call has left the window; new calls move it later, and are seen then
             wake = min(arrivals[-(allowed + 1)] + window, nxt)
             yield self.env.timeout(max(0.0, wake - self.env.now))

@@ -14,8 +14,7 @@ from ..executor.config import (DbConfig, ExecutorConfig, Expectation, Fault, Job
 from ..executor.handlers import Handler
 from ..executor.retry import (Backoff, CycleBackoff, ExponentialBackoff, FixedBackoff,
                               ListBackoff, RetryPolicy)
-from .fileformat import _rate
-from .services_format import build_services, build_steps
+from .services_format import build_services, build_steps, per_second
 from .settings import DEFAULT_EXECUTOR, derive, derived_settings, merge_executor, node_list
 
 
@@ -150,8 +149,7 @@ def build(v: dict[str, Any], raw: dict[str, Any], source: str,
     faults = _build_faults(v)
     expect = _build_expect(v, raw)
     streams = tuple(StreamSpec(s.get("name", f"stream-{i}"), s["handler"], s["count"],
-                               (_rate(s["rate"]) if isinstance(s["rate"], str) else s["rate"])
-                               if "rate" in s else None,
+                               per_second(s["rate"]) if "rate" in s else None,
                                s["start"], s["kind"], s["due_in"], s["priority"],
                                tuple(s.get("nodes", ())), s.get("queue"))
                     for i, s in enumerate(work.get("streams", [])))

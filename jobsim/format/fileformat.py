@@ -19,8 +19,7 @@ from .executor_keys import EXECUTOR as _EXECUTOR, NOT_PER_NODE as _NOT_PER_NODE
 from .executor_keys import TABLE_ONLY as _TABLE_ONLY, backoff as _backoff, retry as _retry
 from .executor_keys import exponential as _exponential
 from ..executor.handlers import FAIL_RETRIES
-from .services_format import calls_format, service_format
-from .services_format import rate_of as _rate
+from .services_format import calls_format, rate_field, service_format
 from .spec import (MISSING, Const, Cycle, Dur, Either, Enum, Field, Int, ListOf, MapOf, Name,
                    Num, Obj, Str, is_map_with, show)
 
@@ -168,10 +167,7 @@ _job = Obj({"id": Int(lo=1, hi=2**53), "name": Str(doc="names the job in expecta
             "record_failure": Str(doc="insert it already failed, with this error "
                                       "(failsafe-executor's recordFailure)")}, ("handler",))
 _stream = Obj({"name": Str(), "handler": Str(), "count": Int(lo=1, hi=MAX_JOBS),
-               "rate": Either([(lambda v: isinstance(v, str), Const(
-                   lambda v: _rate(v) is not None, "a rate like 6.4/s, 30/m or 100/h",
-                   {"type": "string", "pattern": r"^\d+(\.\d+)?/(s|m|h)$"})),
-                   (lambda v: True, Num(lo=1e-9, hi=1e9))], "a rate like 6.4/s"),
+               "rate": rate_field("Poisson arrivals (absent: all at once)"),
                "start": Dur(0.0), "kind": Enum(("async", "timer"), "async"),
                "due_in": Dur(0.0), "priority": Int(0, lo=-1_000_000, hi=1_000_000),
                "nodes": ListOf(Str(), min_len=1, max_len=256,

@@ -23,6 +23,7 @@ from typing import Any
 from ..base import dists
 from ..base.durations import format_duration
 from ..executor.config import ExecutorConfig, Scenario
+from ..executor.handlers import Call
 from .backlog import peak_backlog
 from .lint_work import workload_traps
 
@@ -166,7 +167,7 @@ def _run_p99(h: Any, services: dict[str, Any]) -> float:
 
 
 def _step_p99(services: dict[str, Any], step: Any) -> float:
-    if not hasattr(step, "service"):
+    if not isinstance(step, Call):
         return p99(step.duration)
     spec = services[step.service]
     t = p99(spec.latency) * max([1.0] + [b.latency_factor for b in spec.brownouts])

@@ -9,7 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..base import dists
+from ..base.durations import format_duration
 from ..executor.config import Scenario
+from ..executor.handlers import Call
 
 Found = tuple[str, str, str]
 
@@ -22,7 +24,6 @@ def workload_traps(sc: Scenario) -> list[Found]:
 
 def _idle_services(sc: Scenario) -> Iterator[Found]:
     """A service no handler of the file calls, and a queue rule with no capacity."""
-    from ..executor.handlers import Call
     called = {s.service for h in sc.handlers.values() for s in h.steps or ()
               if isinstance(s, Call)}
     for name, spec in sc.services.items():
@@ -39,8 +40,6 @@ def _idle_services(sc: Scenario) -> Iterator[Found]:
 
 def _calls_that_hang(sc: Scenario) -> Iterator[Found]:
     """A call without a timeout into an outage that never answers: its thread is gone."""
-    from ..base.durations import format_duration
-    from ..executor.handlers import Call
     for name, h in sc.handlers.items():
         if h.worker_timeout is not None:
             continue

@@ -55,7 +55,8 @@ def rate_field(doc: str) -> Either:
         doc=doc)
 
 
-def _per_s(v: Any) -> float:
+def per_second(v: Any) -> float:
+    """A validated rate (``10/s`` or a number) in calls or jobs a second."""
     return rate_of(v) if isinstance(v, str) else float(v)  # type: ignore[return-value]
 
 
@@ -187,11 +188,11 @@ def build_services(specs: dict[str, Any], build_dist: Any) -> dict[str, ServiceS
         rec = s.get("recovery")
         out[name] = ServiceSpec(
             name, build_dist(s.get("latency")), s.get("capacity"), s["when_full"],
-            (_per_s(rl["rate"]), float(rl.get("burst", 1)), rl["over"]) if rl else None,
+            (per_second(rl["rate"]), float(rl.get("burst", 1)), rl["over"]) if rl else None,
             tuple(Outage(o["at"], o["for"], o["fail"]) for o in s.get("outages", [])),
             tuple(Brownout(b["at"], b["for"], b["latency_factor"], b["error_share"])
                   for b in s.get("brownouts", [])),
-            (_per_s(rec["below"]), rec["over"]) if rec else None, s.get("error", ""))
+            (per_second(rec["below"]), rec["over"]) if rec else None, s.get("error", ""))
     return out
 
 

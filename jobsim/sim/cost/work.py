@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ...executor.config import Scenario
+from ...executor.handlers import Call
 
 
 @dataclass
@@ -110,7 +111,6 @@ def _calls(sc: Scenario, h: Any, fit: int, waits: list[float]) -> tuple[float, f
     """A handler that calls services: its run is its work and its calls' latencies; a job
     that comes while a service it calls is down fails until the outage is over (its
     retries, spaced by the backoff, that fall inside the longest outage)."""
-    from ...executor.handlers import Call
     length, down = 0.0, 0.0
     for step in h.steps:
         if isinstance(step, Call):
