@@ -35,7 +35,7 @@ import simpy
 
 from ..base.errors import JobsimError, Problem, ScenarioError
 from ..base.rng import Stream
-from ..base.trace import K
+from ..base.trace import K, pack
 from .services import Reply
 
 if TYPE_CHECKING:
@@ -142,5 +142,5 @@ class Context:
             return
         self.said = True
         node = self._node
-        node.trace.emit((node.env.now, K["side_effect"], node.code, self.job, self.attempt,
+        node.trace.put(pack(node.env.now, K["side_effect"], node.code, self.job, self.attempt,
                          0, 0, 0, float("nan"), node.world._says[self.handler]))

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 import simpy
 
-from ..base.trace import K
+from ..base.trace import K, pack
 from ..database.claims import ACQUIRE, INSTANT, Attempt
 from ..database.dialects import STRATEGIES
 from ..database.store import JOB, TIMER, Locked
@@ -249,7 +249,7 @@ class Node:
         trace the rows it locked and hand them to idle threads, or queue them. With a timer
         loop, a timer it locked waits for its move instead; with ``on_queue_full:
         unacquire``, a row that finds the local queue full is refused and unlocked again."""
-        env, emit, code, k_locked, node = (self.env, self.trace.emit, self.code, K["locked"],
+        env, put, code, k_locked, node = (self.env, self.trace.put, self.code, K["locked"],
                                            self.trace.node)
         idle, queue, rows = self.idle, self.queue, self.db.store.rows
         timers = self.timer_table
@@ -266,7 +266,7 @@ class Node:
             deadline = 0 if timeout is None else round((now + timeout) * 1000.0)
             for lk in locked:
                 prev = -1 if lk.previous_owner is None else node(lk.previous_owner)
-                emit((now, k_locked, code, lk.id, 0, prev, int(lk.previous_valid), deadline,
+                put(pack(now, k_locked, code, lk.id, 0, prev, int(lk.previous_valid), deadline,
                       lk.lock_until, -1))
                 if timers and rows[lk.id].table == TIMER:
                     self._timers_locked.append(lk.id)
@@ -290,7 +290,7 @@ class Node:
     def _trace_attempt(self, att: Attempt, text: int | None = None) -> None:
         """Trace the attempt as a whole (its rows were traced as they were locked)."""
         self.world.lost_races += att.lost
-        self.trace.emit((self.env.now, K["acquire"], self.code, -1, att.errors, att.asked,
+        self.trace.put(pack(self.env.now, K["acquire"], self.code, -1, att.errors, att.asked,
                          len(att.locked), att.lost, att.latency,
                          self._strategy_text if text is None else text))
 

@@ -50,7 +50,7 @@ import simpy
 from ..base.dists import ZERO, Distribution
 from ..base.durations import format_duration
 from ..base.rng import Stream
-from ..base.trace import K, Trace
+from ..base.trace import K, Trace, pack
 
 #: a reply's outcome, as the ``service_reply`` event's ``a`` codes it: ``timeout`` is the
 #: call's own, ``worker_timeout`` the worker's timeout on the whole run cutting it short
@@ -180,7 +180,7 @@ class Service:
         if texts is None:
             texts = self._texts[timeout] = tuple(
                 self.trace.text(t) if t else -1 for t in self.spec.texts(timeout))
-        self.trace.emit((now, K["service_call"], node, job, attempt, 0, number, 0, now,
+        self.trace.put(pack(now, K["service_call"], node, job, attempt, 0, number, 0, now,
                          self.name_code))
         c = _Call(env.event(), now, node, job, attempt, number, texts)
         if timeout is not None:
@@ -209,7 +209,7 @@ class Service:
             return
         now = self.env.now
         waited = self._waited(c, now)
-        self.trace.emit((now, K["service_reply"], c.node, c.job, c.attempt, code, c.number,
+        self.trace.put(pack(now, K["service_reply"], c.node, c.job, c.attempt, code, c.number,
                          round(waited * 1e6), now - c.t0, self.name_code))
         c.ev.succeed(code)
 
@@ -291,7 +291,7 @@ class Service:
              times_out: bool = False) -> None:
         self.state, self.factor, self.share, self.times_out = state, factor, share, times_out
         c = int(times_out) if state == DOWN else round(share * 1e6)
-        self.trace.emit((self.env.now, K["service_state"], -1, -1, 0, state, held, c, factor,
+        self.trace.put(pack(self.env.now, K["service_state"], -1, -1, 0, state, held, c, factor,
                          self.name_code))
         if state != DOWN:  # queued calls go on as the state allows
             self._drain()

@@ -32,10 +32,12 @@ from ..base.rng import Stream, Streams
 from ..database.store import FAILED, JOB, TIMER, Row, Store
 from .faults import schedule
 from .watch import events_scheduled, run_watched
-from ..base.trace import K, Trace
+from ..base.trace import RECORD, K, Trace, pack
 from .workload import Waits, explicit_jobs, recurring, stream
 
 K_CREATED = K["job_created"]
+#: compact the trace into typed columns every this many bytes of records
+_COMPACT_BYTES = RECORD.size << 19
 
 
 @dataclass
@@ -194,8 +196,8 @@ class World:
         self.created += 1
         self.live += 1
         trace = self.trace
-        trace.emit((now, K_CREATED, -1, jid, 0, int(kind == "timer"), priority,
-                    -1 if name is None else trace.text(name), row.due, self._htext[handler]))
+        trace.put(pack(now, K_CREATED, -1, jid, 0, int(kind == "timer"), priority,
+                       -1 if name is None else trace.text(name), row.due, self._htext[handler]))
         if reused is not None:
             trace.add(now, K["resubmitted"], job=jid, a=reused)
         if failed is not None:
@@ -205,7 +207,7 @@ class World:
             return jid
         if creator is not None:
             creator.hint(row)
-        if len(trace._buf) > 1 << 22:
+        if len(trace._buf) > _COMPACT_BYTES:
             trace.compact()
         boundary = self._boundaries.get(handler) if self._boundaries else None
         if boundary is not None and self.boundary is not None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
-from ...base.trace import K
+from ...base.trace import K, pack
 from ...database.claims import Attempt
 from ...database.db import StatementFailed
 from ...database.store import JOB, TIMER
@@ -67,7 +67,7 @@ def loop(node: Node, table: str = JOB) -> Generator[Any, Any, None]:
     instant, acquire, me, queue = node._instant, node._acquire, node.name, node.queue
     batch, size, lock_time, trace_attempt = (cfg.batch_size, cfg.queue_size,
                                              cfg.lock_time, node._trace_attempt)
-    emit, k_acquire, code = node.trace.emit, K["acquire"], node.code
+    put, k_acquire, code = node.trace.put, K["acquire"], node.code
     strategy_text = node._timer_text if timers else node._strategy_text
     global_lock = cfg.global_lock
     watch_rejects, rejected = cfg.on_queue_full == "unacquire", 0
@@ -105,7 +105,7 @@ def loop(node: Node, table: str = JOB) -> Generator[Any, Any, None]:
         if instant is not None:  # the hot path: one statement, applied at once
             got = len(instant(db, me, asked, lock_time))
             if got or not reply:
-                emit((env.now, k_acquire, code, -1, 0, asked, got, 0, 0.0, strategy_text))
+                put(pack(env.now, k_acquire, code, -1, 0, asked, got, 0, 0.0, strategy_text))
         else:
             try:
                 if global_lock and not (yield from take_global_lock(node, table)):

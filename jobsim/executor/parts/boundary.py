@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ...base.trace import K
+from ...base.trace import K, pack
 from ...database.rows import ACQUIRABLE, TIMER, Row
 from ..handlers import Handler
 
@@ -91,7 +91,7 @@ def create(world: World, task: Row, after: float, interrupting: bool) -> None:
     b.fires[tid] = (task.id, interrupting, due)
     world.created += 1
     world.live += 1
-    trace.emit((now, K["job_created"], -1, tid, 0, KIND_CODE, task.priority, -1, due,
+    trace.put(pack(now, K["job_created"], -1, tid, 0, KIND_CODE, task.priority, -1, due,
                 world._htext[task.handler]))
 
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import simpy
 
-from ...base.trace import K
+from ...base.trace import K, pack
 from ...base.errors import ScenarioError
 from ..context import Context, HandlerError, JobFailed, not_an_event
 from ..handlers import TIMED_OUT, Call, Handler
@@ -40,7 +40,7 @@ def run_process(node: Node, hname: str, jid: int, attempt: int,
     trace = node.trace
     at_end = ok and not said  # no step carried the side effect: it is at the end
     text = world._says[hname] if at_end else (-1 if ok else trace.text(error or ""))
-    trace.emit((env.now, K["exec_end"], node.code, jid, attempt, int(ok), int(at_end), 0,
+    trace.put(pack(env.now, K["exec_end"], node.code, jid, attempt, int(ok), int(at_end), 0,
                 math.nan, text))
     return ok, error
 
@@ -75,7 +75,7 @@ def _steps(node: Node, h: Handler, jid: int, attempt: int, stream: Any,
                 return False, reply.error, said
             if i == effect:
                 said = True
-                node.trace.emit((env.now, K["side_effect"], node.code, jid, attempt, 0, 0, 0,
+                node.trace.put(pack(env.now, K["side_effect"], node.code, jid, attempt, 0, 0, 0,
                                  math.nan, node.world._says[h.name]))
         else:
             d = step.duration.sample(stream)

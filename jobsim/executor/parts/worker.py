@@ -9,7 +9,7 @@ import math
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
-from ...base.trace import K
+from ...base.trace import K, pack
 from ...database.db import StatementFailed
 from . import boundary
 from .calls import run_process
@@ -28,7 +28,7 @@ def worker(node: Node, thread: int) -> Generator[Any, Any, None]:
     failure statement.
     """
     env, queue, idle, world, trace = node.env, node.queue, node.idle, node.world, node.trace
-    emit, code, running, executions = trace.emit, node.code, node.running, world.executions
+    put, code, running, executions = trace.put, node.code, node.running, world.executions
     handlers, db, store, me = world.handlers, node.db, world.store, node.name
     k_start, k_side, k_end, k_done = (K["exec_start"], K["side_effect"], K["exec_end"],
                                       K["completed"])
@@ -77,7 +77,7 @@ def worker(node: Node, thread: int) -> Generator[Any, Any, None]:
             yield node._paused
         attempt = executions.get(jid, 0) + 1
         executions[jid] = attempt
-        emit((env.now, k_start, code, jid, attempt, thread, 0, 0, nan, -1))
+        put(pack(env.now, k_start, code, jid, attempt, thread, 0, 0, nan, -1))
         world.in_flight += 1
         if track:
             running[jid] = running.get(jid, 0) + 1
@@ -97,23 +97,23 @@ def worker(node: Node, thread: int) -> Generator[Any, Any, None]:
                         yield env.timeout(side_at)
                         if node._paused is not None:
                             yield node._paused
-                    emit((env.now, k_side, code, jid, attempt, 0, 0, 0, nan, says[hname]))
+                    put(pack(env.now, k_side, code, jid, attempt, 0, 0, 0, nan, says[hname]))
                     yield env.timeout(duration - side_at)
                     if node._paused is not None:
                         yield node._paused
-                    emit((env.now, k_end, code, jid, attempt, 1, 0, 0, nan, -1))
+                    put(pack(env.now, k_end, code, jid, attempt, 1, 0, 0, nan, -1))
                 else:
                     if duration > 0:
                         yield env.timeout(duration)
                         if node._paused is not None:
                             yield node._paused
-                    emit((env.now, k_end, code, jid, attempt, 1, 1, 0, nan, says[hname]))
+                    put(pack(env.now, k_end, code, jid, attempt, 1, 1, 0, nan, says[hname]))
             else:
                 if duration > 0:
                     yield env.timeout(duration)
                     if node._paused is not None:
                         yield node._paused
-                emit((env.now, k_end, code, jid, attempt, 0, 0, 0, nan, trace.text(error)))
+                put(pack(env.now, k_end, code, jid, attempt, 0, 0, 0, nan, trace.text(error)))
         # The execution counts as running (for a crash, a heartbeat and the drain) until
         # its completion or failure statement has returned.
         if not ok:
@@ -121,7 +121,7 @@ def worker(node: Node, thread: int) -> Generator[Any, Any, None]:
         elif db.instant:
             db.statements += 1
             deleted, other = complete(env.now, jid, fetched)
-            emit((env.now, k_done, code, jid, attempt, int(deleted), int(other), 0, nan,
+            put(pack(env.now, k_done, code, jid, attempt, int(deleted), int(other), 0, nan,
                   -1))
             if deleted:
                 world.live -= 1
@@ -134,7 +134,7 @@ def worker(node: Node, thread: int) -> Generator[Any, Any, None]:
             except StatementFailed:
                 node._failed("complete", jid, attempt)
             else:
-                emit((env.now, k_done, code, jid, attempt, int(deleted), int(other), 0,
+                put(pack(env.now, k_done, code, jid, attempt, int(deleted), int(other), 0,
                       nan, -1))
                 if deleted:
                     world.live -= 1
