@@ -16,9 +16,9 @@ Faults: ``slow(factor)`` multiplies latencies for a window; ``cut(node, timeout)
 node's statements fail after ``timeout`` (a network partition), until ``heal(node)``.
 
 The database also tells waiting nodes when something changed: ``inserted()`` fires on the
-next insert (LISTEN/NOTIFY), ``changed()`` on the next write that may make a row eligible
-sooner (an insert, an unlock, a reschedule); idle nodes use it to skip polls that could not
-find anything.
+next insert (LISTEN/NOTIFY), ``changed()`` — a ``Signal``, called at the write itself —
+on the next write that may make a row eligible sooner (an insert, an unlock, a reschedule);
+idle nodes use it to skip polls that could not find anything.
 """
 
 from __future__ import annotations
@@ -33,6 +33,19 @@ from ..base.rng import Streams
 from .store import Store
 
 T = TypeVar("T")
+
+
+class Signal:
+    """A one-shot notice (``changed()``): its callbacks are called, in order, at the write
+    itself, with the signal (``value``: whether the write was an insert). No SimPy event is
+    scheduled for it: what a callback does — aim a sleep, schedule a poll — happens at the
+    instant of the write in any case."""
+
+    __slots__ = ("callbacks", "value")
+
+    def __init__(self) -> None:
+        self.callbacks: list[Callable[[Signal], None]] = []
+        self.value = False
 
 
 class StatementFailed(Exception):
@@ -74,7 +87,7 @@ class Database:
         self._lat: dict[str, Any] = {}
         self.statements = 0
         self._inserted: simpy.Event | None = None
-        self._changed: simpy.Event | None = None
+        self._changed: Signal | None = None
 
     def run(self, node: str, apply: Callable[[float], T], wakes: bool = False,
             rows: tuple[int, ...] | list[int] = ()) -> Generator[simpy.Event, Any, tuple[T, float]]:
@@ -191,19 +204,21 @@ class Database:
             self._inserted = self.env.event()
         return self._inserted
 
-    def changed(self) -> simpy.Event:
-        """An event that fires at the next write that may make a row eligible sooner."""
+    def changed(self) -> Signal:
+        """A signal given at the next write that may make a row eligible sooner."""
         if self._changed is None:
-            self._changed = self.env.event()
+            self._changed = Signal()
         return self._changed
 
     def touch(self, insert: bool = False) -> None:
-        """Fire ``changed()`` (its value says whether the change was an insert) and, for an
-        insert, ``inserted()``."""
-        ev = self._changed
-        if ev is not None:
-            self._changed = None
-            ev.succeed(insert)
+        """Give ``changed()`` (its value says whether the change was an insert) and, for an
+        insert, fire ``inserted()``."""
+        sig = self._changed
+        if sig is not None:
+            self._changed = None  # a callback that asks again registers on a new one
+            sig.value = insert
+            for callback in sig.callbacks:
+                callback(sig)
         if insert:
             ev = self._inserted
             if ev is not None:

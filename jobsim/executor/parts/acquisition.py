@@ -23,7 +23,7 @@ from ...database.claims import Attempt
 from ...database.db import StatementFailed
 from ...database.store import JOB, TIMER
 from .global_lock import release as release_global_lock, take as take_global_lock
-from .polls import Sleep, rank, wake_at
+from .polls import RESUME, Sleep, rank, wake_at
 from .timers import move as move_timers
 
 if TYPE_CHECKING:
@@ -74,6 +74,34 @@ def loop(node: Node, table: str = JOB) -> Generator[Any, Any, None]:
     sized = bool(size) and not timers
     if timers:
         instant = None  # the timer table goes through the statement path
+    fast = None
+    if notify and instant is not None and not global_lock and not watch_rejects:
+        def fast(sleep: Sleep, m: int) -> None:
+            """The poll an insert wakes, run in the sleep's callback at the instant and rank
+            the loop would poll: the same steps as the loop's, from its wake-up to its next
+            sleep, which is this one armed again. A step that is not simple (a pause, no
+            room) hands over to the loop, at its top."""
+            m = -m - 1
+            if m > sleep.k0:
+                sleep.count(m)
+            grid.k = m
+            world.rank_now = (env.now, salt)
+            while node._paused is None:
+                free = size - len(queue) if sized else len(node.idle) - len(queue)
+                if free <= 0:
+                    break
+                asked = batch if batch < free else free
+                node.polls += 1
+                got = len(instant(db, me, asked, lock_time))
+                put(pack(env.now, k_acquire, code, -1, 0, asked, got, 0, 0.0, strategy_text))
+                if got < asked:
+                    now = env.now
+                    grid.restart(now)
+                    soonest = store.next_eligible(now, table) if exact else None
+                    sleep.arm(soonest, exact and (soonest is None or soonest > grid.at(grid.k)))
+                    return
+            sleep.wake.succeed(RESUME)
+
     # the first poll: after the node's start, initial delay and phase — ranked like any
     # other, even at the instant the loop starts (nodes pinned together do not poll in the
     # order they were listed)
@@ -156,11 +184,14 @@ def loop(node: Node, table: str = JOB) -> Generator[Any, Any, None]:
             counting = exact and (soonest is None or soonest > nxt or long)
             # Idle: sleep through the polls that cannot find anything (polls.py)
             sleep = node._sleeps[table] = Sleep(node, table, grid, notify, soonest, counting,
-                                                long)
+                                                long, fast)
             m = yield sleep.wake
             del node._sleeps[table]
             if m is None:
                 return  # the node crashed, or the run ended
+            if m is RESUME:  # its insert poll ran in the sleep (``fast``), up to a step
+                on_grid = False  # that needs the loop
+                continue
             if m < 0:  # an insert woke a notify node: it polls now, off the grid
                 m = -m - 1
                 on_grid = False

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Callable
 from heapq import heappush
 from typing import TYPE_CHECKING
 
@@ -43,6 +44,7 @@ import simpy
 
 from ...base.rng import Stream
 from ...base.trace import K
+from ...database.db import Signal
 
 if TYPE_CHECKING:
     from ..node import Node
@@ -112,34 +114,58 @@ class Grid:
         return m
 
 
+#: the wake value of a sleep whose insert poll ran in a callback and found the loop's next
+#: step not simple (a pause, a full queue): the loop goes on from its top
+RESUME = "resume"
+
+
 class Sleep:
     """The wait of one acquisition loop until its next poll (see the module's docstring):
     the next grid instant, or — ``counting`` — the first one at or after ``soonest``, the
     polls in between counted. A notify node also wakes at an insert, and polls then at its
-    rank among the polls of that instant."""
+    rank among the polls of that instant.
 
-    __slots__ = ("node", "table", "grid", "notify", "wake", "k0", "_gen", "_target",
-                 "_counting", "_long", "_answer_gen", "_answer_at")
+    Two shortcuts keep an idle sleep cheap without moving any instant: a grid wake-up is
+    lazy (one event stays scheduled at the earliest instant aimed at; when it comes and the
+    aim has moved later, it schedules the next — a notify node re-aimed at every insert
+    costs one event per poll interval, not one per insert); and a notify node's poll at an
+    insert may run as ``fast``, a callback of the loop's, at the very instant and rank the
+    loop would have polled, which claims, hands the rows to threads and ``arm``s the same
+    sleep again without resuming the loop's process."""
+
+    __slots__ = ("node", "table", "grid", "notify", "wake", "k0", "_target", "_target_at",
+                 "_timer_at", "_woken", "_fast", "_counting", "_long", "_answer_gen",
+                 "_answer_at")
 
     def __init__(self, node: Node, table: str, grid: Grid, notify: bool,
-                 soonest: float | None, counting: bool, long: bool = False):
+                 soonest: float | None, counting: bool, long: bool = False,
+                 fast: Callable[[Sleep, int], None] | None = None):
         self.node, self.table, self.grid, self.notify = node, table, grid, notify
         self.wake = simpy.Event(node.env)
-        self.k0 = grid.k
-        self._gen = 0
-        self._target = -1
-        #: a counting sleep aims again at each write that may make a row eligible sooner
-        self._counting = counting
+        #: the instant of the earliest grid wake-up scheduled (inf: none)
+        self._timer_at = math.inf
         #: a long poll: the held request is answered when a row becomes claimable
         self._long = long
         self._answer_gen = 0
         self._answer_at = math.inf
-        if notify or counting or long:  # an insert is a change: one event tells all
+        self._fast = fast
+        self.arm(soonest, counting)
+
+    def arm(self, soonest: float | None, counting: bool) -> None:
+        """Start the sleep from the grid's next poll (again, after a ``fast`` poll)."""
+        node, grid = self.node, self.grid
+        self.k0 = grid.k
+        self._target, self._target_at = -1, math.inf
+        #: the sleep's end is decided (an insert's poll is scheduled, or ``wake`` fired)
+        self._woken = False
+        #: a counting sleep aims again at each write that may make a row eligible sooner
+        self._counting = counting
+        if self.notify or counting or self._long:  # an insert is a change: one event tells all
             node.db.changed().callbacks.append(self._changed)
-        if long:
+        if self._long:
             # what is claimable already was not this node's to take (another's handler):
             # only a change, a due time or the request's timeout answers it
-            at = node.db.store.next_eligible(node.env.now, table)
+            at = node.db.store.next_eligible(node.env.now, self.table)
             if at is not None and at > node.env.now:
                 self._answer(at)
         if not counting:
@@ -177,45 +203,67 @@ class Sleep:
         if node._paused is not None:
             soonest = node.env.now
         if soonest is None or soonest >= node.world.scenario.end:
-            self._gen += 1
-            self._target = -1
+            self._target, self._target_at = -1, math.inf
             return
         grid = self.grid
         m = grid.first_from(self.pending(), soonest)
         if m == self._target:
             return
-        self._gen += 1
         at = grid.at(m)
         if at >= node.world.scenario.end:
-            self._target = -1
+            self._target, self._target_at = -1, math.inf
             return
-        self._target = m
-        gen = self._gen
-        ev = wake_at(node.env, at, rank(grid.salt, at))
-        ev.callbacks.append(lambda _: self._due(gen))
+        self._target, self._target_at = m, at
+        if at < self._timer_at:
+            self._schedule(at)
+
+    def _schedule(self, at: float) -> None:
+        self._timer_at = at
+        ev = wake_at(self.node.env, at, rank(self.grid.salt, at))
+        ev.callbacks.append(lambda _: self._tick(at))
+
+    def _tick(self, at: float) -> None:
+        """A grid wake-up came: the poll aimed at, if it falls now; else, if the aim moved
+        later, the wake-up for it."""
+        if self._woken:
+            return
+        if at == self._timer_at:
+            self._timer_at = math.inf
+        t = self._target_at
+        if t == at:
+            self._woken = True
+            self.wake.succeed(self._target)
+        elif at < t < self._timer_at:
+            self._schedule(t)
 
     def nudge(self) -> None:
         """Wake at the next pending poll (the node was paused: that poll waits for the
         pause to end, as a simulated one would)."""
-        if not self.wake.triggered:
+        if not self._woken:
             self._aim(self.node.env.now)
 
     # --- callbacks --------------------------------------------------------------------------
 
-    def _due(self, gen: int) -> None:
-        if gen == self._gen and not self.wake.triggered:
-            self.wake.succeed(self._target)
-
     def _inserted(self) -> None:
-        wake = self.wake
-        if not wake.triggered:  # it polls now, off the grid, at its rank of this instant
-            env = self.node.env
-            wake._ok, wake._value = True, -self.pending() - 1
-            heappush(env._queue, (env.now, rank(self.grid.salt, env.now),  # type: ignore
-                                  next(env._eid), wake))  # type: ignore[attr-defined]
+        if self._woken:
+            return
+        self._woken = True  # it polls now, off the grid, at its rank of this instant
+        env = self.node.env
+        if self._fast is None:
+            ev = self.wake
+        else:
+            ev = simpy.Event(env)
+            ev.callbacks.append(self._run_fast)
+        ev._ok, ev._value = True, -self.pending() - 1
+        heappush(env._queue, (env.now, rank(self.grid.salt, env.now),  # type: ignore
+                              next(env._eid), ev))  # type: ignore[attr-defined]
 
-    def _changed(self, ev: simpy.Event) -> None:
-        if self.wake.triggered:
+    def _run_fast(self, ev: simpy.Event) -> None:
+        if not self.wake.triggered:  # not stopped (a crash, the run's end) meanwhile
+            self._fast(self, ev._value)  # type: ignore[misc]
+
+    def _changed(self, ev: Signal) -> None:
+        if self._woken:
             return
         if ev.value and self.notify:
             self._inserted()  # an insert wakes a notify node
@@ -244,10 +292,10 @@ class Sleep:
         ev.callbacks.append(lambda _: self._answered(gen))
 
     def _answered(self, gen: int) -> None:
-        if gen != self._answer_gen or self.wake.triggered:
+        if gen != self._answer_gen or self._woken:
             return
         self._answer_at = math.inf
-        self._gen += 1  # the grid's wake-up, if any, is void
+        self._woken = True  # the grid's wake-up, if any, is void
         self.wake.succeed(-self.pending() - 1)  # off the grid, at its rank of this instant
 
     # --- the end of the sleep ---------------------------------------------------------------
@@ -266,7 +314,7 @@ class Sleep:
         """The node crashed or the run ended: count the polls made until now (a wake-up
         due at this very instant never comes)."""
         if not self.wake.processed:
-            self._gen += 1
+            self._woken = True  # a grid wake-up or an insert's poll still to come is void
             if not self.wake.triggered:
                 self.wake.succeed(None)
             self.grid.k = m = self.pending()
