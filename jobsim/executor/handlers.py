@@ -126,6 +126,27 @@ class Handler:
             return Execution(limit, False, TIMED_OUT, None)
         return run
 
+    def drawer(self) -> Callable[[int, Stream], tuple[float, bool, str | None, float | None]]:
+        """``draw`` as one function made for this handler (the worker's hot path): the same
+        draws in the same order, as a plain tuple, without the outcome's dispatch."""
+        if self.worker_timeout is not None or self.outcome not in ("succeed", "fail_rate"):
+            return self.draw
+        sample, side = self.duration.sample, self.side_effect_at
+        if self.outcome == "succeed":
+            def draw(attempt: int, stream: Stream) -> tuple[float, bool, None, float]:
+                d = sample(stream)
+                return d, True, None, d * side
+            return draw
+        rate, error = self.fail_rate, self.error
+
+        def draw_failing(attempt: int, stream: Stream
+                         ) -> tuple[float, bool, str | None, float | None]:
+            d = sample(stream)
+            if stream.uniform() >= rate:
+                return d, True, None, d * side
+            return d, False, error.replace("{attempt}", str(attempt)), None
+        return draw_failing
+
     def _draw(self, attempt: int, stream: Stream) -> Execution:
         if self.outcome == "hang":
             d = self.hang_for

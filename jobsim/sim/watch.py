@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from heapq import heappop
 from typing import TYPE_CHECKING
 
 import simpy
@@ -27,21 +28,55 @@ def events_scheduled(env: simpy.Environment) -> int:
     return next(counter)
 
 
+def steps(env: simpy.Environment, n: int) -> None:
+    """Process the next ``n`` events of ``env`` — SimPy's ``Environment.step`` written out in
+    one loop (the same order, the same failure of an undefused failed event), which saves a
+    method call per event. Returns early when the schedule is empty; ``StopSimulation``
+    raised by a callback ends it as it ends ``env.run``."""
+    queue = env._queue  # type: ignore[attr-defined]
+    for _ in range(n):
+        if not queue:
+            return
+        env._now, _, _, event = heappop(queue)  # type: ignore[attr-defined]
+        callbacks, event.callbacks = event.callbacks, None
+        for callback in callbacks:
+            callback(event)
+        if not event._ok and not hasattr(event, "_defused"):
+            value = event._value
+            exc = type(value)(*value.args)
+            exc.__cause__ = value
+            raise exc
+
+
+def run_until(env: simpy.Environment, finish: simpy.Event) -> None:
+    """``env.run(until=finish)``, through ``steps``."""
+    finish.callbacks.append(StopSimulation.callback)
+    queue = env._queue  # type: ignore[attr-defined]
+    try:
+        while queue:
+            steps(env, 1 << 20)
+    except StopSimulation:
+        return
+    raise RuntimeError("no scheduled events left but the run's end was not reached")
+
+
 def run_watched(world: World, finish: simpy.Event,
                 progress: Callable[[float, float], None] | None,
                 guard: Callable[[int, float], None] | None) -> None:
     """``env.run(until=finish)`` in chunks of events, calling ``progress`` and ``guard``
     between them; they observe only, so the trace is the same with or without them."""
-    env, sc, step = world.env, world.scenario, world.env.step
+    env, sc = world.env, world.scenario
     total = (len(sc.jobs) + sum(s.count for s in sc.streams)
              + sum(r.count for r in sc.recurring))
     finish.callbacks.append(StopSimulation.callback)
-    chunk = range(_CHUNK)
     n = 0
+    queue = env._queue  # type: ignore[attr-defined]
     try:
         while True:
-            for _ in chunk:
-                step()
+            if not queue:
+                raise RuntimeError("no scheduled events left but the run's end was not "
+                                   "reached")
+            steps(env, _CHUNK)
             n += _CHUNK
             if guard is not None:
                 guard(n, env.now)

@@ -53,7 +53,7 @@ def stream(world: "World", spec: StreamSpec) -> Generator[Any, Any, None]:
     env = world.env
     if spec.start > 0:
         yield env.timeout(spec.start)
-    create = world.create
+    create, plain_create = world.create, world.create_plain
     nodes = spec.nodes or (None,)  # the nodes that create its jobs, in turn
     h, kind, prio, due_in, queue = spec.handler, spec.kind, spec.priority, spec.due_in, \
         spec.queue
@@ -61,7 +61,7 @@ def stream(world: "World", spec: StreamSpec) -> Generator[Any, Any, None]:
     if spec.rate is None:
         for i in range(spec.count):
             if plain:
-                create(h, kind, prio, due_in)
+                plain_create(h, kind, prio, due_in)
             else:
                 create(h, kind, prio, due_in, node=nodes[i % len(nodes)], queue=queue)
     else:
@@ -72,7 +72,7 @@ def stream(world: "World", spec: StreamSpec) -> Generator[Any, Any, None]:
         for i in range(spec.count):
             yield timeout(mean * exponential())
             if plain:
-                create(h, kind, prio, due_in)
+                plain_create(h, kind, prio, due_in)
             else:
                 create(h, kind, prio, due_in, node=nodes[i % len(nodes)], queue=queue)
     world.source_done()

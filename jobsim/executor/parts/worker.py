@@ -42,6 +42,7 @@ def worker(node: Node, thread: int) -> Generator[Any, Any, None]:
     hstreams, says = world._hstreams, world._says
     track = node.track_running
     procs = world.process_handlers  # runs that are processes: they call services
+    draws = {name: h.drawer() for name, h in handlers.items()}
 
     def complete(now: float, jid: int, fetched: int) -> tuple[bool, int]:
         """DELETE; and why nothing was deleted, or whose lock it overrode (see the
@@ -85,7 +86,7 @@ def worker(node: Node, thread: int) -> Generator[Any, Any, None]:
         if procs and hname in procs:  # a process: it tells its own end
             ok, error = yield from run_process(node, hname, jid, attempt, stream)
         else:
-            duration, ok, error, side_at = handlers[hname].draw(attempt, stream)
+            duration, ok, error, side_at = draws[hname](attempt, stream)
             if duration == inf:
                 yield env.event()  # hangs forever: the thread is gone
             if ok:
