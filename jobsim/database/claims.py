@@ -86,7 +86,7 @@ def guarded_update_now(db: Database, me: str, n: int, lock_time: float,
     """``guarded_update`` on an instant database, without the generator machinery: the
     rows it locked (already reported through ``db.locked``)."""
     db.statements += 1
-    now = db.env.now
+    now = db.env._now
     return db.locked(me, db.store.claim(me, now, n, now + lock_time, table))
 
 

@@ -262,7 +262,7 @@ class Node:
         def on_locked(locked: list) -> None:
             if not self.alive:
                 return
-            now = env.now
+            now = env._now
             deadline = 0 if timeout is None else round((now + timeout) * 1000.0)
             for lk in locked:
                 prev = -1 if lk.previous_owner is None else node(lk.previous_owner)

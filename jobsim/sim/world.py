@@ -227,7 +227,7 @@ class World:
             return self.create(handler, kind, priority, due_in)
         jid = self._next_id
         self._next_id += 1
-        now = self.env.now
+        now = self.env._now
         row = Row(jid, kind, handler, priority, now, now + due_in, self._retries[handler])
         self.store.insert(row, JOB)
         self.db.commits += 1

@@ -85,7 +85,7 @@ def loop(node: Node, table: str = JOB) -> Generator[Any, Any, None]:
             if m > sleep.k0:
                 sleep.count(m)
             grid.k = m
-            world.rank_now = (env.now, salt)
+            world.rank_now = (env._now, salt)
             while node._paused is None:
                 free = size - len(queue) if sized else len(node.idle) - len(queue)
                 if free <= 0:
@@ -93,9 +93,9 @@ def loop(node: Node, table: str = JOB) -> Generator[Any, Any, None]:
                 asked = batch if batch < free else free
                 node.polls += 1
                 got = len(instant(db, me, asked, lock_time))
-                put(pack(env.now, k_acquire, code, -1, 0, asked, got, 0, 0.0, strategy_text))
+                put(pack(env._now, k_acquire, code, -1, 0, asked, got, 0, 0.0, strategy_text))
                 if got < asked:
-                    now = env.now
+                    now = env._now
                     grid.restart(now)
                     soonest = store.next_eligible(now, table) if exact else None
                     sleep.arm(soonest, exact and (soonest is None or soonest > grid.at(grid.k)))

@@ -180,7 +180,7 @@ class Sleep:
         """The first poll of the grid not yet made at this instant: a later one, or one at
         this instant that ranks after the event running now."""
         node, grid = self.node, self.grid
-        now = node.env.now
+        now = node.env._now
         m = grid.k
         at = grid.at(m)
         if at < now:
@@ -255,7 +255,7 @@ class Sleep:
             ev = simpy.Event(env)
             ev.callbacks.append(self._run_fast)
         ev._ok, ev._value = True, -self.pending() - 1
-        heappush(env._queue, (env.now, rank(self.grid.salt, env.now),  # type: ignore
+        heappush(env._queue, (env._now, rank(self.grid.salt, env._now),  # type: ignore
                               next(env._eid), ev))  # type: ignore[attr-defined]
 
     def _run_fast(self, ev: simpy.Event) -> None:

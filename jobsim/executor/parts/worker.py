@@ -43,6 +43,8 @@ def worker(node: Node, thread: int) -> Generator[Any, Any, None]:
     track = node.track_running
     procs = world.process_handlers  # runs that are processes: they call services
     draws = {name: h.drawer() for name, h in handlers.items()}
+    direct = db.pool is None and db.write_lock is None  # the completion needs no queue
+    cut, row_locks, sample_latency = db._cut, db.row_locks, db.sample_latency
 
     def complete(now: float, jid: int, fetched: int) -> tuple[bool, int]:
         """DELETE; and why nothing was deleted, or whose lock it overrode (see the
@@ -78,7 +80,7 @@ def worker(node: Node, thread: int) -> Generator[Any, Any, None]:
             yield node._paused
         attempt = executions.get(jid, 0) + 1
         executions[jid] = attempt
-        put(pack(env.now, k_start, code, jid, attempt, thread, 0, 0, nan, -1))
+        put(pack(env._now, k_start, code, jid, attempt, thread, 0, 0, nan, -1))
         world.in_flight += 1
         if track:
             running[jid] = running.get(jid, 0) + 1
@@ -98,45 +100,57 @@ def worker(node: Node, thread: int) -> Generator[Any, Any, None]:
                         yield env.timeout(side_at)
                         if node._paused is not None:
                             yield node._paused
-                    put(pack(env.now, k_side, code, jid, attempt, 0, 0, 0, nan, says[hname]))
+                    put(pack(env._now, k_side, code, jid, attempt, 0, 0, 0, nan, says[hname]))
                     yield env.timeout(duration - side_at)
                     if node._paused is not None:
                         yield node._paused
-                    put(pack(env.now, k_end, code, jid, attempt, 1, 0, 0, nan, -1))
+                    put(pack(env._now, k_end, code, jid, attempt, 1, 0, 0, nan, -1))
                 else:
                     if duration > 0:
                         yield env.timeout(duration)
                         if node._paused is not None:
                             yield node._paused
-                    put(pack(env.now, k_end, code, jid, attempt, 1, 1, 0, nan, says[hname]))
+                    put(pack(env._now, k_end, code, jid, attempt, 1, 1, 0, nan, says[hname]))
             else:
                 if duration > 0:
                     yield env.timeout(duration)
                     if node._paused is not None:
                         yield node._paused
-                put(pack(env.now, k_end, code, jid, attempt, 0, 0, 0, nan, trace.text(error)))
+                put(pack(env._now, k_end, code, jid, attempt, 0, 0, 0, nan, trace.text(error)))
         # The execution counts as running (for a crash, a heartbeat and the drain) until
         # its completion or failure statement has returned.
         if not ok:
             yield from fail(node, jid, hname, attempt, error or "", fetched)
-        elif db.instant:
-            db.statements += 1
-            deleted, other = complete(env.now, jid, fetched)
-            put(pack(env.now, k_done, code, jid, attempt, int(deleted), int(other), 0, nan,
-                  -1))
-            if deleted:
-                world.live -= 1
-                if world._waiters:
-                    world.finished(jid)
         else:
-            try:
-                (deleted, other), _ = yield from db.run(
-                    me, lambda now: complete(now, jid, fetched), rows=(jid,))
-            except StatementFailed:
+            if db.instant:
+                db.statements += 1
+                res = complete(env._now, jid, fetched)
+            elif direct and me not in cut:
+                # ``db.run`` written out for the common case (no connection pool, no write
+                # lock): the statement's latency, then — unless the node was cut off while
+                # it was in flight — its row's holder, if any, then the DELETE
+                db.statements += 1
+                lat = sample_latency(me)
+                if lat > 0:
+                    yield env.timeout(lat)
+                if me in cut:
+                    res = None
+                else:
+                    while row_locks and (holder := row_locks.get(jid)) is not None:
+                        yield holder.end
+                    res = complete(env._now, jid, fetched)
+            else:
+                try:
+                    res, _ = yield from db.run(me, lambda now: complete(now, jid, fetched),
+                                               rows=(jid,))
+                except StatementFailed:
+                    res = None
+            if res is None:
                 node._failed("complete", jid, attempt)
             else:
-                put(pack(env.now, k_done, code, jid, attempt, int(deleted), int(other), 0,
-                      nan, -1))
+                deleted, other = res
+                put(pack(env._now, k_done, code, jid, attempt, int(deleted), int(other), 0,
+                         nan, -1))
                 if deleted:
                     world.live -= 1
                     if world._waiters:
