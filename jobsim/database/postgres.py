@@ -23,7 +23,8 @@ import simpy
 
 from .claims import Attempt
 from .rows import JOB
-from .transactions import (Gen, SerializationFailure, _finish, _hold, _lock_row, _open,
+from .db import StatementFailed
+from .transactions import (Gen, SerializationFailure, Txn, _finish, _hold, _lock_row, _open,
                            _statement, _wait_row)
 
 if TYPE_CHECKING:
@@ -42,20 +43,26 @@ def pg_update(db: "Database", me: str, n: int, lock_time: float, *, guard: bool,
     serialization failure. ``all_or_nothing`` (Flowable's flush of per-row optimistic
     updates): one row whose version moved rolls the whole transaction back."""
     env, store = db.env, db.store
-    txn = yield from _open(db)
+    # BEGIN, the row waits, the statement and the hold are written out for their common
+    # case (no pool, no lock to wait for, not cut off, no hold): this is every poll's path
+    txn = Txn(env) if db.pool is None else (yield from _open(db))
     att = Attempt(n)
+    row_locks, cut = db.row_locks, db._cut
     try:
         now = txn.start
         if ids is None:
-            seen = store.select(env.now, n, table, who=me)
+            seen = store.select(env._now, n, table, who=me)
             cands = [rid for rid, _ in seen]
             snap = dict(seen)
         else:
             cands = ids
         strict = db.isolation != "read_committed"
+        expiry = store.expiry
         got: list[int] = []
         for rid in cands:
-            waited = yield from _wait_row(db, rid, txn)
+            other = row_locks.get(rid) if row_locks else None
+            waited = None if other is None or other is txn else \
+                (yield from _wait_row(db, rid, txn))
             row = store.get(rid)
             if strict and snap is not None and (
                     row is None or row.version != snap.get(rid, row.version)) or \
@@ -64,20 +71,30 @@ def pg_update(db: "Database", me: str, n: int, lock_time: float, *, guard: bool,
             if row is None or row.table != table:
                 att.lost += 1 if ids is not None else 0
                 continue
-            if guard and not row.eligible(now, store.expiry):
+            if guard and not row.eligible(now, expiry):
                 continue  # EvalPlanQual: the outer WHERE fails on the newest version
             if versions is not None and row.version != versions[rid]:
                 att.lost += 1
                 continue
-            _lock_row(db, rid, txn)
+            row_locks[rid] = txn
+            txn.rows.append(rid)
             got.append(rid)
-        att.latency += yield from _statement(db, me)
+        if me in cut:
+            att.latency += yield from _statement(db, me)
+        else:  # _statement: counted, its latency, and cut off while in flight?
+            db.statements += 1
+            lat = db.sample_latency(me)
+            if lat > 0:
+                yield env.timeout(lat)
+            if me in cut:
+                raise StatementFailed(me)
+            att.latency += lat
         att.statements += 1
         if all_or_nothing and att.lost:
             att.lost, att.errors, att.error = len(cands), 1, "optimistic_lock"
             _finish(db, txn, False)
             return att
-        commit = yield from _hold(hold)
+        commit = True if hold is None else (yield from _hold(hold))
         if not commit:
             _finish(db, txn, False)
             return att

@@ -25,16 +25,24 @@ class SerializationFailure(Exception):
 
 
 class Txn:
-    """An open transaction: its row locks (PostgreSQL) and the event of its end."""
+    """An open transaction: its row locks (PostgreSQL) and the event of its end (made
+    when a statement first waits for it: most transactions end with nobody waiting)."""
 
-    __slots__ = ("start", "end", "committed", "rows", "conn")
+    __slots__ = ("start", "_env", "_end", "committed", "rows", "conn")
 
     def __init__(self, env: simpy.Environment):
-        self.start = env.now
-        self.end = env.event()
+        self._env = env
+        self.start = env._now  # type: ignore[attr-defined]
+        self._end: simpy.Event | None = None
         self.committed = False
         self.rows: list[int] = []
         self.conn: Any = None
+
+    @property
+    def end(self) -> simpy.Event:
+        if self._end is None:
+            self._end = self._env.event()
+        return self._end
 
 
 Gen = Generator[Any, Any, Attempt]
@@ -66,8 +74,9 @@ def _finish(db: "Database", txn: Txn, commit: bool) -> None:
     if txn.conn is not None:
         db.pool.release(txn.conn)
         txn.conn = None
-    if not txn.end.triggered:
-        txn.end.succeed(commit)
+    end = txn._end
+    if end is not None and not end.triggered:
+        end.succeed(commit)
 
 
 def _statement(db: "Database", me: str) -> Generator[Any, Any, float]:
