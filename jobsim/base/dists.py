@@ -12,6 +12,7 @@ ones a scenario can name:
 from __future__ import annotations
 
 import math
+from functools import cached_property
 from dataclasses import dataclass
 
 from .rng import Stream
@@ -69,8 +70,8 @@ class LogNormal:
     median: float
     p99: float
 
-    @property
-    def sigma(self) -> float:
+    @cached_property
+    def sigma(self) -> float:  # computed once: every statement's latency draws with it
         return (math.log(self.p99) - math.log(self.median)) / Z99
 
     def sample(self, stream: Stream) -> float:

@@ -135,7 +135,7 @@ class Sleep:
 
     __slots__ = ("node", "table", "grid", "notify", "wake", "k0", "_target", "_target_at",
                  "_timer_at", "_woken", "_fast", "_counting", "_long", "_answer_gen",
-                 "_answer_at")
+                 "_answer_at", "_poll")
 
     def __init__(self, node: Node, table: str, grid: Grid, notify: bool,
                  soonest: float | None, counting: bool, long: bool = False,
@@ -149,6 +149,7 @@ class Sleep:
         self._answer_gen = 0
         self._answer_at = math.inf
         self._fast = fast
+        self._poll: simpy.Event | None = None
         self.arm(soonest, counting)
 
     def arm(self, soonest: float | None, counting: bool) -> None:
@@ -251,9 +252,11 @@ class Sleep:
         env = self.node.env
         if self._fast is None:
             ev = self.wake
-        else:
-            ev = simpy.Event(env)
-            ev.callbacks.append(self._run_fast)
+        else:  # one event per sleep, used again: at most one insert's poll is pending
+            ev = self._poll
+            if ev is None:
+                ev = self._poll = simpy.Event(env)
+            ev.callbacks = [self._run_fast]
         ev._ok, ev._value = True, -self.pending() - 1
         heappush(env._queue, (env._now, rank(self.grid.salt, env._now),  # type: ignore
                               next(env._eid), ev))  # type: ignore[attr-defined]
