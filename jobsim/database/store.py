@@ -23,6 +23,9 @@ __all__ = ["ACQUIRABLE", "DEADLETTER", "FAILED", "INCIDENT", "JOB", "LOCK_EXPIRY
            "SUSPENDED", "TABLES", "TIMER", "Locked", "Row", "Store"]
 
 
+new_tuple = tuple.__new__
+
+
 class Store(Indexes):
     """The tables, their rows and indexes.
 
@@ -87,7 +90,10 @@ class Store(Indexes):
             row = rows.get(rid)
             if row is None or row.stamp != stamp or row.table != table:
                 continue
-            out.append(Locked(rid, row.locked_by, False, lock_until, row.handler, row.kind))
+            # Locked(rid, row.locked_by, False, lock_until, row.handler, row.kind), made
+            # without the named tuple's Python-level constructor
+            out.append(new_tuple(Locked, (rid, row.locked_by, False, lock_until, row.handler,
+                                          row.kind, 0)))
             row.locked_by, row.lock_until = owner, lock_until
             row.version += 1
             # re-index inline (the hot path of every poll): eligible again at lock expiry
