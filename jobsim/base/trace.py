@@ -1,7 +1,8 @@
 """The trace: the one way a run is observed.
 
-Every event of a run is a row of ten columns kept in typed ``array`` buffers — no Python
-object per event — so a million-job run fits in memory and hashes quickly. Metrics, checks,
+Every event of a run is a row of ten columns, recorded packed into one ``bytearray`` and
+moved into typed numpy columns now and then — no Python object per event — so a million-job
+run fits in memory and hashes quickly. Metrics, checks,
 the narrative and plots are pure functions of the trace.
 
 Columns: ``time`` (seconds), ``kind``, ``node`` (index into ``nodes``, -1 for none), ``job``
