@@ -195,3 +195,31 @@ def test_a_long_polling_idle_sleep_is_exact_on_120_random_scenarios():
 
 def test_a_long_polling_idle_sleep_is_exact_on_fresh_random_scenarios():
     _fresh(_compare_long, 20, "long-poll idle-sleep")
+
+
+def _compare_fast_poll(seed: int) -> None:
+    """A notify node's insert polls run in its sleep's callback or in its loop: the same
+    trace, byte for byte (the shortcut only saves resuming the loop's process)."""
+    from jobsim.executor.parts import acquisition
+
+    text = random_idle_scenario(random.Random(seed)).replace("wakeup: poll", "wakeup: notify")
+    scenario = loads(text)
+    fast = run_world(scenario)
+    acquisition.FAST_POLL = False
+    try:
+        slow = run_world(scenario)
+    finally:
+        acquisition.FAST_POLL = True
+    assert fast.trace.sha256() == slow.trace.sha256(), (
+        f"the fast insert poll changed the run of random scenario {seed} (replay: "
+        f"JOBSIM_IDLE_SEED={seed} JOBSIM_IDLE_N=1 pytest {__file__} -k fast_poll)\n{text}")
+    assert (fast.polls, fast.statements) == (slow.polls, slow.statements)
+
+
+def test_the_fast_insert_poll_moves_nothing_on_120_random_scenarios():
+    for seed in range(120):
+        _compare_fast_poll(seed)
+
+
+def test_the_fast_insert_poll_moves_nothing_on_fresh_random_scenarios():
+    _fresh(_compare_fast_poll, 30, "fast insert poll")

@@ -226,10 +226,10 @@ class Sleep:
     def _tick(self, at: float) -> None:
         """A grid wake-up came: the poll aimed at, if it falls now; else, if the aim moved
         later, the wake-up for it."""
+        if at == self._timer_at:
+            self._timer_at = math.inf  # gone, even if the sleep is over (it may be armed again)
         if self._woken:
             return
-        if at == self._timer_at:
-            self._timer_at = math.inf
         t = self._target_at
         if t == at:
             self._woken = True
