@@ -135,14 +135,9 @@ class Node:
             self.db.store.routes[self.name] = handles
         self._on_locked = self._listener()
         self.db.lock_listeners[self.name] = self._on_locked
-        self._procs = [env.process(self._life(body)) for body in processes(self)]
-
-    def _life(self, body: Generator[Any, Any, None]) -> Generator[Any, Any, None]:
-        """Run a process body until it ends or the node crashes."""
-        try:
-            yield from body
-        except simpy.Interrupt:
-            return
+        self._procs = [env.process(body) for body in processes(self)]
+        for proc in self._procs:  # a body runs until it ends or the node crashes
+            proc.callbacks.append(_ended_by_crash)
 
     def crash(self) -> None:
         """Die at once: processes, local queue and running executions are gone; the locks
@@ -297,3 +292,11 @@ class Node:
     def _failed(self, statement: str, job: int = -1, attempt: int = 0) -> None:
         self.trace.add(self.env.now, K["statement_failed"], self.code, job, attempt,
                        text=self.trace.text(statement))
+
+
+def _ended_by_crash(proc: simpy.Event) -> None:
+    """A node's process that a crash interrupted ended as it should: not a failure of the
+    run. (A callback rather than a generator around each body, which every resume of the
+    process would pass through.)"""
+    if not proc._ok and isinstance(proc._value, simpy.Interrupt):
+        proc._defused = True  # type: ignore[attr-defined]
