@@ -234,15 +234,30 @@ class Indexes:
             if self._valid(e[2], e[3], table) is not None:
                 return now
             heapq.heappop(ix.ready)
-        while ix.pending:
-            at, strict, rid, stamp = ix.pending[0]
+        return self._next_pending(ix, table, soonest)
+
+    def _next_pending(self, ix: _Index, table: str, soonest: float = math.inf) -> float | None:
+        """The earliest valid entry of ``pending`` (a strict one: just after its instant),
+        or ``soonest`` if that is sooner; ``None`` for neither."""
+        pending, rows = ix.pending, self.rows
+        while pending:
+            at, strict, rid, stamp = pending[0]
             if at == math.inf:
                 break  # locked for good (a Zeebe-like activation): only a write frees it
-            if self._valid(rid, stamp, table) is not None:
+            row = rows.get(rid)
+            if row is not None and row.stamp == stamp and row.table == table:
                 at = math.nextafter(at, math.inf) if strict else at
                 return at if at < soonest else soonest
-            heapq.heappop(ix.pending)
+            heapq.heappop(pending)
         return None if soonest == math.inf else soonest
+
+    def next_after_claim(self, owner: str, now: float, table: str = JOB) -> float | None:
+        """``next_eligible`` right after ``owner``'s claim at ``now`` got fewer rows than it
+        asked for: on the claim's plain path that claim emptied ``ready`` and promoted
+        everything due, so only ``pending`` is left to read."""
+        if self._general or self._parked or (self.routes and owner in self.routes):
+            return self.next_eligible(now, table)
+        return self._next_pending(self._ix[table], table)
 
     def expired(self, now: float, n: int) -> list[int]:
         """``SELECT id … WHERE lock_until < now LIMIT n`` over the locked rows of every

@@ -71,6 +71,16 @@ class Store(Indexes):
         self._count[table] += 1
         self._reindex(row, row.created)
 
+    def insert_new(self, row: Row) -> None:
+        """``insert`` of a new row as ``Row()`` makes it — in the job table, unlocked, in no
+        serial queue — without the general case's steps (a stream's plain insert)."""
+        rows = self.rows
+        if row.id in rows:
+            raise ValueError(f"duplicate job id {row.id}")
+        rows[row.id] = row
+        self._count[JOB] += 1
+        self._reindex(row, row.created)
+
     def claim(self, owner: str, now: float, n: int, lock_until: float,
               table: str = JOB) -> list[Locked]:
         """The guarded UPDATE, applied at one instant: lock the next ``n`` eligible rows."""

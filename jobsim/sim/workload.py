@@ -69,6 +69,22 @@ def stream(world: "World", spec: StreamSpec) -> Generator[Any, Any, None]:
         mean = 1.0 / spec.rate
         timeout = env.timeout
         exponential = rng.exponential
+        if plain and spec.count > 0:
+            # The arrivals as callbacks of their own timeouts, the next one scheduled where
+            # the loop below would schedule it: no process resumed per job.
+            left = spec.count
+
+            def arrive(_: Any) -> None:
+                nonlocal left
+                plain_create(h, kind, prio, due_in)
+                left -= 1
+                if left:
+                    timeout(mean * exponential()).callbacks.append(arrive)
+                else:
+                    world.source_done()
+
+            timeout(mean * exponential()).callbacks.append(arrive)
+            return
         for i in range(spec.count):
             yield timeout(mean * exponential())
             if plain:

@@ -229,7 +229,7 @@ class World:
         self._next_id += 1
         now = self.env._now
         row = Row(jid, kind, handler, priority, now, now + due_in, self._retries[handler])
-        self.store.insert(row, JOB)
+        self.store.insert_new(row)
         self.db.commits += 1
         self.created += 1
         self.live += 1

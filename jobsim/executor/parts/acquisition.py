@@ -102,7 +102,7 @@ def loop(node: Node, table: str = JOB) -> Generator[Any, Any, None]:
                 if got < asked:
                     now = env._now
                     grid.restart(now)
-                    soonest = store.next_eligible(now, table) if exact else None
+                    soonest = store.next_after_claim(me, now, table) if exact else None
                     sleep.arm(soonest, exact and (soonest is None or soonest > grid.at(grid.k)))
                     return
             sleep.wake.succeed(RESUME)

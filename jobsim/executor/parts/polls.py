@@ -41,6 +41,7 @@ from heapq import heappush
 from typing import TYPE_CHECKING
 
 import simpy
+from simpy.events import PENDING
 
 from ...base.rng import Stream
 from ...base.trace import K
@@ -262,7 +263,7 @@ class Sleep:
                               next(env._eid), ev))  # type: ignore[attr-defined]
 
     def _run_fast(self, ev: simpy.Event) -> None:
-        if not self.wake.triggered:  # not stopped (a crash, the run's end) meanwhile
+        if self.wake._value is PENDING:  # not stopped (a crash, the run's end) meanwhile
             self._fast(self, ev._value)  # type: ignore[misc]
 
     def _changed(self, ev: Signal) -> None:
