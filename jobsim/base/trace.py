@@ -115,6 +115,8 @@ _RECORD_DTYPE = np.dtype({"names": list(COLUMNS), "formats": list(_DTYPES)})
 assert RECORD.size == _RECORD_DTYPE.itemsize
 #: ``pack(time, kind, node, job, attempt, a, b, c, x, text)`` → one record's bytes
 pack = RECORD.pack
+#: a run compacts its trace into typed columns every this many bytes of records
+COMPACT_BYTES = RECORD.size << 19
 
 
 class Trace:

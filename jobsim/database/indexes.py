@@ -32,6 +32,23 @@ class _Index:
         self.ready: list[tuple[float, float, int, int]] = []
 
 
+def _next_pending(ix: _Index, rows: dict[int, Row], table: str,
+                  soonest: float = math.inf) -> float | None:
+    """The earliest valid entry of ``ix.pending`` (a strict one: just after its instant),
+    or ``soonest`` if that is sooner; ``None`` for neither."""
+    pending = ix.pending
+    while pending:
+        at, strict, rid, stamp = pending[0]
+        if at == math.inf:
+            break  # locked for good (a Zeebe-like activation): only a write frees it
+        row = rows.get(rid)
+        if row is not None and row.stamp == stamp and row.table == table:
+            at = math.nextafter(at, math.inf) if strict else at
+            return at if at < soonest else soonest
+        heapq.heappop(pending)
+    return None if soonest == math.inf else soonest
+
+
 class Indexes:
     """The indexes half of ``Store`` (its base class): the heaps, their upkeep and the
     reads that use them. Its methods work on the store's own attributes (``rows``,
@@ -67,6 +84,9 @@ class Indexes:
         #: a claim must take the general path (serial queues, count at fetch, no expiry)
         self._general = count_at_fetch or not self.expiry
         self._ix = {t: _Index() for t in ACQUIRABLE}
+        #: the run's end: a row eligible only at or after it is never put in ``pending``
+        #: (no poll, sleep or answer of the run can see it; a run sets it)
+        self.horizon = math.inf
         #: one counter for the whole store, so an id reused after a delete can never
         #: match an index entry left by the row that had it before
         self._stamp = 0
@@ -117,7 +137,8 @@ class Indexes:
             entry = (row.lock_until, 1, row.id, row.stamp)
         else:
             entry = (row.due, 0, row.id, row.stamp)
-        heapq.heappush(ix.pending, entry)
+        if entry[0] < self.horizon:
+            heapq.heappush(ix.pending, entry)
 
     def _valid(self, rid: int, stamp: int, table: str) -> Row | None:
         row = self.rows.get(rid)
@@ -234,30 +255,23 @@ class Indexes:
             if self._valid(e[2], e[3], table) is not None:
                 return now
             heapq.heappop(ix.ready)
-        return self._next_pending(ix, table, soonest)
+        return _next_pending(ix, self.rows, table, soonest)
 
-    def _next_pending(self, ix: _Index, table: str, soonest: float = math.inf) -> float | None:
-        """The earliest valid entry of ``pending`` (a strict one: just after its instant),
-        or ``soonest`` if that is sooner; ``None`` for neither."""
-        pending, rows = ix.pending, self.rows
-        while pending:
-            at, strict, rid, stamp = pending[0]
-            if at == math.inf:
-                break  # locked for good (a Zeebe-like activation): only a write frees it
-            row = rows.get(rid)
-            if row is not None and row.stamp == stamp and row.table == table:
-                at = math.nextafter(at, math.inf) if strict else at
-                return at if at < soonest else soonest
-            heapq.heappop(pending)
-        return None if soonest == math.inf else soonest
-
-    def next_after_claim(self, owner: str, now: float, table: str = JOB) -> float | None:
+    def next_after_claim(self, owner: str, now: float, before: float,
+                         table: str = JOB) -> float | None:
         """``next_eligible`` right after ``owner``'s claim at ``now`` got fewer rows than it
-        asked for: on the claim's plain path that claim emptied ``ready`` and promoted
-        everything due, so only ``pending`` is left to read."""
+        asked for, or ``None`` if that is not before ``before`` (the run's end): on the
+        claim's plain path that claim emptied ``ready`` and promoted everything due, so only
+        ``pending`` is left to read — and not even that when its earliest entry, valid or
+        not, comes at or after ``before``."""
         if self._general or self._parked or (self.routes and owner in self.routes):
-            return self.next_eligible(now, table)
-        return self._next_pending(self._ix[table], table)
+            soonest = self.next_eligible(now, table)
+            return None if soonest is None or soonest >= before else soonest
+        ix = self._ix[table]
+        if not ix.pending or ix.pending[0][0] >= before:
+            return None
+        soonest = _next_pending(ix, self.rows, table)
+        return None if soonest is None or soonest >= before else soonest
 
     def expired(self, now: float, n: int) -> list[int]:
         """``SELECT id … WHERE lock_until < now LIMIT n`` over the locked rows of every

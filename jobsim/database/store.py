@@ -94,7 +94,7 @@ class Store(Indexes):
         ready, pending, rows = ix.ready, ix.pending, self.rows
         pop, push = heapq.heappop, heapq.heappush
         out: list[Locked] = []
-        strict = 1
+        strict, horizon = 1, self.horizon
         while ready and len(out) < n:
             _, _, rid, stamp = pop(ready)
             row = rows.get(rid)
@@ -110,8 +110,9 @@ class Store(Indexes):
             self._stamp += 1
             row.stamp = self._stamp
             if lock_until >= row.due:
-                push(pending, (lock_until, strict, rid, row.stamp))
-            else:
+                if lock_until < horizon:
+                    push(pending, (lock_until, strict, rid, row.stamp))
+            elif row.due < horizon:
                 push(pending, (row.due, 0, rid, row.stamp))
         return out
 

@@ -33,11 +33,12 @@ def steps(env: simpy.Environment, n: int) -> None:
     one loop (the same order, the same failure of an undefused failed event), which saves a
     method call per event. Returns early when the schedule is empty; ``StopSimulation``
     raised by a callback ends it as it ends ``env.run``."""
-    queue = env._queue  # type: ignore[attr-defined]
+    queue, pop = env._queue, heappop  # type: ignore[attr-defined]
     for _ in range(n):
-        if not queue:
+        try:
+            env._now, _, _, event = pop(queue)  # type: ignore[attr-defined]
+        except IndexError:
             return
-        env._now, _, _, event = heappop(queue)  # type: ignore[attr-defined]
         callbacks, event.callbacks = event.callbacks, None
         for callback in callbacks:
             callback(event)

@@ -32,12 +32,10 @@ from ..base.rng import Stream, Streams
 from ..database.store import FAILED, JOB, TIMER, Row, Store
 from .faults import schedule
 from .watch import events_scheduled, run_until, run_watched
-from ..base.trace import RECORD, K, Trace, pack
+from ..base.trace import COMPACT_BYTES, K, Trace, pack
 from .workload import Waits, explicit_jobs, recurring, stream
 
 K_CREATED = K["job_created"]
-#: compact the trace into typed columns every this many bytes of records
-_COMPACT_BYTES = RECORD.size << 19
 
 
 @dataclass
@@ -76,6 +74,7 @@ class World:
         ex = scenario.executor
         self.store = Store(ex.order, ex.aging_rate, ex.lock_expiry, aging_from=ex.aging_from,
                            count_at_fetch=ex.count_attempt == "fetch")
+        self.store.horizon = scenario.end
         self.has_faults = bool(scenario.faults)
         db_faults = any(f.kind in ("slow_db", "partition") for f in scenario.faults)
         self.db = Database(self.env, self.store, self.streams, scenario.db.latency,
@@ -207,7 +206,7 @@ class World:
             return jid
         if creator is not None:
             creator.hint(row)
-        if len(trace._buf) > _COMPACT_BYTES:
+        if len(trace._buf) > COMPACT_BYTES:
             trace.compact()
         boundary = self._boundaries.get(handler) if self._boundaries else None
         if boundary is not None and self.boundary is not None:
@@ -216,28 +215,6 @@ class World:
             heapq.heappush(self._timers, (now + boundary[0], jid, boundary[1]))
             if self._timer_wake is not None and not self._timer_wake.triggered:
                 self._timer_wake.succeed()
-        self.db.touch(insert=True)
-        return jid
-
-    def create_plain(self, handler: str, kind: str, priority: int, due_in: float) -> int:
-        """``create`` for a client's insert with nothing else to it (no id, name, node,
-        queue or failure), the hot path of a stream: the same row, the same records."""
-        if kind == "timer" and self._timer_table or (self._boundaries and handler in
-                                                      self._boundaries):
-            return self.create(handler, kind, priority, due_in)
-        jid = self._next_id
-        self._next_id += 1
-        now = self.env._now
-        row = Row(jid, kind, handler, priority, now, now + due_in, self._retries[handler])
-        self.store.insert_new(row)
-        self.db.commits += 1
-        self.created += 1
-        self.live += 1
-        trace = self.trace
-        trace.put(pack(now, K_CREATED, -1, jid, 0, int(kind == "timer"), priority, -1,
-                       row.due, self._htext[handler]))
-        if len(trace._buf) > _COMPACT_BYTES:
-            trace.compact()
         self.db.touch(insert=True)
         return jid
 

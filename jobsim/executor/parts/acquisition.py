@@ -79,7 +79,7 @@ def loop(node: Node, table: str = JOB) -> Generator[Any, Any, None]:
     sized = bool(size) and not timers
     if timers:
         instant = None  # the timer table goes through the statement path
-    fast = None
+    fast, end = None, world.scenario.end
     if FAST_POLL and notify and instant is not None and not global_lock and not watch_rejects:
         def fast(sleep: Sleep, m: int) -> None:
             """The poll an insert wakes, run in the sleep's callback at the instant and rank
@@ -102,7 +102,9 @@ def loop(node: Node, table: str = JOB) -> Generator[Any, Any, None]:
                 if got < asked:
                     now = env._now
                     grid.restart(now)
-                    soonest = store.next_after_claim(me, now, table) if exact else None
+                    # (a row eligible only at or after the run's end is as good as none:
+                    # the sleep aims at nothing either way)
+                    soonest = store.next_after_claim(me, now, end, table) if exact else None
                     sleep.arm(soonest, exact and (soonest is None or soonest > grid.at(grid.k)))
                     return
             sleep.wake.succeed(RESUME)
