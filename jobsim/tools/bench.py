@@ -89,8 +89,11 @@ def mmc_scenario(jobs: int, c: int = 8, rho: float = 0.8, service: float = 1.0,
 
 def jobsim_waits(scenario: Scenario) -> np.ndarray:
     """Start − due of every job's first execution, from the trace."""
-    result = run(scenario)
-    cols = result.trace.arrays()
+    return first_waits(run(scenario).trace.arrays())
+
+
+def first_waits(cols: dict[str, np.ndarray]) -> np.ndarray:
+    """Start − due of every job's first execution, from a trace's columns."""
     kind, job, t = cols["kind"], cols["job"], cols["time"]
     created = kind == K["job_created"]
     due = np.full(int(job.max()) + 1, np.nan)
