@@ -25,12 +25,14 @@ MIN_PAIRS = 3
 
 @dataclass(frozen=True)
 class Side:
-    """One side of a pair: ``fn(*args, seed)`` doing ``units`` of work (jobs, polls)."""
+    """One side of a pair: ``fn(*args, seed)`` doing ``units`` of work (jobs, polls), timed;
+    then, untimed, ``after`` of what it returned (a run's figures from its trace)."""
 
     label: str
     units: int
     fn: Callable[..., Any]
     args: tuple[Any, ...] = ()
+    after: Callable[[Any], Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -108,13 +110,14 @@ def pairs(measured: Side, baseline: Side, n: int, ratio: Callable[[Sample, Sampl
 
 
 def in_child(side: Side, seed: int) -> Sample:
-    """``side.fn(*side.args, seed)`` in a fresh child process: its CPU seconds there."""
+    """``side.fn(*side.args, seed)`` in a fresh child process: its CPU seconds there (not
+    the fork's, nor ``side.after``'s)."""
     import multiprocessing
 
     methods = multiprocessing.get_all_start_methods()
     ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
     receive, send = ctx.Pipe(duplex=False)
-    child = ctx.Process(target=_child, args=(send, side.fn, (*side.args, seed)))
+    child = ctx.Process(target=_child, args=(send, side.fn, (*side.args, seed), side.after))
     child.start()
     send.close()
     try:
@@ -132,7 +135,8 @@ def in_child(side: Side, seed: int) -> Sample:
     return Sample(cpu, side.units, result, peak)
 
 
-def _child(send: Any, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+def _child(send: Any, fn: Callable[..., Any], args: tuple[Any, ...],
+           after: Callable[[Any], Any] | None) -> None:
     import resource
 
     try:
@@ -140,6 +144,8 @@ def _child(send: Any, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
         result = fn(*args)
         cpu = time.process_time() - t0
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # kB on Linux
+        if after is not None:
+            result = after(result)
         send.send((True, result, cpu, peak))
     except BaseException:  # the parent reports it; the child only passes it on
         send.send((False, traceback.format_exc()))

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..base.trace import K
 from ..sim.world import run
-from .bench import bare_mmc, erlang_c_wait, first_waits, jobsim_waits, mean_ci, mmc_scenario
+from .bench import bare_mmc, erlang_c_wait, first_waits, mean_ci, mmc_scenario
 from .bench_measure import MIN_PAIRS, Measure, Paired, Side, cost, pairs, speed
 from .bench_models import (FULL_RATE, backlog_scenario, bare_polling, ciw_missing, ciw_mmc,
                            full_model_scenario, full_model_utilisation, idle_scenario)
@@ -78,41 +78,60 @@ class Settings:
                      self.seed)
 
 
-# --- the measured calls: module-level, each returning something small ----------------------
+# --- the measured calls: module-level; what is timed is the simulation, what goes back
+# --- to the parent (``after``, untimed) a few figures
 
-def _jobsim_mmc(jobs: int, seed: int) -> float:
-    return float(jobsim_waits(mmc_scenario(jobs, C, RHO, SERVICE, seed)).mean())
+def _jobsim_mmc(jobs: int, seed: int) -> Any:
+    return run(mmc_scenario(jobs, C, RHO, SERVICE, seed))
 
 
-def _bare_mmc(jobs: int, seed: int) -> float:
-    return float(bare_mmc(jobs, C, LAM, SERVICE, seed).mean())
+def _bare_mmc(jobs: int, seed: int) -> np.ndarray:
+    return bare_mmc(jobs, C, LAM, SERVICE, seed)
 
 
 def _ciw_mmc(jobs: int, seed: int) -> float:
     return ciw_mmc(jobs, C, LAM, SERVICE, seed)
 
 
-def _full(jobs: int, seed: int, backlog: bool = False) -> dict[str, float]:
-    """Run the full model (or its backlog); the few figures that say it kept up."""
-    r = run((backlog_scenario if backlog else full_model_scenario)(jobs, seed))
-    cols = r.trace.arrays()
+def _full(jobs: int, seed: int) -> Any:
+    return run(full_model_scenario(jobs, seed))
+
+
+def _backlog(jobs: int, seed: int) -> Any:
+    return run(backlog_scenario(jobs, seed))
+
+
+def _idle(days: float, seed: int) -> Any:
+    return run(idle_scenario(days, seed=seed))
+
+
+def _polling(days: float, seed: int) -> int:
+    return bare_polling(days)
+
+
+def _mean_wait(result: Any) -> float:
+    return float(np.mean(first_waits(result.trace.arrays())))
+
+
+def _mean(waits: np.ndarray) -> float:
+    return float(waits.mean())
+
+
+def _kept_up_figures(result: Any) -> dict[str, float]:
+    """The few figures that say whether a run of the full model kept up."""
+    cols = result.trace.arrays()
     kind = cols["kind"]
     return {"completed": int((kind == K["completed"]).sum()),
             "pending": int((kind == K["pending"]).sum()),
             "mean_wait": float(np.mean(first_waits(cols)))}
 
 
-def _backlog(jobs: int, seed: int) -> dict[str, float]:
-    return _full(jobs, seed, backlog=True)
+def _polls(result: Any) -> int:
+    return sum(result.polls.values())
 
 
-def _idle(days: float, seed: int) -> int:
-    r = run(idle_scenario(days, seed=seed))
-    return sum(r.polls.values())
-
-
-def _polling(days: float, seed: int) -> int:
-    return bare_polling(days)
+def _none(result: Any) -> None:
+    """Send nothing back: a big run's result is not worth pickling."""
 
 
 # --- the cases -----------------------------------------------------------------------------
@@ -133,10 +152,11 @@ def _us_per_job(p: Paired, side: str) -> str:
     return f"{p.median_of(side, lambda s: 1e6 * s.cpu / s.units):,.1f} µs CPU/job"
 
 
-def _beside_bare(s: Settings, what: str, label: str, fn: Callable[..., Any], n: int) -> Paired:
-    """``fn``'s ``n`` jobs beside the bare SimPy M/M/8's ``n``, in jobs per CPU second."""
+def _beside_bare(s: Settings, what: str, side: Side) -> Paired:
+    """``side``'s jobs beside as many of the bare SimPy M/M/8's, in jobs per CPU second."""
+    n = side.units
     s.say(f"{what} beside a bare SimPy M/M/{C}: {n:,} jobs, {s.pairs} pairs")
-    return s.paired(Side(label, n, fn, (n,)), Side("bare SimPy", n, _bare_mmc, (n,)), speed)
+    return s.paired(side, Side("bare SimPy", n, _bare_mmc, (n,), _mean), speed)
 
 
 def _per_job(p: Paired, name: str, note: str) -> Figure:
@@ -148,7 +168,8 @@ def _per_job(p: Paired, name: str, note: str) -> Figure:
 
 def mmc_case(s: Settings) -> list[Figure]:
     n = s.jobs(200_000)
-    p = _beside_bare(s, f"M/M/{C} at ρ = {RHO:g}: jobsim", "jobsim", _jobsim_mmc, n)
+    p = _beside_bare(s, f"M/M/{C} at ρ = {RHO:g}: jobsim",
+                     Side("jobsim", n, _jobsim_mmc, (n,), _mean_wait))
     m, lo, hi = mean_ci([x.result for x in p.measured])
     erlang = erlang_c_wait(C, LAM, 1 / SERVICE)
     return [
@@ -171,7 +192,8 @@ def ciw_case(s: Settings) -> list[Figure]:
         return [Figure(name, "—", "Ciw M/M/8", None, None, "≥ 1.5", None,
                        f"skipped: {missing}")]
     s.say(f"M/M/{C} in Ciw: jobsim beside Ciw, {n:,} jobs, {s.pairs} pairs")
-    p = s.paired(Side("jobsim", n, _jobsim_mmc, (n,)), Side("Ciw", n, _ciw_mmc, (n,)), speed)
+    p = s.paired(Side("jobsim", n, _jobsim_mmc, (n,), _mean_wait),
+                 Side("Ciw", n, _ciw_mmc, (n,)), speed)
     return [Figure(name, _per_s(p, "measured"), f"Ciw M/M/{C}: {_per_s(p, 'baseline')}",
                    p.median, p.spread, "≥ 1.5", _meets(p, at_least=1.5))]
 
@@ -186,7 +208,8 @@ def _kept_up(p: Paired, n: int) -> str:
 def full_case(s: Settings) -> list[Figure]:
     n, rho = s.jobs(100_000), full_model_utilisation()
     p = _beside_bare(s, f"full model (16 nodes × 8 threads, postgres, retries, a crash; "
-                        f"{FULL_RATE:g} jobs/s, ρ = {rho:.2f}) per job", "full model", _full, n)
+                        f"{FULL_RATE:g} jobs/s, ρ = {rho:.2f}) per job",
+                     Side("full model", n, _full, (n,), _kept_up_figures))
     s.say(f"  the full model kept up: {_kept_up(p, n)}")
     return [_per_job(p, f"full model at ρ = {rho:.2f}, {n:,} jobs: per job",
                      f"full model: {_kept_up(p, n)}")]
@@ -195,8 +218,8 @@ def full_case(s: Settings) -> list[Figure]:
 def growth_case(s: Settings) -> list[Figure]:
     small, big = s.jobs(100_000), s.jobs(1_000_000)
     s.say(f"growth: the full model at {big:,} jobs beside {small:,} jobs, {s.pairs} pairs")
-    p = s.paired(Side(f"{big:,} jobs", big, _full, (big,)),
-                 Side(f"{small:,} jobs", small, _full, (small,)), cost)
+    p = s.paired(Side(f"{big:,} jobs", big, _full, (big,), _none),
+                 Side(f"{small:,} jobs", small, _full, (small,), _none), cost)
     peak = max(x.peak_mb for x in p.measured)
     return [Figure(f"growth: full model, {big:,} jobs over {small:,}", _cpu(p, "measured"),
                    f"{small:,} jobs: {_cpu(p, 'baseline')}", p.median, p.spread, "≤ 10.5",
@@ -208,8 +231,8 @@ def idle_case(s: Settings) -> list[Figure]:
     days = max(30.0 / s.scale, 1.0)
     s.say(f"idle: {days:g} simulated days, 10 nodes polling every 10 s, one job an hour, "
           f"beside bare SimPy simulating every poll; {s.pairs} pairs")
-    p = s.paired(Side("jobsim", 1, _idle, (days,)), Side("bare SimPy", 1, _polling, (days,)),
-                 cost)
+    p = s.paired(Side("jobsim", 1, _idle, (days,), _polls),
+                 Side("bare SimPy", 1, _polling, (days,)), cost)
     return [Figure(f"idle, {days:g} simulated days", _cpu(p, "measured", 3),
                    f"bare SimPy, every poll simulated ({p.baseline[0].result:,} polls): "
                    f"{_cpu(p, 'baseline', 3)}", p.median, p.spread, "≤ 0.1",
@@ -219,7 +242,7 @@ def idle_case(s: Settings) -> list[Figure]:
 def backlog_case(s: Settings) -> list[Figure]:
     n = s.jobs(100_000)
     p = _beside_bare(s, "backlog: every job due at once on the full model's cluster "
-                        "(saturated), per job", "backlog", _backlog, n)
+                        "(saturated), per job", Side("backlog", n, _backlog, (n,), _none))
     return [_per_job(p, f"backlog, {n:,} jobs due at once: per job",
                      "backlog: the full model's target — a job makes the same claims, "
                      "execution and completion whether 10 or 100,000 rows wait beside it")]
