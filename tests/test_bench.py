@@ -212,7 +212,7 @@ def test_the_full_suite():
     M/M/8 mean wait inside its CI, the full model keeping up; ratios, never absolute times."""
     figs = suite()
     by = {f.name.split(":")[0].split(",")[0]: f for f in figs}
-    assert len(figs) == 7 and all(f.ratio is not None or "skipped" in f.note for f in figs)
+    assert len(figs) >= 7 and all(f.ratio is not None or "skipped" in f.note for f in figs)
     assert all(f.spread[0] <= f.ratio <= f.spread[1] for f in figs if f.ratio is not None)
     wait = next(f for f in figs if "mean wait" in f.name)
     assert wait.meets, wait
