@@ -8,7 +8,8 @@ function of the suite's settings (``Settings``) returning its figures.
 The cases:
 
 - ``mmc``: jobsim's M/M/8 (1 node, 8 threads, notify) beside a bare SimPy M/M/8, in jobs per
-  CPU second (≥ 0.5×); and its mean wait against Erlang C (inside its 95% CI);
+  CPU second (≥ 0.5×); and its mean wait against Erlang C (inside the 95% CI of its
+  batch means);
 - ``ciw``: the same M/M/8 beside Ciw's (≥ 1.5×; skipped, with a note, without ciw);
 - ``full``: the full model (ρ = 0.70) per job beside the bare M/M/8 per job (≥ 0.4×);
 - ``growth``: the full model's CPU at 1,000,000 jobs over its CPU at 100,000 (≤ 10.5×);
