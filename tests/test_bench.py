@@ -47,7 +47,7 @@ def test_jobsim_mean_wait_matches_erlang_c_at_20000_jobs():
     means = [float(jobsim_waits(mmc_scenario(20_000, seed=100 + r)).mean()) for r in range(10)]
     m, lo, hi = mean_ci(means)
     assert lo <= erlang_c_wait(8, 6.4, 1.0) <= hi, (m, lo, hi)
-    assert hi - lo < 0.06
+    assert hi - lo < 0.1
 
 
 def test_no_job_waits_when_servers_are_plenty():
