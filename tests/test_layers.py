@@ -18,7 +18,7 @@ LAYERS = ("base", "database", "executor", "format", "sim", "analysis", "output",
           "cli")
 TOP = len(LAYERS)
 SIMPY_FOLDERS = {"database", "executor", "sim"}
-SIMPY_MODULES = {"tools/bench"}  # the M/M/c baseline runs plain SimPy
+SIMPY_MODULES = {"tools/bench", "tools/bench_models"}  # the bench's baselines: plain SimPy
 PANDAS_FREE = {"base", "database", "executor", "format", "sim"}
 MAX_MODULE_LINES = 400
 MAX_CLASS_LINES = 250

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import argparse
 
-from .values import _at_least_two, _bounded, _events, _positive, _seed, _size
+from .values import (_at_least, _at_least_two, _bench_cases, _bounded, _events, _positive,
+                     _seed, _size)
 
 
 class _UsageError(Exception):
@@ -106,16 +107,27 @@ def _parser() -> argparse.ArgumentParser:
                                             "86,400)")
     rc.add_argument("--plot", metavar="PNG", help="also draw real beside simulated (a new "
                                                   "file, or a PNG to replace)")
-    b = sub.add_parser("bench", help="jobsim beside a bare SimPy M/M/c, as a ratio")
-    b.add_argument("--jobs", type=_bounded(10_000_000), default=100_000,
-                   help="jobs per run (at most 10,000,000)")
-    b.add_argument("--replications", type=_at_least_two, default=5,
-                   help="at least 2, for a confidence interval")
+    b = sub.add_parser("bench", help="jobsim beside a bare SimPy M/M/c, as a ratio; or the "
+                                     "whole suite (--suite)")
+    b.add_argument("--jobs", type=_bounded(10_000_000),
+                   help="jobs per run of the plain bench (default 100,000; at most "
+                        "10,000,000)")
+    b.add_argument("--replications", type=_at_least_two,
+                   help="replications of the plain bench (default 5; at least 2, for a "
+                        "confidence interval)")
     b.add_argument("--seed", type=_seed, default=1)
     b.add_argument("--suite", action="store_true",
-                   help="the whole suite: M/M/8 at 200,000 jobs, the full model at 100,000 "
-                        "and 1,000,000 jobs (throughput, peak memory, growth), 30 idle days")
+                   help="the whole suite, in CPU seconds of a fresh child process per run, "
+                        "each figure paired with its baseline: M/M/8 beside bare SimPy and "
+                        "Ciw, the full model per job and its growth from 100,000 to "
+                        "1,000,000 jobs, 30 idle days, a backlog of 100,000 jobs")
     b.add_argument("--quick", action="store_true", help="the suite at a tenth of its sizes")
+    b.add_argument("--pairs", type=_at_least(3),
+                   help="the suite's pairs per figure (default 3; at least 3, for a median "
+                        "with a spread)")
+    b.add_argument("--only", type=_bench_cases, metavar="CASE,…",
+                   help="run only these of the suite's cases: mmc, ciw, full, growth, idle, "
+                        "backlog")
     return p
 
 

@@ -52,6 +52,31 @@ def _seed(text: str) -> int:
     return value
 
 
+def _at_least(lo: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = lo - 1
+        if value < lo:
+            raise argparse.ArgumentTypeError(f"expected an integer of at least {lo} "
+                                             f"(got {text!r})")
+        return value
+
+    return parse
+
+
+def _bench_cases(text: str) -> tuple[str, ...]:
+    from ..tools.bench_suite import KEYS
+
+    cases = tuple(c.strip() for c in text.split(",") if c.strip())
+    unknown = [c for c in cases if c not in KEYS]
+    if unknown or not cases:
+        raise argparse.ArgumentTypeError(f"expected some of {', '.join(KEYS)}, separated by "
+                                         f"commas (got {text!r})")
+    return cases
+
+
 def _at_least_two(text: str) -> int:
     value = _seed(text)
     if value < 2:
