@@ -117,26 +117,27 @@ class Indexes:
         """Give the row a new stamp (invalidating its old entries) and a new entry: in
         ``ready`` when it is already eligible at ``now`` (time never goes back, so it stays
         eligible until a write re-indexes it), else in ``pending``."""
-        self._stamp += 1
-        row.stamp = self._stamp
+        stamp = self._stamp = self._stamp + 1
+        row.stamp = stamp
         ix = self._ix.get(row.table)
         if ix is None:
             return
-        if row.locked_by is None and now is not None and row.due <= now:
-            k1, k2 = self._key(row)
-            heapq.heappush(ix.ready, (k1, k2, row.id, row.stamp))
-            return
-        if row.locked_by is not None and not self.expiry:
+        owner = row.locked_by
+        if owner is None:
+            if now is not None and row.due <= now:
+                k1, k2 = self._key(row)
+                heapq.heappush(ix.ready, (k1, k2, row.id, stamp))
+                return
+            entry = (row.due, 0, row.id, stamp)
+        elif not self.expiry:
             # a lock only a reset (or nothing) clears: not eligible until a write unlocks it
             if self.lock_expiry == "reset":
-                heapq.heappush(self._leases, (row.lock_until, row.id, row.stamp))
+                heapq.heappush(self._leases, (row.lock_until, row.id, stamp))
             return
-        if row.locked_by is None:
-            entry = (row.due, 0, row.id, row.stamp)
         elif row.lock_until >= row.due:
-            entry = (row.lock_until, 1, row.id, row.stamp)
+            entry = (row.lock_until, 1, row.id, stamp)
         else:
-            entry = (row.due, 0, row.id, row.stamp)
+            entry = (row.due, 0, row.id, stamp)
         if entry[0] < self.horizon:
             heapq.heappush(ix.pending, entry)
 

@@ -48,15 +48,15 @@ def pg_update(db: "Database", me: str, n: int, lock_time: float, *, guard: bool,
     txn = Txn(env) if db.pool is None else (yield from _open(db))
     att = Attempt(n)
     row_locks, cut = db.row_locks, db._cut
+    strict = db.isolation != "read_committed"
     try:
         now = txn.start
         if ids is None:
             seen = store.select(env._now, n, table, who=me)
             cands = [rid for rid, _ in seen]
-            snap = dict(seen)
+            snap = dict(seen) if strict else None  # read only where a change is a failure
         else:
             cands = ids
-        strict = db.isolation != "read_committed"
         expiry = store.expiry
         got: list[int] = []
         for rid in cands:
@@ -71,7 +71,8 @@ def pg_update(db: "Database", me: str, n: int, lock_time: float, *, guard: bool,
             if row is None or row.table != table:
                 att.lost += 1 if ids is not None else 0
                 continue
-            if guard and not row.eligible(now, expiry):
+            if guard and not (row.due <= now and (row.locked_by is None or (
+                    expiry and row.lock_until < now))):  # ``row.eligible``, written out
                 continue  # EvalPlanQual: the outer WHERE fails on the newest version
             if versions is not None and row.version != versions[rid]:
                 att.lost += 1

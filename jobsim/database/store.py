@@ -122,19 +122,20 @@ class Store(Indexes):
         """``UPDATE … SET locked_by, lock_until WHERE id IN (ids)`` [AND guard]
         [AND version = ?]. Rows gone, moved, or failing the guard or version are skipped."""
         out = []
+        rows, expiry, take = self.rows, self.expiry, self._take_lock
         for rid in ids:
-            row = self.rows.get(rid)
+            row = rows.get(rid)
             if row is None or row.table != table:
                 continue
-            if guard and not row.eligible(now, self.expiry):
+            if guard and not row.eligible(now, expiry):
                 continue
             if versions is not None and row.version != versions[rid]:
                 continue
-            valid = row.lock_valid(now) and row.locked_by != owner
-            previous = row.locked_by
-            self._take_lock(row, owner, lock_until)
-            out.append(Locked(rid, previous, valid, lock_until, row.handler, row.kind,
-                              row.fetched))
+            previous = row.locked_by  # held, unexpired (``lock_valid``), by another?
+            valid = previous is not None and row.lock_until >= now and previous != owner
+            take(row, owner, lock_until)
+            out.append(new_tuple(Locked, (rid, previous, valid, lock_until, row.handler,
+                                          row.kind, row.fetched)))
         return out
 
     def _take_lock(self, row: Row, owner: str, lock_until: float) -> None:
