@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import yaml
 
@@ -39,8 +40,10 @@ from ..analysis.expect import NO_FIGURE, Verdict, evaluate, figure
 from ..analysis.history import CAUSES, Histories, histories
 from ..analysis.metrics import idle_note, jobs_frame, summary, trace_frame
 from ..analysis.schedules import digest
+from ..base.trace import KIND_NAMES
 from ..sim.world import RunResult
 # the printed summary (``text``), also imported from here by the command line and the tests
+from .csvtext import write_csv
 from .text import (MAX_NODES_SHOWN, format_seconds, format_summary,  # noqa: F401
                    node_cell, node_lines)
 
@@ -279,24 +282,50 @@ def _schedules(analyses: list[Analysis], variants: bool) -> list[str]:
 
 # --- files ------------------------------------------------------------------------------------
 
+def trace_columns(trace: Any) -> dict[str, Any]:
+    """trace.csv's columns, straight from the trace's arrays (``write_csv``'s form: codes
+    with their names where the file has names): the columns of ``trace_frame``."""
+    cols = trace.arrays()
+    out: dict[str, Any] = {"seq": np.arange(len(cols["time"]), dtype=np.int64)}
+    for name, values in cols.items():
+        out[name] = values
+    out["kind"] = (cols["kind"], KIND_NAMES)
+    out["node"] = (cols["node"], trace.nodes)
+    out["text"] = (cols["text"], trace.texts)
+    return out
+
+
+def plot_frame(trace: Any) -> pd.DataFrame:
+    """The trace as the plots read it (``trace_frame``'s columns they use), over the trace's
+    own arrays: no copy of a column, and node names as a categorical (``""``: none)."""
+    cols = trace.arrays()
+    frame = {c: cols[c] for c in ("time", "job", "attempt", "a", "b", "c", "x")}
+    frame["kind"] = pd.Categorical.from_codes(cols["kind"], categories=list(KIND_NAMES))
+    codes = np.where(cols["node"] < 0, len(trace.nodes), cols["node"])
+    frame["node"] = pd.Categorical.from_codes(codes, categories=list(trace.nodes) + [""])
+    return pd.DataFrame(frame, copy=False)
+
+
 def _write_run(a: Analysis, folder: Path, with_plots: bool) -> list[tuple[str, str]]:
     outdir.make_dir(folder)
     result = a.result
     (folder / "summary.json").write_text(json.dumps(a.summary, sort_keys=True, indent=2) + "\n",
                                          encoding="utf-8")
     jobs = jobs_with_services(a)
-    jobs.to_csv(folder / "jobs.csv", index=False)
-    tdf = trace_frame(result.trace)
-    tdf.to_csv(folder / "trace.csv", index=False)
+    write_csv(folder / "jobs.csv", {c: jobs[c] for c in jobs.columns}, len(jobs))
+    write_csv(folder / "trace.csv", trace_columns(result.trace), len(result.trace))
     doc = dict(result.scenario.document)
     doc["seed"] = result.seed
     (folder / "scenario.yaml").write_text(python_note(result.scenario, "# ") + yaml.safe_dump(
         doc, sort_keys=False, allow_unicode=True), encoding="utf-8")
     if a.violations:
+        tdf = trace_frame(result.trace)
         (folder / "violations.txt").write_text(
             "\n".join(format_violation(v, tdf) for v in a.violations) + "\n", encoding="utf-8")
+        del tdf
     if not with_plots:
         return []
+    tdf = plot_frame(result.trace)
     made = [("latency CDF by priority", "latency_cdf.png", plots.latency_cdf(jobs)),
             ("per-node timeline", "timeline.png", plots.node_timeline(tdf)),
             ("table depth over time", "table_depth.png", plots.table_depth(tdf)),
