@@ -27,22 +27,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import yaml
 
 from .service_report import (compared_loads, jobs_with_services, load_panels, python_note,
                              service_section)
 from ..base import outdir
+from ..base.phases import phase
 from . import plots
 from ..analysis.checks import Violation, check
 from ..analysis.expect import NO_FIGURE, Verdict, evaluate, figure
 from ..analysis.history import CAUSES, Histories, histories
 from ..analysis.metrics import idle_note, jobs_frame, summary, trace_frame
 from ..analysis.schedules import digest
-from ..base.trace import KIND_NAMES
 from ..sim.world import RunResult
 # the printed summary (``text``), also imported from here by the command line and the tests
+from .columns import plot_frame, trace_columns
 from .csvtext import write_csv
 from .text import (MAX_NODES_SHOWN, format_seconds, format_summary,  # noqa: F401
                    node_cell, node_lines)
@@ -282,38 +282,16 @@ def _schedules(analyses: list[Analysis], variants: bool) -> list[str]:
 
 # --- files ------------------------------------------------------------------------------------
 
-def trace_columns(trace: Any) -> dict[str, Any]:
-    """trace.csv's columns, straight from the trace's arrays (``write_csv``'s form: codes
-    with their names where the file has names): the columns of ``trace_frame``."""
-    cols = trace.arrays()
-    out: dict[str, Any] = {"seq": np.arange(len(cols["time"]), dtype=np.int64)}
-    for name, values in cols.items():
-        out[name] = values
-    out["kind"] = (cols["kind"], KIND_NAMES)
-    out["node"] = (cols["node"], trace.nodes)
-    out["text"] = (cols["text"], trace.texts)
-    return out
-
-
-def plot_frame(trace: Any) -> pd.DataFrame:
-    """The trace as the plots read it (``trace_frame``'s columns they use), over the trace's
-    own arrays: no copy of a column, and node names as a categorical (``""``: none)."""
-    cols = trace.arrays()
-    frame = {c: cols[c] for c in ("time", "job", "attempt", "a", "b", "c", "x")}
-    frame["kind"] = pd.Categorical.from_codes(cols["kind"], categories=list(KIND_NAMES))
-    codes = np.where(cols["node"] < 0, len(trace.nodes), cols["node"])
-    frame["node"] = pd.Categorical.from_codes(codes, categories=list(trace.nodes) + [""])
-    return pd.DataFrame(frame, copy=False)
-
-
-def _write_run(a: Analysis, folder: Path, with_plots: bool) -> list[tuple[str, str]]:
+def _write_run(a: Analysis, folder: Path, with_plots: bool,
+               phases: Any = None) -> list[tuple[str, str]]:
     outdir.make_dir(folder)
     result = a.result
     (folder / "summary.json").write_text(json.dumps(a.summary, sort_keys=True, indent=2) + "\n",
                                          encoding="utf-8")
-    jobs = jobs_with_services(a)
-    write_csv(folder / "jobs.csv", {c: jobs[c] for c in jobs.columns}, len(jobs))
-    write_csv(folder / "trace.csv", trace_columns(result.trace), len(result.trace))
+    with phase(phases, "csv"):
+        jobs = jobs_with_services(a)
+        write_csv(folder / "jobs.csv", {c: jobs[c] for c in jobs.columns}, len(jobs))
+        write_csv(folder / "trace.csv", trace_columns(result.trace), len(result.trace))
     doc = dict(result.scenario.document)
     doc["seed"] = result.seed
     (folder / "scenario.yaml").write_text(python_note(result.scenario, "# ") + yaml.safe_dump(
@@ -325,7 +303,12 @@ def _write_run(a: Analysis, folder: Path, with_plots: bool) -> list[tuple[str, s
         del tdf
     if not with_plots:
         return []
-    tdf = plot_frame(result.trace)
+    with phase(phases, "plots"):
+        return _run_plots(a, jobs, folder)
+
+
+def _run_plots(a: Analysis, jobs: pd.DataFrame, folder: Path) -> list[tuple[str, str]]:
+    tdf = plot_frame(a.result.trace)
     made = [("latency CDF by priority", "latency_cdf.png", plots.latency_cdf(jobs)),
             ("per-node timeline", "timeline.png", plots.node_timeline(tdf)),
             ("table depth over time", "table_depth.png", plots.table_depth(tdf)),
@@ -339,8 +322,10 @@ def _write_run(a: Analysis, folder: Path, with_plots: bool) -> list[tuple[str, s
     return [(title, name) for title, name, _ in made]
 
 
-def write(analyses: list[Analysis] | Analysis, out: str | Path, with_plots: bool = True) -> Path:
-    """Write the run folder ``out`` (replacing it) and return its path."""
+def write(analyses: list[Analysis] | Analysis, out: str | Path, with_plots: bool = True,
+          phases: Any = None) -> Path:
+    """Write the run folder ``out`` (replacing it) and return its path. ``phases``
+    (``base.phases.Phases``), if given, is told the time of the CSV files and the plots."""
     if isinstance(analyses, Analysis):
         analyses = [analyses]
     out = Path(out)
@@ -351,31 +336,11 @@ def write(analyses: list[Analysis] | Analysis, out: str | Path, with_plots: bool
         plots_of: dict[str, list[tuple[str, str]]] = {}
         for a in analyses:
             folder = tmp / a.name if variants else tmp
-            made = _write_run(a, folder, with_plots)
+            made = _write_run(a, folder, with_plots, phases)
             plots_of[a.name] = [(t, f"{a.name}/{p}" if variants else p) for t, p in made]
-        compare = analyses[0].result.scenario.compare
         if variants and with_plots:
-            delays = {}
-            for a in analyses:
-                jf = jobs_frame(a.histories)
-                delays[a.name] = (jf["first_start"] - jf["due"]).to_numpy(dtype=float)
-            plots.save(plots.start_delay_by_variant(delays), tmp / "start_delay.png")
-            plots_of[""] = [("start delay by variant", "start_delay.png")]
-        if variants and with_plots and compare:
-            for i, path in enumerate(compare):
-                values = []
-                for a in analyses:
-                    v = figure(a.summary, path)
-                    values.append(v if isinstance(v, (int, float)) and
-                                  not isinstance(v, bool) else None)
-                fig = plots.compare_bars([a.name for a in analyses], values, path,
-                                         "seconds" if "delay" in path or "latency" in path
-                                         or "end_to_end" in path else "count")
-                name = f"compare_{i + 1}.png"
-                plots.save(fig, tmp / name)
-                plots_of[""].append((path, name))
-        if variants and with_plots:
-            plots_of[""] += compared_loads(analyses, tmp)
+            with phase(phases, "plots"):
+                _compared(analyses, tmp, plots_of)
         if variants:
             (tmp / "summary.json").write_text(
                 json.dumps(combined_summary(analyses), sort_keys=True, indent=2) + "\n",
@@ -387,3 +352,27 @@ def write(analyses: list[Analysis] | Analysis, out: str | Path, with_plots: bool
     except outdir.OutputError as exc:
         raise ReportError(str(exc)) from None
     return out
+
+
+def _compared(analyses: list[Analysis], tmp: Path, plots_of: dict[str, list[tuple[str, str]]]
+              ) -> None:
+    """The plots that set the variants side by side (in ``tmp``, listed in ``plots_of``)."""
+    delays = {}
+    for a in analyses:
+        jf = jobs_frame(a.histories)
+        delays[a.name] = (jf["first_start"] - jf["due"]).to_numpy(dtype=float)
+    plots.save(plots.start_delay_by_variant(delays), tmp / "start_delay.png")
+    plots_of[""] = [("start delay by variant", "start_delay.png")]
+    for i, path in enumerate(analyses[0].result.scenario.compare or ()):
+        values = []
+        for a in analyses:
+            v = figure(a.summary, path)
+            values.append(v if isinstance(v, (int, float)) and
+                          not isinstance(v, bool) else None)
+        fig = plots.compare_bars([a.name for a in analyses], values, path,
+                                 "seconds" if "delay" in path or "latency" in path
+                                 or "end_to_end" in path else "count")
+        name = f"compare_{i + 1}.png"
+        plots.save(fig, tmp / name)
+        plots_of[""].append((path, name))
+    plots_of[""] += compared_loads(analyses, tmp)
