@@ -34,12 +34,11 @@ def _report_run(jobs: int, seed: int) -> dict[str, Any]:
     guard = Guard(estimate(sc), budget, "the full model")
     with tempfile.TemporaryDirectory(prefix="jobsim-bench-run-") as tmp:
         out = Path(tmp) / "report"
-        printed = io.StringIO()
-        with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(io.StringIO()):
+        printed = io.StringIO()  # what the command prints: the story, the summary
+        with contextlib.redirect_stderr(io.StringIO()):  # the progress bars
             analyses = run_variants([sc], [guard], quiet=False, phases=phases)
             write(analyses, out, with_plots=True, phases=phases)
-            for line in told(analyses, out, quiet=False):  # the rest: "other"
-                print(line)
+            printed.write("\n".join(told(analyses, out, quiet=False)) + "\n")  # "other"
         del analyses
     figures = phases.figures()
     figures["total_wall_s"] = round(time.perf_counter() - t0, 6)
