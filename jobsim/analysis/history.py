@@ -59,7 +59,8 @@ def histories(trace: Trace) -> Histories:
     plain = plain_jobs(cols, idx, discard_text)
     rest = idx[~np.isin(cols["job"][idx], plain)]
     jobs, found = told(trace, cols, rest)
-    table = merged(plain_table(cols, idx, plain, trace.texts, trace.nodes), jobs)
+    ids = np.union1d(plain, np.fromiter(jobs, dtype=np.int64, count=len(jobs)))
+    table = merged(plain_table(cols, idx, plain, ids, trace.texts, trace.nodes), jobs)
     causes = {j: s.causes for j, s in jobs.items() if s.causes}
     ids = table["id"].to_numpy()
     delays = {j: d for j, d in retry_delays(trace).items()

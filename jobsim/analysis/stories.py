@@ -178,12 +178,13 @@ def plain_jobs(cols: dict[str, np.ndarray], idx: np.ndarray, discard_text: int) 
     return ids[good]
 
 
-def plain_table(cols: dict[str, np.ndarray], idx: np.ndarray, ids: np.ndarray,
-                texts: list[str], nodes: list[str]) -> dict[str, np.ndarray]:
-    """The table's columns for the plain jobs ``ids`` (sorted), from their events among the
-    rows ``idx``."""
+def plain_table(cols: dict[str, np.ndarray], idx: np.ndarray, plain: np.ndarray,
+                ids: np.ndarray, texts: list[str], nodes: list[str]) -> dict[str, np.ndarray]:
+    """The table's columns for the jobs ``ids`` (sorted), the rows of the plain jobs
+    ``plain`` (sorted, among ``ids``) filled from their events among the rows ``idx``, the
+    others left at their defaults (see ``merged``)."""
     n = len(ids)
-    sel = idx[np.isin(cols["job"][idx], ids)]
+    sel = idx[np.isin(cols["job"][idx], plain)]
     job, kind = cols["job"][sel], cols["kind"][sel]
     pos = np.searchsorted(ids, job)
     out: dict[str, np.ndarray] = {"id": ids.astype(np.int64)}
@@ -253,15 +254,12 @@ def _node_lists(pos: np.ndarray, node: np.ndarray, n: int, names: list[str]) -> 
     return out
 
 
-def merged(plain: dict[str, np.ndarray], told: dict[int, JobStory]) -> pd.DataFrame:
-    """The table: the plain jobs' rows and the told stories' rows, in id order."""
-    rows = sorted(told.values(), key=lambda s: s.id)
-    told_cols = {c: [getattr(s, c) for s in rows] for c in COLUMNS}
-    told_cols["nodes"] = [";".join(s.nodes) for s in rows]
-    ids = np.concatenate([plain["id"], np.asarray(told_cols["id"], dtype=np.int64)])
-    order = np.argsort(ids, kind="stable")
-    table = {}
-    for c in COLUMNS:
-        both = np.concatenate([plain[c], np.asarray(told_cols[c], dtype=plain[c].dtype)])
-        table[c] = both[order]
+def merged(table: dict[str, np.ndarray], told: dict[int, JobStory]) -> pd.DataFrame:
+    """The table: ``table`` (``plain_table``'s columns) with the told stories' rows written
+    over their defaults, in place."""
+    ids = table["id"]
+    for s in told.values():
+        i = int(np.searchsorted(ids, s.id))
+        for c in COLUMNS[1:]:
+            table[c][i] = ";".join(s.nodes) if c == "nodes" else getattr(s, c)
     return pd.DataFrame(table, copy=False)

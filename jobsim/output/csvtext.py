@@ -96,10 +96,11 @@ def column_text(values: Any) -> pa.Array:
     if isinstance(values, pd.Categorical):
         return coded_text(values.codes, [str(c) for c in values.categories])
     if isinstance(values, pd.Series):
-        values = values.array if isinstance(values.dtype, pd.CategoricalDtype) \
-            else values.to_numpy()
-        if isinstance(values, pd.Categorical):
-            return column_text(values)
+        if isinstance(values.dtype, pd.CategoricalDtype):
+            return column_text(values.array)
+        if isinstance(values.dtype, pd.StringDtype) and values.dtype.storage == "pyarrow":
+            return _arrow_text(pa.array(values.array))
+        values = values.to_numpy()
     arr = np.asarray(values)
     if arr.dtype.kind == "b":
         return pa.array(["False", "True"], pa.string()).take(pa.array(arr.astype(np.int8)))
@@ -109,6 +110,17 @@ def column_text(values: Any) -> pa.Array:
         return float_text(arr)
     codes, uniques = pd.factorize(arr, use_na_sentinel=True)
     return coded_text(codes, [str(u) for u in uniques])
+
+
+def _arrow_text(arr: pa.Array) -> pa.Array:
+    """Arrow strings (nulls empty), each distinct one quoted once, with no Python string
+    per row."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    coded = pc.dictionary_encode(arr)
+    names = quoted(coded.dictionary.to_pylist()) + [""]
+    ix = pc.fill_null(coded.indices, len(names) - 1)
+    return pa.array(names, pa.string()).take(ix)
 
 
 def write_csv(path: str | Path, columns: dict[str, Any], rows: int) -> None:
@@ -122,6 +134,8 @@ def write_csv(path: str | Path, columns: dict[str, Any], rows: int) -> None:
             lines = pc.binary_join_element_wise(*parts, ",")
             del parts
             f.write(_joined(lines))
+            del lines
+    pa.default_memory_pool().release_unused()  # the blocks' text, back to the system
 
 
 def _rows(values: Any, start: int, stop: int) -> Any:

@@ -32,7 +32,7 @@ import yaml
 
 from .service_report import (compared_loads, jobs_with_services, load_panels, python_note,
                              service_section)
-from ..base import outdir
+from ..base import memory, outdir
 from ..base.phases import phase
 from . import plots
 from ..analysis.checks import Violation, check
@@ -292,6 +292,7 @@ def _write_run(a: Analysis, folder: Path, with_plots: bool,
         jobs = jobs_with_services(a)
         write_csv(folder / "jobs.csv", {c: jobs[c] for c in jobs.columns}, len(jobs))
         write_csv(folder / "trace.csv", trace_columns(result.trace), len(result.trace))
+        memory.release()
     doc = dict(result.scenario.document)
     doc["seed"] = result.seed
     (folder / "scenario.yaml").write_text(python_note(result.scenario, "# ") + yaml.safe_dump(
@@ -308,17 +309,23 @@ def _write_run(a: Analysis, folder: Path, with_plots: bool,
 
 
 def _run_plots(a: Analysis, jobs: pd.DataFrame, folder: Path) -> list[tuple[str, str]]:
+    """Each plot drawn, saved and let go before the next (a big run's figures hold millions
+    of points)."""
     tdf = plot_frame(a.result.trace)
-    made = [("latency CDF by priority", "latency_cdf.png", plots.latency_cdf(jobs)),
-            ("per-node timeline", "timeline.png", plots.node_timeline(tdf)),
-            ("table depth over time", "table_depth.png", plots.table_depth(tdf)),
+    made = [("latency CDF by priority", "latency_cdf.png", lambda: plots.latency_cdf(jobs)),
+            ("per-node timeline", "timeline.png", lambda: plots.node_timeline(tdf)),
+            ("table depth over time", "table_depth.png", lambda: plots.table_depth(tdf)),
             ("double runs by cause", "duplicates.png",
-             plots.duplicates_by_cause(a.histories.duplicates, CAUSES))]
+             lambda: plots.duplicates_by_cause(a.histories.duplicates, CAUSES))]
     if "services" in a.summary:
         made.append(("load on the services", "service_load.png",
-                     plots.service_load(load_panels(a))))
-    for _, name, fig in made:
+                     lambda: plots.service_load(load_panels(a))))
+    for _, name, draw in made:
+        fig = draw()
         plots.save(fig, folder / name)
+        fig.clear()  # its artists and their arrays go now, not at the next garbage collection
+        del fig
+        memory.release()
     return [(title, name) for title, name, _ in made]
 
 

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..base import memory
 from ..base.phases import Phases, phase
 from ..base.progress import Bar
 from ..sim.world import run
@@ -37,6 +38,7 @@ def run_variants(runs: Sequence[Any], guards: Sequence[Any], *, quiet: bool = Fa
             bar.stage("analysing the trace")
             with phase(phases, "analysis"):
                 analyses.append(analyse(result))
+                memory.release()
     return analyses
 
 
