@@ -30,8 +30,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-#: rows formatted and written at a time
-BLOCK = 1 << 19
+#: rows formatted and written at a time (a block's text is a few tens of MB)
+BLOCK = 1 << 17
 
 
 def quoted(values: Sequence[Any]) -> list[str]:
@@ -131,9 +131,10 @@ def write_csv(path: str | Path, columns: dict[str, Any], rows: int) -> None:
         for start in range(0, rows, BLOCK):
             stop = min(rows, start + BLOCK)
             parts = [column_text(_rows(v, start, stop)) for v in columns.values()]
+            parts[-1] = pc.binary_join_element_wise(parts[-1], "\n", "")  # each line's end
             lines = pc.binary_join_element_wise(*parts, ",")
             del parts
-            f.write(_joined(lines))
+            f.write(_text(lines))
             del lines
     pa.default_memory_pool().release_unused()  # the blocks' text, back to the system
 
@@ -146,12 +147,10 @@ def _rows(values: Any, start: int, stop: int) -> Any:
     return values[start:stop]
 
 
-def _joined(lines: pa.Array) -> bytes | memoryview:
-    """The lines, each with its ``\\n``, as one buffer."""
-    if len(lines) == 0:
-        return b""
-    text = pc.binary_join_element_wise(lines, "", "\n")  # each line and its terminator
-    wide = pa.types.is_large_string(text.type)
-    offsets = np.frombuffer(text.buffers()[1], dtype=np.int64 if wide else np.int32)
-    first, last = offsets[text.offset], offsets[text.offset + len(text)]
-    return memoryview(text.buffers()[2])[first:last]
+def _text(lines: pa.Array) -> memoryview:
+    """The text of the strings ``lines`` end to end, as a view of their buffer."""
+    wide = pa.types.is_large_string(lines.type)
+    offsets = np.frombuffer(lines.buffers()[1], dtype=np.int64 if wide else np.int32)
+    first, last = offsets[lines.offset], offsets[lines.offset + len(lines)]
+    data = lines.buffers()[2]
+    return memoryview(data)[first:last] if data is not None else memoryview(b"")

@@ -84,7 +84,7 @@ def _keys(columns: list[np.ndarray]) -> np.ndarray:
         if room * width >= 2 ** 62:  # too wide for one integer: code the rows themselves
             return np.unique(np.stack(columns), axis=1, return_inverse=True)[1].reshape(-1)
         key, room = key * width + c, room * width
-    return np.unique(key, return_inverse=True)[1].reshape(-1)
+    return pd.factorize(key)[0]
 
 
 def _spans(df: pd.DataFrame, node: np.ndarray, begin: str, finish: str, t_end: float,
@@ -136,7 +136,8 @@ def node_timeline(trace_df: pd.DataFrame, max_bars: int = 2000) -> Figure:
     span = max(t_end - t0, 1e-9)
     names = _node_names(trace_df["node"])
     # only the events drawn, with their node names (a big trace has millions of others)
-    df = trace_df[np.isin(trace_df["kind"].to_numpy(), _DRAWN)]
+    drawn = trace_df["kind"].isin(_DRAWN).to_numpy(dtype=bool)
+    df = trace_df.loc[drawn, [c for c in _COLUMNS if c in trace_df.columns]]
     node = df["node"].fillna("").astype(str).to_numpy(dtype=object)
     times = df["time"].to_numpy(dtype=float)
     if not names:
@@ -171,6 +172,10 @@ def node_timeline(trace_df: pd.DataFrame, max_bars: int = 2000) -> Figure:
 #: the kinds of event the timeline draws
 _DRAWN = ["exec_start", "exec_end", "node_crashed", "node_restarted", "node_paused",
           "node_resumed"]
+
+
+#: the columns of the trace the timeline reads
+_COLUMNS = ("time", "kind", "node", "job", "attempt", "a", "x")
 
 
 def _node_names(node: pd.Series) -> list[str]:
