@@ -34,8 +34,8 @@ import numpy as np
 
 from ..base.trace import K, Trace
 from .schedules import retry_delays
-from .stories import (KINDS_OF_JOB, Duplicate, Histories, JobStory, merged,  # noqa: F401
-                      plain_jobs, plain_table)
+from .stories import (KINDS_OF_JOB, Duplicate, Histories, JobStory, member,  # noqa: F401
+                      merged, plain_jobs, plain_table)
 
 CAUSES = ("unsafe_acquisition", "lock_expired", "pause", "crash", "partition",
           "server_restart", "failed_after_effect", "unexplained")
@@ -57,7 +57,7 @@ def histories(trace: Trace) -> Histories:
     discard = "lock expired, no attempts left"  # a rescue (reset thread) discarded the job
     discard_text = trace.texts.index(discard) if discard in trace.texts else -2
     plain = plain_jobs(cols, idx, discard_text)
-    rest = idx[~np.isin(cols["job"][idx], plain)]
+    rest = idx[~member(cols["job"][idx], plain)]
     jobs, found = told(trace, cols, rest)
     ids = np.union1d(plain, np.fromiter(jobs, dtype=np.int64, count=len(jobs)))
     table = merged(plain_table(cols, idx, plain, ids, trace.texts, trace.nodes), jobs)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 import pandas as pd
 
-from ..base.trace import K
+from ..base.trace import KIND_NAMES as KINDS_TABLE, K
 
 #: a job's kind by ``job_created``'s ``a``: a boundary timer's timer job is a timer row of
 #: its own (Flowable: it fires its task's boundary event when it runs)
@@ -134,29 +134,53 @@ _STEPS = {"job_created": (1, (0,)), "locked": (2, (1,)), "exec_start": (3, (2,))
 _ENDS = (1, 6, 7)
 
 
+def member(values: np.ndarray, among: np.ndarray) -> np.ndarray:
+    """``np.isin(values, among)`` for a sorted ``among``, by binary search: no sort of the
+    two together (millions of values)."""
+    if not len(among):
+        return np.zeros(len(values), bool)
+    at = np.searchsorted(among, values)
+    np.minimum(at, len(among) - 1, out=at)
+    return among[at] == values
+
+
+def _allowed() -> tuple[np.ndarray, np.ndarray]:
+    """By kind code (and, for exec_end, 0 ended badly / 1 well), the state an event leads
+    to (-1: none plain) and the states it may follow."""
+    to = np.full(len(KINDS_TABLE) + 1, -1, np.int8)
+    may = np.zeros((len(KINDS_TABLE) + 1, 8), bool)
+    for name, (state, after) in _STEPS.items():
+        to[K[name]] = state
+        may[K[name], list(after)] = True
+    end_well = len(KINDS_TABLE)  # exec_end with a=1 or b=1 gets its own row
+    to[K["exec_end"]], to[end_well] = 5, 4
+    may[K["exec_end"], 3] = may[end_well, 3] = True
+    return to, may
+
+
 def plain_jobs(cols: dict[str, np.ndarray], idx: np.ndarray, discard_text: int) -> np.ndarray:
     """The ids of the jobs whose events (the rows ``idx`` of ``cols``, in event order) tell
     a plain story (see the module's docstring), sorted."""
-    job, kind, node = cols["job"][idx], cols["kind"][idx], cols["node"][idx]
-    a, b = cols["a"][idx], cols["b"][idx]
-    keep = (kind != K["lock_extended"]) & (job >= 0)  # an extension changes nothing here
-    idx, job, kind, node, a, b = idx[keep], job[keep], kind[keep], node[keep], a[keep], b[keep]
+    kind = cols["kind"][idx]
+    idx = idx[(kind != K["lock_extended"]) & (cols["job"][idx] >= 0)]  # an extension: nothing
+    del kind
+    job = cols["job"][idx]
     order = np.argsort(job, kind="stable")
-    idx, job, kind, node, a, b = (v[order] for v in (idx, job, kind, node, a, b))
-    to = np.full(len(kind), -1, np.int8)
-    may = np.zeros((len(kind), 8), bool)
-    for name, (state, after) in _STEPS.items():
-        sel = kind == K[name]
-        to[sel] = state
-        may[np.ix_(sel, after)] = True
+    idx, job = idx[order], job[order]
+    del order
+    kind, node = cols["kind"][idx], cols["node"][idx]
+    a1, b1 = cols["a"][idx] == 1, cols["b"][idx] == 1
     end = kind == K["exec_end"]
-    to[end] = np.where((a[end] == 1) | (b[end] == 1), 4, 5)
-    may[end, 3] = True
-    may[(kind == K["completed"]) & (a != 1)] = False
-    may[(kind == K["dead_lettered"]) & (cols["text"][idx] == discard_text)] = False
+    code = kind.astype(np.int64)
+    code[end & (a1 | b1)] = len(KINDS_TABLE)
+    to_of, may_of = _allowed()
+    to = to_of[code]
     first = np.r_[True, job[1:] != job[:-1]] if len(job) else np.zeros(0, bool)
     prev = np.where(first, 0, np.r_[0, to[:-1]])
-    ok = may[np.arange(len(kind)), np.maximum(prev, 0)] & (to >= 0) & (prev >= 0)
+    ok = may_of[code, np.maximum(prev, 0)] & (to >= 0) & (prev >= 0)
+    del code
+    ok &= ~((kind == K["completed"]) & ~a1)
+    ok &= ~((kind == K["dead_lettered"]) & (cols["text"][idx] == discard_text))
     # every step of a round on the node that locked the job
     same = ~np.isin(kind, [K["job_created"], K["locked"], K["pending"]])
     ok &= ~same | first | (node == np.r_[-1, node[:-1]])
@@ -164,7 +188,7 @@ def plain_jobs(cols: dict[str, np.ndarray], idx: np.ndarray, discard_text: int) 
     last = np.r_[starts[1:], len(job)] - 1
     good = np.logical_and.reduceat(ok, starts) if len(ids) else np.zeros(0, bool)
     good &= np.isin(to[last], _ENDS)
-    effects = (kind == K["side_effect"]) | (end & (b == 1))
+    effects = (kind == K["side_effect"]) | (end & b1)
     good &= np.add.reduceat(effects.astype(np.int64), starts) <= 1 if len(ids) else good
     # no round cut by its node's crash: none between a step of a round and the step before
     crashes = np.flatnonzero(cols["kind"] == K["node_crashed"])
@@ -184,7 +208,7 @@ def plain_table(cols: dict[str, np.ndarray], idx: np.ndarray, plain: np.ndarray,
     ``plain`` (sorted, among ``ids``) filled from their events among the rows ``idx``, the
     others left at their defaults (see ``merged``)."""
     n = len(ids)
-    sel = idx[np.isin(cols["job"][idx], plain)]
+    sel = idx[member(cols["job"][idx], plain)]
     job, kind = cols["job"][sel], cols["kind"][sel]
     pos = np.searchsorted(ids, job)
     out: dict[str, np.ndarray] = {"id": ids.astype(np.int64)}

@@ -2,7 +2,8 @@
 
 ``Phases`` sums each named phase's wall-clock (``perf_counter``) and CPU (``process_time``)
 seconds over the ``with phases.of(name):`` blocks; what no block covered is ``other``.
-``figures()`` gives the JSON-ready figures with the process's peak resident memory. None of
+``figures()`` gives the JSON-ready figures with the process's peak resident memory, overall
+and as it stood at the end of each phase (where it rose). None of
 it ever reaches a report: wall-clock figures would make the outputs differ run to run.
 """
 
@@ -41,6 +42,8 @@ class Phases:
         self._t0, self._c0 = time.perf_counter(), time.process_time()
         self._wall = dict.fromkeys(PHASES[:-1], 0.0)
         self._cpu = dict.fromkeys(PHASES[:-1], 0.0)
+        #: the process's peak memory when the phase last ended: where the peak was reached
+        self._peak: dict[str, float | None] = {}
         self._open = False
 
     @contextmanager
@@ -55,17 +58,22 @@ class Phases:
         finally:
             self._wall[name] = self._wall.get(name, 0.0) + time.perf_counter() - t
             self._cpu[name] = self._cpu.get(name, 0.0) + time.process_time() - c
+            self._peak[name] = peak_mb()
             self._open = False
 
     def figures(self) -> dict[str, Any]:
         wall, cpu = time.perf_counter() - self._t0, time.process_time() - self._c0
-        phases = {n: {"wall_s": round(self._wall[n], 6), "cpu_s": round(self._cpu[n], 6)}
-                  for n in self._wall}
+        phases = {n: {"wall_s": round(self._wall[n], 6), "cpu_s": round(self._cpu[n], 6),
+                      "peak_rss_mb_at_end": _mb(self._peak.get(n))} for n in self._wall}
         phases["other"] = {"wall_s": round(max(0.0, wall - sum(self._wall.values())), 6),
                            "cpu_s": round(max(0.0, cpu - sum(self._cpu.values())), 6)}
         return {MARK: 1, "phases": phases, "wall_s": round(wall, 6), "cpu_s": round(cpu, 6),
                 "simulate_share": round(self._wall["simulate"] / wall, 6) if wall > 0 else None,
-                "peak_rss_mb": None if (p := peak_mb()) is None else round(p, 1)}
+                "peak_rss_mb": _mb(peak_mb())}
+
+
+def _mb(value: float | None) -> float | None:
+    return None if value is None else round(value, 1)
 
 
 def phase(phases: Phases | None, name: str) -> Any:

@@ -74,12 +74,16 @@ def _lock_series(df: pd.DataFrame, t0: float, t_end: float) -> tuple[np.ndarray,
     t = df["time"].to_numpy(dtype=float)[idx]
     x = df["x"].to_numpy(dtype=float)[idx]
     hold = holds[idx]
+    del holds, sel
     order = np.lexsort((idx, job))  # by job, then trace order
+    del idx
     job, t, x, hold = job[order], t[order], x[order], hold[order]
+    del order
     same_next = np.r_[job[1:] == job[:-1], False]
-    next_t = np.where(same_next, np.r_[t[1:], np.inf], np.inf)
-    until = np.where(np.isnan(x), np.inf, x)
-    end = np.minimum(until, next_t)[hold]
+    del job
+    next_t = np.where(same_next, np.r_[t[1:], np.inf], np.inf)[hold]
+    end = np.minimum(np.where(np.isnan(x[hold]), np.inf, x[hold]), next_t)
+    del next_t, x
     start = t[hold]
     end = np.maximum(end, start)
     released = end <= t_end
@@ -114,19 +118,23 @@ def table_depth(trace_df: pd.DataFrame) -> Figure:
     a = df["a"].to_numpy()
     gone = _gone(df)
     sel = created | gone
-    t_tab, v_tab = _step_series(times[sel], np.where(created[sel], 1, -1), t0, t_end)
+    # each series thinned as soon as it is made (its maximum and last value stay)
+    t_tab, v_tab = _thin(*_step_series(times[sel], np.where(created[sel], 1, -1), t0, t_end),
+                         t0, t_end)
     starts, ends = _kind_is(df, "exec_start"), _kind_is(df, "exec_end")
     crashes = _kind_is(df, "node_crashed")
     sel = starts | ends | crashes
-    step = np.where(starts, 1, np.where(ends, -1, -a))[sel]  # a crash loses ``a`` runs
-    t_run, v_run = _step_series(times[sel], step, t0, t_end)
-    t_lock, v_lock = _lock_series(df, t0, t_end)
+    # a crash loses ``a`` runs
+    step = np.where(starts[sel], 1, np.where(ends[sel], -1, -a[sel]))
+    t_run, v_run = _thin(*_step_series(times[sel], step, t0, t_end), t0, t_end)
+    del sel, step
+    t_lock, v_lock = _thin(*_lock_series(df, t0, t_end), t0, t_end)
 
-    ax.step(*_thin(t_tab, v_tab, t0, t_end), where="post", color="tab:blue", linewidth=2.6,
+    ax.step(t_tab, v_tab, where="post", color="tab:blue", linewidth=2.6,
             label="in the table (created − done − dead-lettered − withdrawn − cancelled)")
-    ax.step(*_thin(t_lock, v_lock, t0, t_end), where="post", color="tab:orange",
-            linewidth=1.6, label="locked (live lock)")
-    ax.step(*_thin(t_run, v_run, t0, t_end), where="post", color="tab:green", linewidth=0.9,
+    ax.step(t_lock, v_lock, where="post", color="tab:orange", linewidth=1.6,
+            label="locked (live lock)")
+    ax.step(t_run, v_run, where="post", color="tab:green", linewidth=0.9,
             label="running (executions in progress)")
     crash_t = times[crashes]
     if len(crash_t):

@@ -138,7 +138,7 @@ def node_timeline(trace_df: pd.DataFrame, max_bars: int = 2000) -> Figure:
     # only the events drawn, with their node names (a big trace has millions of others)
     drawn = trace_df["kind"].isin(_DRAWN).to_numpy(dtype=bool)
     df = trace_df.loc[drawn, [c for c in _COLUMNS if c in trace_df.columns]]
-    node = df["node"].fillna("").astype(str).to_numpy(dtype=object)
+    node = _node_strings(df["node"])
     times = df["time"].to_numpy(dtype=float)
     if not names:
         fig, ax = _figure(10.0, 3.0)
@@ -176,6 +176,16 @@ _DRAWN = ["exec_start", "exec_end", "node_crashed", "node_restarted", "node_paus
 
 #: the columns of the trace the timeline reads
 _COLUMNS = ("time", "kind", "node", "job", "attempt", "a", "x")
+
+
+def _node_strings(node: pd.Series) -> np.ndarray:
+    """The node names as an object array ("" for none); from a categorical, each name one
+    shared string (not a string object per event)."""
+    if isinstance(node.dtype, pd.CategoricalDtype):
+        names = np.array([str(c) for c in node.cat.categories] + [""], dtype=object)
+        codes = node.cat.codes.to_numpy()
+        return names[np.where(codes < 0, len(names) - 1, codes)]
+    return node.fillna("").astype(str).to_numpy(dtype=object)
 
 
 def _node_names(node: pd.Series) -> list[str]:
