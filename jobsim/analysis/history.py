@@ -57,10 +57,12 @@ def histories(trace: Trace) -> Histories:
     discard = "lock expired, no attempts left"  # a rescue (reset thread) discarded the job
     discard_text = trace.texts.index(discard) if discard in trace.texts else -2
     plain = plain_jobs(cols, idx, discard_text)
-    rest = idx[~member(cols["job"][idx], plain)]
-    jobs, found = told(trace, cols, rest)
+    is_plain = member(cols["job"][idx], plain)
+    jobs, found = told(trace, cols, idx[~is_plain])
     ids = np.union1d(plain, np.fromiter(jobs, dtype=np.int64, count=len(jobs)))
-    table = merged(plain_table(cols, idx, plain, ids, trace.texts, trace.nodes), jobs)
+    idx = idx[is_plain]
+    del is_plain
+    table = merged(plain_table(cols, idx, ids, trace.texts, trace.nodes), jobs)
     causes = {j: s.causes for j, s in jobs.items() if s.causes}
     ids = table["id"].to_numpy()
     delays = {j: d for j, d in retry_delays(trace).items()

@@ -171,12 +171,12 @@ def plain_jobs(cols: dict[str, np.ndarray], idx: np.ndarray, discard_text: int) 
     kind, node = cols["kind"][idx], cols["node"][idx]
     a1, b1 = cols["a"][idx] == 1, cols["b"][idx] == 1
     end = kind == K["exec_end"]
-    code = kind.astype(np.int64)
+    code = kind.astype(np.int16)
     code[end & (a1 | b1)] = len(KINDS_TABLE)
     to_of, may_of = _allowed()
     to = to_of[code]
     first = np.r_[True, job[1:] != job[:-1]] if len(job) else np.zeros(0, bool)
-    prev = np.where(first, 0, np.r_[0, to[:-1]])
+    prev = np.where(first, np.int8(0), np.r_[np.int8(0), to[:-1]])
     ok = may_of[code, np.maximum(prev, 0)] & (to >= 0) & (prev >= 0)
     del code
     ok &= ~((kind == K["completed"]) & ~a1)
@@ -184,7 +184,8 @@ def plain_jobs(cols: dict[str, np.ndarray], idx: np.ndarray, discard_text: int) 
     # every step of a round on the node that locked the job
     same = ~np.isin(kind, [K["job_created"], K["locked"], K["pending"]])
     ok &= ~same | first | (node == np.r_[-1, node[:-1]])
-    ids, starts = np.unique(job, return_index=True)
+    starts = np.flatnonzero(first)  # job is sorted: each job's events are a run
+    ids = job[starts]
     last = np.r_[starts[1:], len(job)] - 1
     good = np.logical_and.reduceat(ok, starts) if len(ids) else np.zeros(0, bool)
     good &= np.isin(to[last], _ENDS)
@@ -202,15 +203,16 @@ def plain_jobs(cols: dict[str, np.ndarray], idx: np.ndarray, discard_text: int) 
     return ids[good]
 
 
-def plain_table(cols: dict[str, np.ndarray], idx: np.ndarray, plain: np.ndarray,
-                ids: np.ndarray, texts: list[str], nodes: list[str]) -> dict[str, np.ndarray]:
-    """The table's columns for the jobs ``ids`` (sorted), the rows of the plain jobs
-    ``plain`` (sorted, among ``ids``) filled from their events among the rows ``idx``, the
-    others left at their defaults (see ``merged``)."""
+def plain_table(cols: dict[str, np.ndarray], sel: np.ndarray, ids: np.ndarray,
+                texts: list[str], nodes: list[str]) -> dict[str, np.ndarray]:
+    """The table's columns for the jobs ``ids`` (sorted), the rows of the plain jobs filled
+    from their events (the rows ``sel``, in event order), the others left at their defaults
+    (see ``merged``)."""
     n = len(ids)
-    sel = idx[member(cols["job"][idx], plain)]
-    job, kind = cols["job"][sel], cols["kind"][sel]
-    pos = np.searchsorted(ids, job)
+    kind = cols["kind"][sel]
+    pos = np.searchsorted(ids, cols["job"][sel])
+    if n < 2 ** 31:
+        pos = pos.astype(np.int32)
     out: dict[str, np.ndarray] = {"id": ids.astype(np.int64)}
     for c in COLUMNS[1:]:
         d = _DEFAULTS[c]
