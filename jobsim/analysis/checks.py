@@ -75,7 +75,7 @@ def verdicts(violations: list[Violation]) -> dict[str, int]:
 def _lost(hist: Histories) -> list[Violation]:
     return [Violation("no_job_lost", s.id, f"job {s.id} was created but is neither done, "
                       "dead-lettered nor still in a table", (s.created_seq,))
-            for s in sorted(hist.jobs.values(), key=lambda s: s.id) if s.outcome == "lost"]
+            for s in hist.table[hist.table["outcome"] == "lost"].itertuples(index=False)]
 
 
 def _done_means_ran(trace: Trace, hist: Histories) -> list[Violation]:

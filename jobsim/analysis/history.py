@@ -30,76 +30,15 @@ of the job's duplicate execution.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 
 from ..base.trace import K, Trace
 from .schedules import retry_delays
-
-#: a job's kind by ``job_created``'s ``a``: a boundary timer's timer job is a timer row of
-#: its own (Flowable: it fires its task's boundary event when it runs)
-KINDS_OF_JOB = ("async", "timer", "boundary_timer")
+from .stories import (KINDS_OF_JOB, Duplicate, Histories, JobStory, member,  # noqa: F401
+                      merged, plain_jobs, plain_table)
 
 CAUSES = ("unsafe_acquisition", "lock_expired", "pause", "crash", "partition",
           "server_restart", "failed_after_effect", "unexplained")
-
-
-@dataclass
-class JobStory:
-    id: int
-    name: str = ""
-    kind: str = "async"
-    handler: str = ""
-    priority: int = 0
-    created: float = float("nan")
-    due: float = float("nan")
-    created_seq: int = -1
-    first_start: float = float("nan")
-    end: float = float("nan")
-    outcome: str = "lost"
-    executions: int = 0
-    failures: int = 0
-    side_effects: int = 0
-    duplicate_executions: int = 0
-    duplicate_side_effects: int = 0
-    double_acquisitions: int = 0
-    nodes: list[str] = field(default_factory=list)
-    causes: list[str] = field(default_factory=list)
-    pending_reason: str = ""
-    #: the server's deadline of the job's last activation (a broker: activation + the job
-    #: timeout), informational where nothing expires; nan: never activated by a broker
-    deadline: float = float("nan")
-    #: the delay of each of its retries, in order: its new due time less its failure's time
-    retry_delays: list[float] = field(default_factory=list)
-
-
-@dataclass
-class Duplicate:
-    seq: int
-    time: float
-    job: int
-    node: str
-    what: str  # "execution" or "side_effect"
-    cause: str
-    evidence: list[int]
-
-
-@dataclass
-class Histories:
-    jobs: dict[int, JobStory]
-    duplicates: list[Duplicate]
-    double_acquisitions: list[tuple[int, int, int]]  # (job, seq of the live lock, seq of the overwrite)
-    #: jobs a crashed node held under a valid lock, and how long each waited after the crash
-    #: until some node acquired it again
-    stranded: int = 0
-    recoveries: list[float] = field(default_factory=list)
-    completions_rejected: int = 0  # refused by the owner guard
-    completions_row_gone: int = 0  # found no row to delete
-    #: writes to a job after it was done or dead-lettered: (job, terminal seq, seq)
-    after_terminal: list[tuple[int, int, int]] = field(default_factory=list)
-    #: stranded jobs still waiting in the table at the end, never acquired again
-    unrecovered: int = 0
 
 
 _INTERESTING = [K[k] for k in ("job_created", "locked", "lock_extended", "unlocked",
@@ -111,9 +50,31 @@ _INTERESTING = [K[k] for k in ("job_created", "locked", "lock_extended", "unlock
 
 
 def histories(trace: Trace) -> Histories:
+    """Every job's story (see the module's docstring): the plain ones on whole columns, the
+    others told event by event (``told``), over their events and the nodes' own."""
     cols = trace.arrays()
-    kind = cols["kind"]
-    idx = np.flatnonzero(np.isin(kind, _INTERESTING))
+    idx = np.flatnonzero(np.isin(cols["kind"], _INTERESTING))
+    discard = "lock expired, no attempts left"  # a rescue (reset thread) discarded the job
+    discard_text = trace.texts.index(discard) if discard in trace.texts else -2
+    plain = plain_jobs(cols, idx, discard_text)
+    is_plain = member(cols["job"][idx], plain)
+    jobs, found = told(trace, cols, idx[~is_plain])
+    ids = np.union1d(plain, np.fromiter(jobs, dtype=np.int64, count=len(jobs)))
+    idx = idx[is_plain]
+    del is_plain
+    table = merged(plain_table(cols, idx, ids, trace.texts, trace.nodes), jobs)
+    causes = {j: s.causes for j, s in jobs.items() if s.causes}
+    ids = table["id"].to_numpy()
+    delays = {j: d for j, d in retry_delays(trace).items()
+              if (i := np.searchsorted(ids, j)) < len(ids) and ids[i] == j}
+    return Histories(table, *found, causes=causes, delays=delays)
+
+
+def told(trace: Trace, cols: dict[str, np.ndarray], idx: np.ndarray) -> tuple[
+        dict[int, JobStory], tuple]:
+    """The stories of the jobs of the events ``idx``, told event by event, and the run's
+    duplicates, double acquisitions, stranded jobs, recoveries, rejected and row-gone
+    completions, writes after a terminal event and unrecovered jobs among them."""
     t_, k_, n_, j_ = (cols[c][idx].tolist() for c in ("time", "kind", "node", "job"))
     a_, b_, c_, x_, s_ = (cols[c][idx].tolist() for c in ("a", "b", "c", "x", "text"))
     seqs = idx.tolist()
@@ -381,8 +342,5 @@ def histories(trace: Trace) -> Histories:
             if s.outcome == "lost":
                 s.outcome = "pending"
     unrecovered = sum(1 for j in stranded_at if jobs[j].outcome == "pending")
-    for j, delays in retry_delays(trace).items():
-        if j in jobs:
-            jobs[j].retry_delays = delays
-    return Histories(jobs, dups, doubles, stranded, recoveries, rejected, row_gone,
-                     after_terminal, unrecovered)
+    return jobs, (dups, doubles, stranded, recoveries, rejected, row_gone, after_terminal,
+                  unrecovered)

@@ -38,8 +38,9 @@ def idle_grace(cfg: ExecutorConfig, longest_claim: float) -> float:
 
 
 def liveness(trace: Trace, scenario: Scenario, hist: Histories) -> list[Violation]:
-    waiting = sorted(s.id for s in hist.jobs.values() if s.outcome == "pending"
-                     and s.pending_reason.split(":")[0] in _WAITING)
+    t = hist.table[hist.table["outcome"] == "pending"]
+    waiting = [j for j, r in zip(t["id"].tolist(), t["pending_reason"].tolist())
+               if r.split(":")[0] in _WAITING]
     if not waiting:
         return []
     cols = trace.arrays()

@@ -52,7 +52,7 @@ import pandas as pd
 from .checks import Violation, verdicts
 from .history import CAUSES, Histories
 from .services import figures as service_figures, has_services
-from .schedules import schedule_column
+from .schedules import schedule_texts
 from ..base.trace import KIND_NAMES, K, Trace
 from ..executor.config import NodeConfig
 
@@ -80,16 +80,9 @@ def trace_frame(trace: Trace) -> pd.DataFrame:
 
 def jobs_frame(hist: Histories) -> pd.DataFrame:
     """One row per job, in id order."""
-    rows = []
-    stories = [hist.jobs[j] for j in sorted(hist.jobs)]
-    for s in stories:
-        rows.append((s.id, s.name, s.kind, s.handler, s.priority, s.created, s.due, s.first_start,
-                     s.end, s.outcome, s.executions, s.failures, s.duplicate_executions,
-                     s.duplicate_side_effects, s.double_acquisitions, ";".join(s.nodes),
-                     s.pending_reason, s.deadline))
-    frame = pd.DataFrame(rows, columns=list(JOB_COLUMNS[:-1]))
+    frame = hist.table[list(JOB_COLUMNS[:-1])]
     # the delays it waited before each retry, "10s 60s 300s" (empty: never retried)
-    frame["retry_delays"] = schedule_column([s.retry_delays for s in stories])
+    frame["retry_delays"] = schedule_texts(frame["id"].to_numpy(), hist.delays)
     return frame
 
 
@@ -149,13 +142,12 @@ def summary(trace: Trace, hist: Histories, violations: list[Violation], *,
         }
     outcomes = Counter(jobs["outcome"])
     named = {}
-    for s in hist.jobs.values():
-        if s.name:
-            named[s.name] = {"id": s.id, "outcome": s.outcome, "executions": s.executions,
-                             "start_delay": _r(s.first_start - s.due),
-                             "end_to_end": _r(s.end - s.created) if s.outcome == "done"
-                             else None,
-                             "duplicate_executions": s.duplicate_executions}
+    for s in jobs[jobs["name"] != ""].itertuples(index=False):
+        named[s.name] = {"id": s.id, "outcome": s.outcome, "executions": s.executions,
+                         "start_delay": _r(s.first_start - s.due),
+                         "end_to_end": _r(s.end - s.created) if s.outcome == "done"
+                         else None,
+                         "duplicate_executions": s.duplicate_executions}
     out = {
         "scenario": scenario_name,
         "seed": seed,

@@ -81,27 +81,72 @@ def _service_state(name: str, t: float, state: int, b: int, c: int, x: float) ->
     return f"  [{name}] back up at t={t:g}s"
 
 
+#: kinds whose every event is a line of the story
+_ALWAYS = [K[k] for k in ("tick", "retry_scheduled", "dead_lettered", "revived", "resubmitted",
+                          "withdrawn", "boundary_timer", "server_restarted", "node_crashed",
+                          "node_restarted", "node_paused", "node_resumed", "service_state")]
+
+
+def _kind_names(cols: dict[str, np.ndarray], rows: np.ndarray) -> np.ndarray:
+    """The kind (``KINDS_OF_JOB``) of the job of each of ``rows``, by its last
+    ``job_created`` before the row ("" if none)."""
+    created = np.flatnonzero(cols["kind"] == K["job_created"])
+    out = np.full(len(rows), "", dtype=object)
+    if not len(created) or not len(rows):
+        return out
+    span = np.int64(len(cols["kind"]) + 1)
+    key = cols["job"][created].astype(np.int64) * span + created
+    order = np.argsort(key, kind="stable")
+    key, created = key[order], created[order]
+    job = cols["job"][rows].astype(np.int64)
+    at = np.searchsorted(key, job * span + rows) - 1
+    ok = (at >= 0) & (cols["job"][created[np.maximum(at, 0)]] == job)
+    out[ok] = np.array(KINDS_OF_JOB, dtype=object)[cols["a"][created[at[ok]]]]
+    return out
+
+
+def _lines(cols: dict[str, np.ndarray], idx: np.ndarray, texts: list[str]) -> np.ndarray:
+    """Whether each event of ``idx`` tells a line (the branches of ``narrate``)."""
+    k, a, b = cols["kind"][idx], cols["a"][idx], cols["b"][idx]
+    said = np.array([bool(t) for t in texts] + [False])[cols["text"][idx]]  # -1: the last
+    done = k == K["completed"]
+    quiet = np.zeros(len(idx), bool)
+    quiet[done] = np.isin(_kind_names(cols, idx[done]), _QUIET)
+    return (np.isin(k, _ALWAYS)
+            | (((k == K["side_effect"]) | ((k == K["exec_end"]) & (b == 1))) & said)
+            | ((k == K["cancelled"]) & (a <= 0)) | (done & ((a == 0) | ~quiet))
+            | ((k == K["locked"]) & (b == 1)))
+
+
 def narrate(trace: Trace, limit: int | None = 60) -> list[str]:
-    """The story's lines; past ``limit`` lines, one line says how many more there are."""
+    """The story's lines; past ``limit`` lines, one line says how many more there are (they
+    are counted, not written)."""
     cols = trace.arrays()
-    idx = np.flatnonzero(np.isin(cols["kind"], _TOLD))
+    told = np.flatnonzero(np.isin(cols["kind"], _TOLD))
+    line = _lines(cols, told, trace.texts)
+    count = int(line.sum())
+    keep = line.copy()
+    if limit is not None and count > limit:
+        keep[np.flatnonzero(line)[limit]:] = False
+    # and the deletions of boundary timers' timer jobs before the last line told (what a
+    # completion that found its row gone says)
+    last = np.flatnonzero(keep)[-1] + 1 if keep.any() else 0
+    keep[:last] |= (cols["kind"][told[:last]] == K["cancelled"]) & (cols["a"][told[:last]] > 0)
+    idx = told[keep]
     kinds, times, nodes_, jobs = (cols[c][idx].tolist() for c in ("kind", "time", "node", "job"))
     a_, b_, c_, x_, s_ = (cols[c][idx].tolist() for c in ("a", "b", "c", "x", "text"))
+    kind_of = _kind_names(cols, idx).tolist()
     names, texts = trace.nodes, trace.texts
-    kind_of: dict[int, str] = {}
     #: job -> the timer job whose boundary event withdrew it (0: the engine's own timer)
     withdrawn_by: dict[int, int] = {}
     #: boundary timer job -> its task, whose end deleted it
     ended_with: dict[int, int] = {}
-    dead: list[tuple[int, str]] = []
     lines: list[str] = []
     for i, k in enumerate(kinds):
         j = jobs[i]
         who = f"[{names[nodes_[i]]}]" if nodes_[i] >= 0 else ""
         text = texts[s_[i]] if s_[i] >= 0 else ""
-        if k == K["job_created"]:
-            kind_of[j] = KINDS_OF_JOB[a_[i]]
-        elif k == K["tick"]:
+        if k == K["tick"]:
             lines.append(f"{_clock(times[i])}:" + (f" {text}" if text else ""))
         elif (k == K["side_effect"] or (k == K["exec_end"] and b_[i] == 1)) and text:
             lines.append(f"      -> {text}")
@@ -152,8 +197,8 @@ def narrate(trace: Trace, limit: int | None = 60) -> list[str]:
                              "locked by this node (rescheduled or moved)")
             elif a_[i] == 0:
                 lines.append(f"  {who} {_row_gone(j, withdrawn_by, ended_with)}")
-            elif kind_of.get(j) not in _QUIET:
-                lines.append(f"  {who} job {j} ({kind_of.get(j, 'async')}) done")
+            elif kind_of[i] not in _QUIET:
+                lines.append(f"  {who} job {j} ({kind_of[i] or 'async'}) done")
         elif k == K["locked"] and b_[i] == 1:
             lines.append(f"  {who} job {j} ACQUIRED TWICE: {names[a_[i]]}'s lock was still "
                          "valid")
@@ -168,13 +213,14 @@ def narrate(trace: Trace, limit: int | None = 60) -> list[str]:
             lines.append(f"  {who} resumed at t={times[i]:g}s as if nothing happened")
         elif k == K["service_state"]:
             lines.append(_service_state(text, times[i], a_[i], b_[i], c_[i], x_[i]))
-        elif k == K["pending"] and text == "deadletter_job":
-            dead.append((j, kind_of.get(j, "async")))
-    if limit is not None and len(lines) > limit:
-        more = len(lines) - limit
-        lines = lines[:limit] + [f"  … {more} more lines (the whole story is in trace.csv)"]
-    if len(dead) <= 10:
-        lines.append(f"dead letters: {dead!r}")
-    else:
-        lines.append(f"dead letters: {len(dead)} (first ten: {dead[:10]!r})")
+    if limit is not None and count > limit:
+        lines.append(f"  … {count - limit} more lines (the whole story is in trace.csv)")
+    pend = told[(cols["kind"][told] == K["pending"]) & (cols["text"][told] == (
+        texts.index("deadletter_job") if "deadletter_job" in texts else -2))]
+    dead = list(zip(cols["job"][pend[:11]].tolist(),
+                    [k or "async" for k in _kind_names(cols, pend[:11]).tolist()]))
+    if len(pend) > 10:
+        lines.append(f"dead letters: {len(pend)} (first ten: {dead[:10]!r})")
+        return lines
+    lines.append(f"dead letters: {dead!r}")
     return lines

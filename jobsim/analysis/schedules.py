@@ -76,11 +76,22 @@ def schedule_column(lists: list[list[float]]) -> list[str]:
     return out.tolist()
 
 
+def schedule_texts(ids: np.ndarray, delays: dict[int, list[float]]) -> np.ndarray:
+    """``schedule_column`` of the jobs ``ids`` (sorted) whose retry delays, by job, are
+    ``delays``: only the retried jobs' schedules are spelled."""
+    out = np.full(len(ids), "", dtype=object)
+    retried = sorted(j for j, d in delays.items() if d)
+    if retried:
+        pos = np.searchsorted(ids, retried)
+        out[pos] = schedule_column([delays[j] for j in retried])
+    return out
+
+
 def digest(hist: Histories) -> list[str]:
     """The report's lines on a run's retry schedules (none when nothing was retried): the
     distinct schedules with how many jobs followed each, most common first; past ``SHOWN``
     of them, the rest counted and the delays summed up by retry."""
-    lists = [s.retry_delays for _, s in sorted(hist.jobs.items()) if s.retry_delays]
+    lists = [d for _, d in sorted(hist.delays.items()) if d]
     if not lists:
         return []
     counts = pd.Series(schedule_column(lists)).value_counts()

@@ -40,6 +40,10 @@ def _parser() -> argparse.ArgumentParser:
                         "trace records, and slower)")
     r.add_argument("--strict", action="store_true",
                    help="treat warnings about known traps as errors: run nothing, exit 2")
+    r.add_argument("--timings", metavar="FILE",
+                   help="also write FILE: JSON of the wall and CPU seconds of each phase "
+                        "(simulate, analysis, csv, plots, other) and the peak memory (MB); "
+                        "the report is the same with or without it")
     _budget_args(r)
     v = sub.add_parser("validate", help="check scenario files, report every problem, and "
                                         "estimate each run's cost")

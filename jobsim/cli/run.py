@@ -17,13 +17,15 @@ from .status import BAD_INPUT, FAILED, OK
 
 
 def _run(args: argparse.Namespace) -> int:
+    from ..base.phases import Phases, TimingsError, check_file, write_file
     from ..format import scenario as scenario_mod
     from ..format.lint import lint_runs
     from ..sim.cost import Budget, Guard, RunStopped
     from ..base.progress import Bar
-    from ..output.report import ReportError, analyse, check_target, write
-    from ..sim.world import run
+    from ..output.report import ReportError, check_target, write
+    from ..output.runs import run_variants, told
 
+    phases = Phases() if args.timings else None
     runs = scenario_mod.load_variants(args.scenario, seed=args.seed, sets=args.sets)
     warnings = lint_runs(runs)  # known traps: warned of before the run, refused by --strict
     for w in warnings:
@@ -36,30 +38,25 @@ def _run(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path("reports") / runs[0].name
     try:
         check_target(out)  # before the work, not after it
-    except ReportError as exc:
+        if args.timings:
+            _check_timings(Path(args.timings), out, check_file)
+    except (ReportError, TimingsError) as exc:
         print(f"jobsim: {exc}", file=sys.stderr)
         return BAD_INPUT
     budget = Budget(args.budget, args.memory_budget)
     estimates = _estimates(args.scenario, runs, budget)
     if estimates is None:
         return BAD_INPUT
-    analyses = []
-    for sc, (est, what) in zip(runs, estimates):
-        with Bar(100, sc.variant or sc.name, unit="%", show=not args.quiet) as bar:
-            try:
-                result = run(sc, progress=lambda f, t, unit="s": bar.set(
-                    100 * f, f"t={t:,.0f}s" if unit == "s" else f"{t:,.0f} {unit}"),
-                    guard=Guard(est, budget, what), idle_shortcut=not args.every_poll)
-            except RunStopped as exc:
-                bar.close()
-                print(f"jobsim: {exc}", file=sys.stderr)
-                return BAD_INPUT
-            bar.stage("analysing the trace")
-            analyses.append(analyse(result))
+    try:
+        analyses = run_variants(runs, [Guard(est, budget, what) for est, what in estimates],
+                                quiet=args.quiet, every_poll=args.every_poll, phases=phases)
+    except RunStopped as exc:
+        print(f"jobsim: {exc}", file=sys.stderr)
+        return BAD_INPUT
     with Bar(100, "report", unit="%", show=not args.quiet) as bar:
         bar.stage(f"writing {out}")
         try:
-            write(analyses, out, with_plots=not args.no_plots)
+            write(analyses, out, with_plots=not args.no_plots, phases=phases)
         except ReportError as exc:
             print(f"jobsim: {exc}", file=sys.stderr)
             return BAD_INPUT
@@ -67,7 +64,27 @@ def _run(args: argparse.Namespace) -> int:
             print(f"jobsim: cannot write the report folder {out}: {exc.strerror or exc}",
                   file=sys.stderr)
             return BAD_INPUT
-    return _print_runs(analyses, out, args.quiet)
+    for line in told(analyses, out, args.quiet):
+        print(line)
+    if phases is not None:
+        try:
+            write_file(Path(args.timings), phases.figures())
+        except OSError as exc:
+            print(f"jobsim: cannot write --timings {args.timings}: {exc.strerror or exc}",
+                  file=sys.stderr)
+            return BAD_INPUT
+    return OK if all(a.ok for a in analyses) else FAILED
+
+
+def _check_timings(path: Path, out: Path, check_file: Any) -> None:
+    """The timings file may be written: not inside the report folder (whose files are the
+    report's), and new or jobsim's own (``base.phases.check_file``)."""
+    from ..base.phases import TimingsError
+
+    if path.resolve().is_relative_to(out.resolve()):
+        raise TimingsError(f"--timings {path}: inside the report folder {out}; put it "
+                           "elsewhere")
+    check_file(path)
 
 
 def _estimates(scenario: str, runs: list, budget: Any) -> list[tuple[Any, str]] | None:
@@ -87,39 +104,6 @@ def _estimates(scenario: str, runs: list, budget: Any) -> list[tuple[Any, str]] 
             return None
         estimates.append((est, what))
     return estimates
-
-
-def _print_runs(analyses: list, out: Path, quiet: bool) -> int:
-    """Each run's story (unless ``quiet``), summary and unexpected invariant violations, and
-    where the report is; the exit status."""
-    from ..analysis.metrics import trace_frame
-    from ..analysis.narrative import narrate
-    from ..output.report import format_summary, format_violation
-
-    status = OK
-    for a in analyses:
-        if not quiet:
-            if a.result.scenario.variant is not None:
-                print(f"=== {a.name} ===")
-            for line in narrate(a.result.trace):
-                print(line)
-            print()
-        for line in format_summary(a, None):
-            print(line)
-        if a.unexpected_violations:
-            tdf = trace_frame(a.result.trace)
-            shown = a.unexpected_violations[:10]
-            print(f"\n{len(a.unexpected_violations)} invariant violation(s); the first "
-                  f"{len(shown)}:")
-            for v in shown:
-                print(format_violation(v, tdf))
-            where = out / a.name if a.result.scenario.variant is not None else out
-            print(f"(all of them: {where}/violations.txt)")
-        if not a.ok:
-            status = FAILED
-        print()
-    print(f"report: {out}/report.md")
-    return status
 
 
 def _reports(args: argparse.Namespace) -> int:

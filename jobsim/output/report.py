@@ -32,7 +32,8 @@ import yaml
 
 from .service_report import (compared_loads, jobs_with_services, load_panels, python_note,
                              service_section)
-from ..base import outdir
+from ..base import memory, outdir
+from ..base.phases import phase
 from . import plots
 from ..analysis.checks import Violation, check
 from ..analysis.expect import NO_FIGURE, Verdict, evaluate, figure
@@ -41,6 +42,8 @@ from ..analysis.metrics import idle_note, jobs_frame, summary, trace_frame
 from ..analysis.schedules import digest
 from ..sim.world import RunResult
 # the printed summary (``text``), also imported from here by the command line and the tests
+from .columns import plot_frame, trace_columns
+from .csvtext import write_csv
 from .text import (MAX_NODES_SHOWN, format_seconds, format_summary,  # noqa: F401
                    node_cell, node_lines)
 
@@ -279,39 +282,57 @@ def _schedules(analyses: list[Analysis], variants: bool) -> list[str]:
 
 # --- files ------------------------------------------------------------------------------------
 
-def _write_run(a: Analysis, folder: Path, with_plots: bool) -> list[tuple[str, str]]:
+def _write_run(a: Analysis, folder: Path, with_plots: bool,
+               phases: Any = None) -> list[tuple[str, str]]:
     outdir.make_dir(folder)
     result = a.result
     (folder / "summary.json").write_text(json.dumps(a.summary, sort_keys=True, indent=2) + "\n",
                                          encoding="utf-8")
-    jobs = jobs_with_services(a)
-    jobs.to_csv(folder / "jobs.csv", index=False)
-    tdf = trace_frame(result.trace)
-    tdf.to_csv(folder / "trace.csv", index=False)
+    with phase(phases, "csv"):
+        jobs = jobs_with_services(a)
+        write_csv(folder / "jobs.csv", {c: jobs[c] for c in jobs.columns}, len(jobs))
+        write_csv(folder / "trace.csv", trace_columns(result.trace), len(result.trace))
+        memory.release()
     doc = dict(result.scenario.document)
     doc["seed"] = result.seed
     (folder / "scenario.yaml").write_text(python_note(result.scenario, "# ") + yaml.safe_dump(
         doc, sort_keys=False, allow_unicode=True), encoding="utf-8")
     if a.violations:
+        tdf = trace_frame(result.trace)
         (folder / "violations.txt").write_text(
             "\n".join(format_violation(v, tdf) for v in a.violations) + "\n", encoding="utf-8")
+        del tdf
     if not with_plots:
         return []
-    made = [("latency CDF by priority", "latency_cdf.png", plots.latency_cdf(jobs)),
-            ("per-node timeline", "timeline.png", plots.node_timeline(tdf)),
-            ("table depth over time", "table_depth.png", plots.table_depth(tdf)),
+    with phase(phases, "plots"):
+        return _run_plots(a, jobs, folder)
+
+
+def _run_plots(a: Analysis, jobs: pd.DataFrame, folder: Path) -> list[tuple[str, str]]:
+    """Each plot drawn, saved and let go before the next (a big run's figures hold millions
+    of points)."""
+    tdf = plot_frame(a.result.trace)
+    made = [("latency CDF by priority", "latency_cdf.png", lambda: plots.latency_cdf(jobs)),
+            ("per-node timeline", "timeline.png", lambda: plots.node_timeline(tdf)),
+            ("table depth over time", "table_depth.png", lambda: plots.table_depth(tdf)),
             ("double runs by cause", "duplicates.png",
-             plots.duplicates_by_cause(a.histories.duplicates, CAUSES))]
+             lambda: plots.duplicates_by_cause(a.histories.duplicates, CAUSES))]
     if "services" in a.summary:
         made.append(("load on the services", "service_load.png",
-                     plots.service_load(load_panels(a))))
-    for _, name, fig in made:
+                     lambda: plots.service_load(load_panels(a))))
+    for _, name, draw in made:
+        fig = draw()
         plots.save(fig, folder / name)
+        fig.clear()  # its artists and their arrays go now, not at the next garbage collection
+        del fig
+        memory.release()
     return [(title, name) for title, name, _ in made]
 
 
-def write(analyses: list[Analysis] | Analysis, out: str | Path, with_plots: bool = True) -> Path:
-    """Write the run folder ``out`` (replacing it) and return its path."""
+def write(analyses: list[Analysis] | Analysis, out: str | Path, with_plots: bool = True,
+          phases: Any = None) -> Path:
+    """Write the run folder ``out`` (replacing it) and return its path. ``phases``
+    (``base.phases.Phases``), if given, is told the time of the CSV files and the plots."""
     if isinstance(analyses, Analysis):
         analyses = [analyses]
     out = Path(out)
@@ -322,31 +343,11 @@ def write(analyses: list[Analysis] | Analysis, out: str | Path, with_plots: bool
         plots_of: dict[str, list[tuple[str, str]]] = {}
         for a in analyses:
             folder = tmp / a.name if variants else tmp
-            made = _write_run(a, folder, with_plots)
+            made = _write_run(a, folder, with_plots, phases)
             plots_of[a.name] = [(t, f"{a.name}/{p}" if variants else p) for t, p in made]
-        compare = analyses[0].result.scenario.compare
         if variants and with_plots:
-            delays = {}
-            for a in analyses:
-                jf = jobs_frame(a.histories)
-                delays[a.name] = (jf["first_start"] - jf["due"]).to_numpy(dtype=float)
-            plots.save(plots.start_delay_by_variant(delays), tmp / "start_delay.png")
-            plots_of[""] = [("start delay by variant", "start_delay.png")]
-        if variants and with_plots and compare:
-            for i, path in enumerate(compare):
-                values = []
-                for a in analyses:
-                    v = figure(a.summary, path)
-                    values.append(v if isinstance(v, (int, float)) and
-                                  not isinstance(v, bool) else None)
-                fig = plots.compare_bars([a.name for a in analyses], values, path,
-                                         "seconds" if "delay" in path or "latency" in path
-                                         or "end_to_end" in path else "count")
-                name = f"compare_{i + 1}.png"
-                plots.save(fig, tmp / name)
-                plots_of[""].append((path, name))
-        if variants and with_plots:
-            plots_of[""] += compared_loads(analyses, tmp)
+            with phase(phases, "plots"):
+                _compared(analyses, tmp, plots_of)
         if variants:
             (tmp / "summary.json").write_text(
                 json.dumps(combined_summary(analyses), sort_keys=True, indent=2) + "\n",
@@ -358,3 +359,27 @@ def write(analyses: list[Analysis] | Analysis, out: str | Path, with_plots: bool
     except outdir.OutputError as exc:
         raise ReportError(str(exc)) from None
     return out
+
+
+def _compared(analyses: list[Analysis], tmp: Path, plots_of: dict[str, list[tuple[str, str]]]
+              ) -> None:
+    """The plots that set the variants side by side (in ``tmp``, listed in ``plots_of``)."""
+    delays = {}
+    for a in analyses:
+        jf = jobs_frame(a.histories)
+        delays[a.name] = (jf["first_start"] - jf["due"]).to_numpy(dtype=float)
+    plots.save(plots.start_delay_by_variant(delays), tmp / "start_delay.png")
+    plots_of[""] = [("start delay by variant", "start_delay.png")]
+    for i, path in enumerate(analyses[0].result.scenario.compare or ()):
+        values = []
+        for a in analyses:
+            v = figure(a.summary, path)
+            values.append(v if isinstance(v, (int, float)) and
+                          not isinstance(v, bool) else None)
+        fig = plots.compare_bars([a.name for a in analyses], values, path,
+                                 "seconds" if "delay" in path or "latency" in path
+                                 or "end_to_end" in path else "count")
+        name = f"compare_{i + 1}.png"
+        plots.save(fig, tmp / name)
+        plots_of[""].append((path, name))
+    plots_of[""] += compared_loads(analyses, tmp)

@@ -30,6 +30,28 @@ def _step_series(t: np.ndarray, delta: np.ndarray, t0: float,
     return np.r_[t0, t, t_end], np.r_[0, level, last]
 
 
+#: a step series longer than this is thinned before it is drawn (``_thin``)
+THIN_ABOVE = 200_000
+#: the time bins of a thinned series: several per pixel of the plot's width
+THIN_BINS = 8192
+
+
+def _thin(t: np.ndarray, v: np.ndarray, t0: float, t_end: float
+          ) -> tuple[np.ndarray, np.ndarray]:
+    """A long step series as it draws: in each of ``THIN_BINS`` time bins, its first, lowest,
+    highest and last points (the rest lie between them, under a pixel). A series of at
+    most ``THIN_ABOVE`` points is drawn whole (every shipped scenario's)."""
+    if len(t) <= THIN_ABOVE or not t_end > t0:
+        return t, v
+    b = np.clip(((t - t0) / (t_end - t0) * THIN_BINS).astype(np.int64), 0, THIN_BINS - 1)
+    starts = np.flatnonzero(np.r_[True, b[1:] != b[:-1]])  # t is sorted: bins are runs
+    ends = np.r_[starts[1:], len(t)] - 1
+    order = np.lexsort((np.arange(len(t)), v, b))  # by bin, value, then time
+    lows, highs = order[starts], order[ends]
+    keep = np.unique(np.concatenate([starts, ends, lows, highs]))
+    return t[keep], v[keep]
+
+
 def _gone(df: pd.DataFrame) -> np.ndarray:
     """Events that take a row out of the acquirable tables for good: done (``completed``
     with a=1), ``dead_lettered``, and deleted otherwise — ``withdrawn`` by a boundary timer,
@@ -52,12 +74,16 @@ def _lock_series(df: pd.DataFrame, t0: float, t_end: float) -> tuple[np.ndarray,
     t = df["time"].to_numpy(dtype=float)[idx]
     x = df["x"].to_numpy(dtype=float)[idx]
     hold = holds[idx]
+    del holds, sel
     order = np.lexsort((idx, job))  # by job, then trace order
+    del idx
     job, t, x, hold = job[order], t[order], x[order], hold[order]
+    del order
     same_next = np.r_[job[1:] == job[:-1], False]
-    next_t = np.where(same_next, np.r_[t[1:], np.inf], np.inf)
-    until = np.where(np.isnan(x), np.inf, x)
-    end = np.minimum(until, next_t)[hold]
+    del job
+    next_t = np.where(same_next, np.r_[t[1:], np.inf], np.inf)[hold]
+    end = np.minimum(np.where(np.isnan(x[hold]), np.inf, x[hold]), next_t)
+    del next_t, x
     start = t[hold]
     end = np.maximum(end, start)
     released = end <= t_end
@@ -67,7 +93,8 @@ def _lock_series(df: pd.DataFrame, t0: float, t_end: float) -> tuple[np.ndarray,
 
 
 def table_depth(trace_df: pd.DataFrame) -> Figure:
-    """Jobs in the table over time, with the rows locked and the executions running.
+    """Jobs in the table over time, with the rows locked and the executions running (a
+    series of millions of points thinned to what shows: ``_thin``).
 
     In the table: ``job_created`` minus the terminal events (``completed`` with a=1, a row
     deleted, ``dead_lettered``, ``withdrawn`` and ``cancelled``). Locked: rows whose lock
@@ -91,13 +118,17 @@ def table_depth(trace_df: pd.DataFrame) -> Figure:
     a = df["a"].to_numpy()
     gone = _gone(df)
     sel = created | gone
-    t_tab, v_tab = _step_series(times[sel], np.where(created[sel], 1, -1), t0, t_end)
+    # each series thinned as soon as it is made (its maximum and last value stay)
+    t_tab, v_tab = _thin(*_step_series(times[sel], np.where(created[sel], 1, -1), t0, t_end),
+                         t0, t_end)
     starts, ends = _kind_is(df, "exec_start"), _kind_is(df, "exec_end")
     crashes = _kind_is(df, "node_crashed")
     sel = starts | ends | crashes
-    step = np.where(starts, 1, np.where(ends, -1, -a))[sel]  # a crash loses ``a`` runs
-    t_run, v_run = _step_series(times[sel], step, t0, t_end)
-    t_lock, v_lock = _lock_series(df, t0, t_end)
+    # a crash loses ``a`` runs
+    step = np.where(starts[sel], 1, np.where(ends[sel], -1, -a[sel]))
+    t_run, v_run = _thin(*_step_series(times[sel], step, t0, t_end), t0, t_end)
+    del sel, step
+    t_lock, v_lock = _thin(*_lock_series(df, t0, t_end), t0, t_end)
 
     ax.step(t_tab, v_tab, where="post", color="tab:blue", linewidth=2.6,
             label="in the table (created − done − dead-lettered − withdrawn − cancelled)")

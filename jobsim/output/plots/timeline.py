@@ -39,10 +39,21 @@ def _executions(df: pd.DataFrame, t_end: float) -> pd.DataFrame:
     crash — or hung — it runs to ``t_end``)."""
     cols = ["node", "job", "attempt"]
     starts = df.loc[_kind_is(df, "exec_start"), cols + ["time", "a"]]
-    starts = starts.rename(columns={"time": "start", "a": "thread"})
+    ex = starts.rename(columns={"time": "start", "a": "thread"}).reset_index(drop=True)
+    # each start's end: the first exec_end of the same node, job and attempt (a left join)
     ends = df.loc[_kind_is(df, "exec_end"), cols + ["time", "a"]]
-    ends = ends.rename(columns={"time": "end", "a": "ok"}).drop_duplicates(cols, keep="first")
-    ex = starts.merge(ends, on=cols, how="left", sort=False)
+    key = _keys([pd.factorize(pd.concat([ex["node"], ends["node"]], ignore_index=True))[0],
+                 np.r_[ex["job"].to_numpy(), ends["job"].to_numpy()],
+                 np.r_[ex["attempt"].to_numpy(), ends["attempt"].to_numpy()]])
+    start_key, end_key = key[:len(ex)], key[len(ex):]
+    first = np.full(int(key.max()) + 1 if len(key) else 0, len(end_key), np.int64)
+    np.minimum.at(first, end_key, np.arange(len(end_key)))  # each key's first end
+    match = first[start_key] if len(ex) else np.zeros(0, np.int64)
+    found = match < len(end_key)
+    at = np.minimum(match, max(len(end_key) - 1, 0))
+    for name, col in (("end", "time"), ("ok", "a")):
+        ex[name] = np.where(found, ends[col].to_numpy(dtype=float)[at], np.nan) \
+            if len(ends) else np.nan
     opened = ex["end"].isna().to_numpy()
     ok = ex["ok"].to_numpy(dtype=float) == 1
     ex["status"] = np.where(opened, "open", np.where(ok, "ok", "failed"))
@@ -61,6 +72,19 @@ def _executions(df: pd.DataFrame, t_end: float) -> pd.DataFrame:
                     ends_at[i] = times[k]
     ex["end"] = ex["end"].fillna(pd.Series(ends_at, index=ex.index))
     return ex.reset_index(drop=True)
+
+
+def _keys(columns: list[np.ndarray]) -> np.ndarray:
+    """A dense code per distinct row of the integer ``columns`` (0, 1, ...)."""
+    key = np.zeros(len(columns[0]), np.int64)
+    room = 1
+    for c in columns:
+        c = c.astype(np.int64) - (int(c.min()) if len(c) else 0)
+        width = int(c.max()) + 1 if len(c) else 1
+        if room * width >= 2 ** 62:  # too wide for one integer: code the rows themselves
+            return np.unique(np.stack(columns), axis=1, return_inverse=True)[1].reshape(-1)
+        key, room = key * width + c, room * width
+    return pd.factorize(key)[0]
 
 
 def _spans(df: pd.DataFrame, node: np.ndarray, begin: str, finish: str, t_end: float,
@@ -106,13 +130,16 @@ def node_timeline(trace_df: pd.DataFrame, max_bars: int = 2000) -> Figure:
     if trace_df is None or len(trace_df) == 0:
         fig, ax = _figure(10.0, 3.0)
         return _no_data(fig, ax, title, "empty trace")
-    df = trace_df
-    node = df["node"].fillna("").astype(str).to_numpy(dtype=object)
-    times = df["time"].to_numpy(dtype=float)
+    times = trace_df["time"].to_numpy(dtype=float)
     times_f = times[np.isfinite(times)]
     t0, t_end = float(times_f.min()), float(times_f.max())
     span = max(t_end - t0, 1e-9)
-    names = sorted({n for n in node.tolist() if n})
+    names = _node_names(trace_df["node"])
+    # only the events drawn, with their node names (a big trace has millions of others)
+    drawn = trace_df["kind"].isin(_DRAWN).to_numpy(dtype=bool)
+    df = trace_df.loc[drawn, [c for c in _COLUMNS if c in trace_df.columns]]
+    node = _node_strings(df["node"])
+    times = df["time"].to_numpy(dtype=float)
     if not names:
         fig, ax = _figure(10.0, 3.0)
         return _no_data(fig, ax, title, "no node events")
@@ -140,6 +167,33 @@ def node_timeline(trace_df: pd.DataFrame, max_bars: int = 2000) -> Figure:
         fig.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 6),
                    fontsize=9, frameon=False)
     return fig
+
+
+#: the kinds of event the timeline draws
+_DRAWN = ["exec_start", "exec_end", "node_crashed", "node_restarted", "node_paused",
+          "node_resumed"]
+
+
+#: the columns of the trace the timeline reads
+_COLUMNS = ("time", "kind", "node", "job", "attempt", "a", "x")
+
+
+def _node_strings(node: pd.Series) -> np.ndarray:
+    """The node names as an object array ("" for none); from a categorical, each name one
+    shared string (not a string object per event)."""
+    if isinstance(node.dtype, pd.CategoricalDtype):
+        names = np.array([str(c) for c in node.cat.categories] + [""], dtype=object)
+        codes = node.cat.codes.to_numpy()
+        return names[np.where(codes < 0, len(names) - 1, codes)]
+    return node.fillna("").astype(str).to_numpy(dtype=object)
+
+
+def _node_names(node: pd.Series) -> list[str]:
+    """The node names the events name, sorted."""
+    if isinstance(node.dtype, pd.CategoricalDtype):
+        used = node.cat.categories[np.unique(node.cat.codes[node.cat.codes >= 0])]
+        return sorted(n for n in used.astype(str) if n)
+    return sorted({n for n in node.fillna("").astype(str).tolist() if n})
 
 
 def _evenly_spaced(ex: pd.DataFrame, max_bars: int) -> pd.DataFrame:

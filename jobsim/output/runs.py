@@ -1,0 +1,69 @@
+"""``jobsim run``'s path from scenarios to a report folder and the lines it prints, for the
+command line and for the tools that time it (``tools.bench_run``).
+
+``run_variants`` runs each variant under its cost guard, with a progress bar, and analyses
+it; ``write`` (``report``) writes the folder; ``told`` gives what the command prints after
+it: each run's story (unless quiet), summary and unexpected invariant violations. A
+``Phases`` given to them is told where the time goes (simulate, analysis, csv, plots).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..base import memory
+from ..base.phases import Phases, phase
+from ..base.progress import Bar
+from ..sim.world import run
+from .report import Analysis, analyse, format_summary, format_violation
+
+
+def run_variants(runs: Sequence[Any], guards: Sequence[Any], *, quiet: bool = False,
+                 every_poll: bool = False, phases: Phases | None = None) -> list[Analysis]:
+    """Each scenario of ``runs`` run under its guard (``sim.cost.Guard``) and analysed.
+    Raises ``RunStopped`` from a guard."""
+    analyses = []
+    for sc, guard in zip(runs, guards):
+        with Bar(100, sc.variant or sc.name, unit="%", show=not quiet) as bar:
+            try:
+                with phase(phases, "simulate"):
+                    result = run(sc, progress=lambda f, t, unit="s": bar.set(
+                        100 * f, f"t={t:,.0f}s" if unit == "s" else f"{t:,.0f} {unit}"),
+                        guard=guard, idle_shortcut=not every_poll)
+            except BaseException:
+                bar.close()
+                raise
+            bar.stage("analysing the trace")
+            with phase(phases, "analysis"):
+                analyses.append(analyse(result))
+                memory.release()
+    return analyses
+
+
+def told(analyses: list[Analysis], out: Path, quiet: bool) -> list[str]:
+    """What ``jobsim run`` prints once the folder is written: each run's story (unless
+    ``quiet``), summary and unexpected invariant violations, and where the report is."""
+    from ..analysis.metrics import trace_frame
+    from ..analysis.narrative import narrate
+
+    lines: list[str] = []
+    for a in analyses:
+        if not quiet:
+            if a.result.scenario.variant is not None:
+                lines.append(f"=== {a.name} ===")
+            lines += narrate(a.result.trace)
+            lines.append("")
+        lines += format_summary(a, None)
+        if a.unexpected_violations:
+            tdf = trace_frame(a.result.trace)
+            shown = a.unexpected_violations[:10]
+            lines.append(f"\n{len(a.unexpected_violations)} invariant violation(s); the first "
+                         f"{len(shown)}:")
+            lines += [format_violation(v, tdf) for v in shown]
+            where = out / a.name if a.result.scenario.variant is not None else out
+            lines.append(f"(all of them: {where}/violations.txt)")
+        lines.append("")
+    lines.append(f"report: {out}/report.md")
+    return lines

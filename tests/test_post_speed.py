@@ -1,0 +1,215 @@
+"""Everything after the simulation in ``jobsim run``: the same outputs as the row-by-row code
+it replaced, and the time and memory it takes.
+
+- the CSV files are byte for byte what pandas' ``to_csv`` wrote (the old writer is kept here,
+  as the reference);
+- the histories, worked out on whole columns for the plain stories, equal the event-by-event
+  telling of every job (``history.told`` over all events: the old pass);
+- ``--timings`` writes the phases and changes no output; it never overwrites a user's file;
+- the narrative counts exactly the lines past its limit;
+- (slow) the full model at 1,000,000 jobs: the simulation is at least half of the wall time,
+  and the peak memory under 1.5 GB.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from jobsim.analysis.history import _INTERESTING, histories, told
+from jobsim.analysis.metrics import trace_frame
+from jobsim.analysis.narrative import narrate
+from jobsim.base.trace import K, Trace
+from jobsim.cli import main
+from jobsim.format import scenario as scenario_mod
+from jobsim.output.columns import trace_columns
+from jobsim.output.csvtext import float_text, write_csv
+from jobsim.output.report import analyse, combined_summary
+from jobsim.output.service_report import jobs_with_services
+from jobsim.sim.world import run
+from jobsim.tools.bench import full_model_scenario
+
+SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
+#: a few scenarios that between them have variants, crashes, pauses, retries, services (the
+#: breaker of retry_storm: its quickest variant), boundary timers, texts with commas and quotes
+SOME = ("lesson", "node_crash", "zombie_pause", "flowable", "retry_storm", "zeebe_like",
+        "failsafe")
+ONLY = {"retry_storm": "breaker"}
+
+
+def _runs(name: str) -> list:
+    return [run(sc) for sc in scenario_mod.load_variants(SCENARIOS / f"{name}.yaml")
+            if ONLY.get(name, sc.variant) == sc.variant]
+
+
+@pytest.fixture(scope="module")
+def results() -> dict[str, list]:
+    return {name: _runs(name) for name in SOME}
+
+
+# --- CSV: the bytes pandas wrote -------------------------------------------------------------
+
+def _old_csv(frame, path: Path) -> bytes:
+    """The writer this replaced: pandas, row by row."""
+    frame.to_csv(path, index=False)
+    return path.read_bytes()
+
+
+def test_csv_files_are_what_pandas_wrote(results, tmp_path):
+    for name, runs in results.items():
+        for r in runs:
+            a = analyse(r)
+            jobs = jobs_with_services(a)
+            write_csv(tmp_path / "jobs.csv", {c: jobs[c] for c in jobs.columns}, len(jobs))
+            assert (tmp_path / "jobs.csv").read_bytes() == _old_csv(jobs, tmp_path / "j0.csv"), \
+                name
+            write_csv(tmp_path / "trace.csv", trace_columns(r.trace), len(r.trace))
+            assert (tmp_path / "trace.csv").read_bytes() == _old_csv(
+                trace_frame(r.trace), tmp_path / "t0.csv"), name
+
+
+def _awkward_trace() -> Trace:
+    tr = Trace()
+    node = tr.node("node, A")
+    texts = ['say "hi"', "a,b", "two\nlines", "cr\rhere", "", "plain", " padded "]
+    xs = [0.0, -0.0, 0.1, 1e-05, 2.5e-07, 1e16, 9999999999999998.0, 1e15, 123456789012.5,
+          100000.0, 1.5e300, 5e-324, math.inf, -math.inf, math.nan, 0.30000000000000004,
+          -12.75, 0.0001, 9.999999999999999e-05]
+    for i, x in enumerate(xs):
+        tr.add(float(i) / 7.0, K["tick"], node if i % 2 else -1, i - 3, i, -i, 2 ** 40, 0, x,
+               tr.text(texts[i % len(texts)]))
+    return tr
+
+
+def test_csv_quoting_and_floats_match_pandas(tmp_path):
+    tr = _awkward_trace()
+    write_csv(tmp_path / "t.csv", trace_columns(tr), len(tr))
+    assert (tmp_path / "t.csv").read_bytes() == _old_csv(trace_frame(tr), tmp_path / "o.csv")
+    rng = np.random.default_rng(7)
+    x = np.concatenate([rng.random(20_000) * 10.0 ** rng.integers(-9, 19, 20_000),
+                        np.round(rng.random(5_000) * 1e4, 3), [0.0, math.nan, math.inf]])
+    assert float_text(x).to_pylist() == ["" if v != v else repr(v) for v in x.tolist()]
+
+
+def test_csv_in_blocks(tmp_path, monkeypatch):
+    from jobsim.output import csvtext
+
+    r = _runs("lesson")[0]
+    write_csv(tmp_path / "whole.csv", trace_columns(r.trace), len(r.trace))
+    monkeypatch.setattr(csvtext, "BLOCK", 7)
+    write_csv(tmp_path / "blocks.csv", trace_columns(r.trace), len(r.trace))
+    assert (tmp_path / "whole.csv").read_bytes() == (tmp_path / "blocks.csv").read_bytes()
+
+
+# --- histories: the same stories as telling every event --------------------------------------
+
+def _same(a, b) -> bool:
+    return (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b)) \
+        or a == b
+
+
+def _assert_same_histories(trace: Trace) -> None:
+    cols = trace.arrays()
+    everything = np.flatnonzero(np.isin(cols["kind"], _INTERESTING))
+    stories, found = told(trace, cols, everything)  # the old pass: every event, one by one
+    hist = histories(trace)
+    assert list(hist.jobs) == sorted(stories)
+    for j, s in stories.items():
+        mine = hist.jobs[j]
+        s.retry_delays = list(hist.delays.get(j, []))
+        for key, value in asdict(s).items():
+            assert _same(value, getattr(mine, key)), (j, key, value, getattr(mine, key))
+    dups, doubles, stranded, recoveries, rejected, row_gone, after, unrecovered = found
+    assert [asdict(d) for d in hist.duplicates] == [asdict(d) for d in dups]
+    assert (hist.double_acquisitions, hist.stranded, hist.recoveries, hist.completions_rejected,
+            hist.completions_row_gone, hist.after_terminal, hist.unrecovered) == (
+        doubles, stranded, recoveries, rejected, row_gone, after, unrecovered)
+
+
+def test_histories_equal_the_event_by_event_pass(results):
+    for runs in results.values():
+        for r in runs:
+            _assert_same_histories(r.trace)
+
+
+def test_histories_of_the_full_model():
+    r = run(full_model_scenario(3000))
+    _assert_same_histories(r.trace)
+    plain = histories(r.trace)
+    assert len(plain.jobs) == 3000 and plain.table["executions"].sum() > 3000
+
+
+def test_summary_matches_the_committed_reports(results):
+    reports = Path(__file__).resolve().parent.parent / "reports"
+    for name in ("node_crash", "zombie_pause", "lesson"):
+        committed = json.loads((reports / name / "summary.json").read_text(encoding="utf-8"))
+        fresh = combined_summary([analyse(r) for r in results[name]])  # every variant
+        assert json.loads(json.dumps(fresh, sort_keys=True)) == committed, name
+
+
+# --- --timings -----------------------------------------------------------------------------
+
+def test_timings_file_and_unchanged_report(tmp_path, capsys):
+    lesson = str(SCENARIOS / "lesson.yaml")
+    assert main(["run", lesson, "--out", str(tmp_path / "plain"), "--quiet"]) == 0
+    timings = tmp_path / "t.json"
+    assert main(["run", lesson, "--out", str(tmp_path / "timed"), "--quiet",
+                 "--timings", str(timings)]) == 0
+    figures = json.loads(timings.read_text(encoding="utf-8"))
+    assert set(figures["phases"]) == {"simulate", "analysis", "csv", "plots", "other"}
+    for f in figures["phases"].values():
+        assert f["wall_s"] >= 0 and f["cpu_s"] >= 0
+    assert figures["wall_s"] >= sum(f["wall_s"] for f in figures["phases"].values()) - 1e-3
+    assert figures["peak_rss_mb"] > 0 and 0 < figures["simulate_share"] < 1
+    for f in sorted((tmp_path / "plain").iterdir()):
+        if f.name != ".jobsim-manifest.json":
+            assert f.read_bytes() == (tmp_path / "timed" / f.name).read_bytes(), f.name
+    # jobsim's own timings file is replaced; a user's file never
+    assert main(["run", lesson, "--out", str(tmp_path / "timed"), "--quiet",
+                 "--timings", str(timings)]) == 0
+    mine = tmp_path / "mine.json"
+    mine.write_text('{"notes": 1}\n', encoding="utf-8")
+    capsys.readouterr()
+    assert main(["run", lesson, "--out", str(tmp_path / "x"), "--quiet",
+                 "--timings", str(mine)]) == 2
+    assert "did not write it" in capsys.readouterr().err
+    assert mine.read_text(encoding="utf-8") == '{"notes": 1}\n' and not (tmp_path / "x").exists()
+    assert main(["run", lesson, "--out", str(tmp_path / "x"), "--quiet",
+                 "--timings", str(tmp_path / "x" / "t.json")]) == 2
+    assert main(["run", lesson, "--out", str(tmp_path / "x"), "--quiet",
+                 "--timings", str(tmp_path / "no" / "t.json")]) == 2
+
+
+# --- the narrative's limit -------------------------------------------------------------------
+
+def test_narrative_counts_the_lines_past_its_limit(results):
+    for runs in results.values():
+        for r in runs:
+            whole = narrate(r.trace, None)
+            story = whole[:-1]  # the last line: the dead letters
+            for limit in (0, 1, 5, 60, len(story), len(story) + 3):
+                lines = narrate(r.trace, limit)
+                if len(story) <= limit:
+                    assert lines == whole
+                    continue
+                assert lines[:limit] == story[:limit]
+                assert lines[limit] == (f"  … {len(story) - limit} more lines (the whole story "
+                                        "is in trace.csv)")
+                assert lines[limit + 1:] == whole[-1:]
+
+
+# --- the acceptance at 1,000,000 jobs --------------------------------------------------------
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+def test_full_model_million_jobs_simulation_dominates():
+    from jobsim.tools.bench_run import report_run
+
+    figures = report_run(1_000_000)
+    assert figures["simulate_share"] >= 0.5, figures
+    assert figures["peak_rss_mb"] < 1500, figures
