@@ -221,3 +221,17 @@ def test_the_full_suite():
     assert by["idle"].meets, by["idle"]
     assert 5 < by["growth"].ratio < 20, by["growth"]  # ten times the jobs, about ten times the CPU
     assert "done, " in next(f.note for f in figs if f.note.startswith("full model"))
+
+
+def test_the_report_case_states_the_simulations_share_and_the_peak_memory():
+    """``jobsim run``'s report on a small full model, three times in fresh children: the
+    share is a fraction of the run's own wall time, the peak a positive number of MB, and
+    below the full size the verdicts are information, not a pass."""
+    from jobsim.tools.bench_suite import Settings, report_case
+
+    lines = []
+    share, peak = report_case(Settings(scale=20_000, say=lines.append))
+    assert share.ratio is not None and 0.0 < share.spread[0] <= share.ratio <= share.spread[1] < 1.0
+    assert peak.ratio is not None and 0.0 < peak.ratio < 1.0 and peak.value.endswith("(the most of 3 runs)")
+    assert share.meets is None and peak.meets is None and share.verdict == "information"
+    assert sum("run " in line and "simulate" in line for line in lines) == 3
