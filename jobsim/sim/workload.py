@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import simpy
 
 from ..base.trace import COMPACT_BYTES, K, pack
+from ..database.db import delay
 from ..database.rows import Row
 from ..database.store import DEADLETTER, FAILED, INCIDENT
 from ..executor.config import JobSpec, RecurringSpec, StreamSpec
@@ -109,11 +110,11 @@ def stream(world: "World", spec: StreamSpec) -> Generator[Any, Any, None]:
                 plain_create(h, kind, prio, due_in)
                 left -= 1
                 if left:
-                    timeout(mean * exponential()).callbacks.append(arrive)
+                    delay(env, mean * exponential()).callbacks.append(arrive)
                 else:
                     world.source_done()
 
-            timeout(mean * exponential()).callbacks.append(arrive)
+            delay(env, mean * exponential()).callbacks.append(arrive)
             return
         for i in range(spec.count):
             yield timeout(mean * exponential())

@@ -10,7 +10,7 @@ from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
 from ...base.trace import K, pack
-from ...database.db import StatementFailed
+from ...database.db import StatementFailed, delay as sleep
 from . import boundary
 from .calls import run_process
 from .failure import fail
@@ -97,23 +97,23 @@ def worker(node: Node, thread: int) -> Generator[Any, Any, None]:
                 # A pause stalls the thread: what wakes during it goes on when it ends.
                 if side_at < duration:
                     if side_at > 0:
-                        yield env.timeout(side_at)
+                        yield sleep(env, side_at)
                         if node._paused is not None:
                             yield node._paused
                     put(pack(env._now, k_side, code, jid, attempt, 0, 0, 0, nan, says[hname]))
-                    yield env.timeout(duration - side_at)
+                    yield sleep(env, duration - side_at)
                     if node._paused is not None:
                         yield node._paused
                     put(pack(env._now, k_end, code, jid, attempt, 1, 0, 0, nan, -1))
                 else:
                     if duration > 0:
-                        yield env.timeout(duration)
+                        yield sleep(env, duration)
                         if node._paused is not None:
                             yield node._paused
                     put(pack(env._now, k_end, code, jid, attempt, 1, 1, 0, nan, says[hname]))
             else:
                 if duration > 0:
-                    yield env.timeout(duration)
+                    yield sleep(env, duration)
                     if node._paused is not None:
                         yield node._paused
                 put(pack(env._now, k_end, code, jid, attempt, 0, 0, 0, nan, trace.text(error)))
@@ -132,7 +132,7 @@ def worker(node: Node, thread: int) -> Generator[Any, Any, None]:
                 db.statements += 1
                 lat = sample_latency(me)
                 if lat > 0:
-                    yield env.timeout(lat)
+                    yield sleep(env, lat)
                 if me in cut:
                     res = None
                 else:
