@@ -71,12 +71,11 @@ def test_bench_command_prints_both_throughputs_and_the_ratio(capsys):
 
 @pytest.mark.slow
 def test_bench_ratio_at_full_size():
-    """The issue's figure: 100,000 jobs, jobsim at least 0.3 of bare SimPy's throughput."""
+    """100,000 jobs: jobsim at least 0.4 of bare SimPy's throughput (the target is 0.5;
+    measured 0.44–0.52 in paired CPU time once an insert's poll ran in a callback and the
+    trace was packed by a struct; 0.24–0.27 before), and the mean wait inside its CI."""
     b = mmc_bench(jobs=100_000, replications=5)
-    # 0.32 before polls were ranked after every other event of their instant (an insert now
-    # wakes an idle notify node through one more event, so that ties are ordered the same
-    # whether idle polls are counted or simulated); measured 0.24-0.27 since
-    assert b.ratio >= 0.22, b
+    assert b.ratio >= 0.4, b
     assert b.erlang_inside_ci, b
 
 
