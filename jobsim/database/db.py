@@ -37,6 +37,9 @@ from .store import Store
 T = TypeVar("T")
 
 
+_new_event = object.__new__
+
+
 def delay(env: simpy.Environment, seconds: float) -> simpy.Event:
     """``env.timeout(seconds)`` for the hot paths (``seconds`` ≥ 0): the same event at the
     same place in the schedule — ``(now + seconds, NORMAL, its number)`` — made without
@@ -46,9 +49,6 @@ def delay(env: simpy.Environment, seconds: float) -> simpy.Event:
     heappush(env._queue, (env._now + seconds, NORMAL,  # type: ignore[attr-defined]
                           next(env._eid), ev))  # type: ignore[attr-defined]
     return ev
-
-
-_new_event = object.__new__
 
 
 class Signal:

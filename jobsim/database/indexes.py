@@ -258,21 +258,16 @@ class Indexes:
             heapq.heappop(ix.ready)
         return _next_pending(ix, self.rows, table, soonest)
 
-    def next_after_claim(self, owner: str, now: float, before: float,
-                         table: str = JOB) -> float | None:
+    def next_after_claim(self, owner: str, now: float, table: str = JOB) -> float | None:
         """``next_eligible`` right after ``owner``'s claim at ``now`` got fewer rows than it
-        asked for, or ``None`` if that is not before ``before`` (the run's end): on the
-        claim's plain path that claim emptied ``ready`` and promoted everything due, so only
-        ``pending`` is left to read — and not even that when its earliest entry, valid or
-        not, comes at or after ``before``."""
+        asked for, or ``None`` if that is not before ``horizon`` (the run's end: a sleep
+        aims at nothing there either way). On the claim's plain path that claim emptied
+        ``ready`` and promoted everything due, so only ``pending`` is left to read."""
         if self._general or self._parked or (self.routes and owner in self.routes):
             soonest = self.next_eligible(now, table)
-            return None if soonest is None or soonest >= before else soonest
-        ix = self._ix[table]
-        if not ix.pending or ix.pending[0][0] >= before:
-            return None
-        soonest = _next_pending(ix, self.rows, table)
-        return None if soonest is None or soonest >= before else soonest
+        else:
+            soonest = _next_pending(self._ix[table], self.rows, table)
+        return None if soonest is None or soonest >= self.horizon else soonest
 
     def expired(self, now: float, n: int) -> list[int]:
         """``SELECT id … WHERE lock_until < now LIMIT n`` over the locked rows of every

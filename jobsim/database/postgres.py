@@ -23,7 +23,7 @@ import simpy
 
 from .claims import Attempt
 from .rows import JOB
-from .db import StatementFailed
+from .db import StatementFailed, delay
 from .transactions import (Gen, SerializationFailure, Txn, _finish, _hold, _lock_row, _open,
                            _statement, _wait_row)
 
@@ -86,7 +86,7 @@ def pg_update(db: "Database", me: str, n: int, lock_time: float, *, guard: bool,
             db.statements += 1
             lat = db.sample_latency(me)
             if lat > 0:
-                yield env.timeout(lat)
+                yield delay(env, lat)
             if me in cut:
                 raise StatementFailed(me)
             att.latency += lat

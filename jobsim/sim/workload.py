@@ -58,10 +58,8 @@ def explicit_jobs(world: "World", jobs: tuple[JobSpec, ...]) -> Generator[Any, A
 def plain_insert(world: "World", handler: str, kind: str, priority: int,
                  due_in: float) -> int:
     """``world.create`` for a client's insert with nothing else to it (no id, name, node,
-    queue or failure), the hot path of a stream: the same row, the same records."""
-    if kind == "timer" and world._timer_table or (world._boundaries and handler in
-                                                   world._boundaries):
-        return world.create(handler, kind, priority, due_in)
+    queue or failure; not a timer of a timer table, no boundary timer: ``plain`` in
+    ``stream``), the hot path of a stream: the same row, the same records."""
     jid = world._next_id
     world._next_id += 1
     now = world.env._now
@@ -88,7 +86,9 @@ def stream(world: "World", spec: StreamSpec) -> Generator[Any, Any, None]:
     nodes = spec.nodes or (None,)  # the nodes that create its jobs, in turn
     h, kind, prio, due_in, queue = spec.handler, spec.kind, spec.priority, spec.due_in, \
         spec.queue
-    plain = not spec.nodes and queue is None  # the common case: no keywords to pass
+    # the common case: a plain insert (no keywords to pass, no timer-table row, no boundary)
+    plain = (not spec.nodes and queue is None and not (kind == "timer" and world._timer_table)
+             and h not in world._boundaries)
     if spec.rate is None:
         for i in range(spec.count):
             if plain:
@@ -116,12 +116,9 @@ def stream(world: "World", spec: StreamSpec) -> Generator[Any, Any, None]:
 
             delay(env, mean * exponential()).callbacks.append(arrive)
             return
-        for i in range(spec.count):
+        for i in range(spec.count):  # not plain: each insert through ``create``
             yield timeout(mean * exponential())
-            if plain:
-                plain_create(h, kind, prio, due_in)
-            else:
-                create(h, kind, prio, due_in, node=nodes[i % len(nodes)], queue=queue)
+            create(h, kind, prio, due_in, node=nodes[i % len(nodes)], queue=queue)
     world.source_done()
 
 

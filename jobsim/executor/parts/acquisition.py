@@ -79,7 +79,7 @@ def loop(node: Node, table: str = JOB) -> Generator[Any, Any, None]:
     sized = bool(size) and not timers
     if timers:
         instant = None  # the timer table goes through the statement path
-    fast, end = None, world.scenario.end
+    fast = None
     plain_claim = instant is guarded_update_now
     claim, hand = store.claim, node._on_locked
     if FAST_POLL and notify and instant is not None and not global_lock and not watch_rejects:
@@ -112,9 +112,7 @@ def loop(node: Node, table: str = JOB) -> Generator[Any, Any, None]:
                 if got < asked:
                     now = env._now
                     grid.restart(now)
-                    # (a row eligible only at or after the run's end is as good as none:
-                    # the sleep aims at nothing either way)
-                    soonest = store.next_after_claim(me, now, end, table) if exact else None
+                    soonest = store.next_after_claim(me, now, table) if exact else None
                     sleep.arm(soonest, exact and (soonest is None or soonest > grid.at(grid.k)))
                     return
             sleep.wake.succeed(RESUME)
