@@ -1,8 +1,12 @@
 """``jobsim race``: real worker processes racing on a real SQLite or PostgreSQL with a
 strategy's SQL, each race beside the simulator's prediction.
 
-Every setting (and the plot's path) is checked before any race; each race prints a line as
-it ends, then a table of real beside simulated, and, with ``--plot``, a bar chart.
+Every setting (the plot's path, the profile to read or write) is checked before any race.
+With ``--calibrate FILE`` the database is measured first (``tools/race/profile.py``) and the
+profile written; with it (or ``--profile FILE``) each race is also predicted calibrated. Each
+race prints a line as it ends, then a table of every run, then the agreement table: per
+strategy and K, the real runs' mean and range beside each prediction, the difference and
+whether it is inside the tolerance (``tools/race/agreement.py``).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from .status import BAD_INPUT, OK
 def _race(args: argparse.Namespace) -> int:
     from ..base.progress import Bar
     from ..tools.race import RaceError, check, check_plot, predict, race
+    from ..tools.race import profile as prof
 
     workers = args.workers or [2, 4, 8]
     races = [(s, k, rep) for s in args.strategy for k in workers for rep in range(args.repeat)]
@@ -28,6 +33,13 @@ def _race(args: argparse.Namespace) -> int:
                                 time_limit=args.time_limit)
         if args.plot is not None:
             check_plot(args.plot)
+        if args.calibrate and args.profile:
+            raise RaceError("--calibrate FILE measures a profile, --profile FILE reads one: "
+                            "give one of them")
+        profile = prof.load(args.profile, kind) if args.profile else None
+        if args.calibrate:
+            prof.check_target(args.calibrate)
+            profile = _calibrate(args, kind)
         with Bar(len(races), "race", unit="races") as bar:
             for done, (strategy, k, rep) in enumerate(races):
                 bar.set(done, f"{strategy} K={k} run {rep + 1}")
@@ -36,12 +48,16 @@ def _race(args: argparse.Namespace) -> int:
                             time_limit=args.time_limit)
                 sim = predict(kind, strategy, k, args.jobs, args.batch,
                               isolation=args.isolation, begin=args.begin, seed=1 + rep)
-                rows.append((strategy, k, rep + 1, real, sim))
+                cal = None if profile is None else predict(
+                    kind, strategy, k, args.jobs, args.batch, isolation=args.isolation,
+                    begin=args.begin, seed=1 + rep, profile=profile)
+                rows.append((strategy, k, rep + 1, real, sim, cal))
                 bar.set(done + 1)
                 print(f"{strategy} K={k} run {rep + 1}: real {real.doubled_jobs} doubled "
                       f"jobs, {real.errors} errors, {real.lost_races} lost races; "
-                      f"simulated {sim.doubled_jobs}, {sim.errors}, {sim.lost_races}",
-                      flush=True)
+                      f"simulated {sim.doubled_jobs}, {sim.errors}, {sim.lost_races}"
+                      + ("" if cal is None else f"; calibrated {cal.doubled_jobs}, "
+                         f"{cal.errors}, {cal.lost_races}"), flush=True)
     except RaceError as exc:
         print(f"jobsim: {exc}", file=sys.stderr)
         return BAD_INPUT
@@ -51,30 +67,66 @@ def _race(args: argparse.Namespace) -> int:
         print(f"jobsim: interrupted after {len(rows)} of {len(races)} races: the workers "
               f"were stopped, {left}", file=sys.stderr)
         return BAD_INPUT
-    _print_table(args, kind, rows)
+    _print_runs(args, kind, rows)
+    from ..tools.race.agreement import table
+
+    print()
+    print(table(rows, kind))
     if args.plot is not None:
         return _plot(args.plot, rows)
     return OK
 
 
-def _print_table(args: argparse.Namespace, kind: str, rows: list) -> None:
-    """The races as a table: each run real beside simulated."""
+def _calibrate(args: argparse.Namespace, kind: str) -> dict:
+    """One worker per strategy, every statement timed: the profile, written whole."""
+    from ..base.progress import Bar
+    from ..tools.race import race
+    from ..tools.race import profile as prof
+
+    measured = {}
+    with Bar(len(args.strategy), "calibrate", unit="strategies") as bar:
+        for i, strategy in enumerate(args.strategy):
+            bar.set(i, strategy)
+            out = race(args.db, strategy, 1, args.jobs, args.batch, isolation=args.isolation,
+                       begin=args.begin, time_limit=args.time_limit)
+            measured[strategy] = (out, prof.figures(kind, out.timings))
+            bar.set(i + 1)
+    where = "a SQLite file" if kind == "sqlite" else "PostgreSQL"
+    doc = prof.build(kind, measured, args.jobs, args.batch, where)
+    for strategy in args.strategy:
+        doc["strategies"][strategy].update(
+            {"isolation": args.isolation} if kind == "postgres" else {"begin": args.begin})
+    prof.save(args.calibrate, doc)
+    print(f"profile: {args.calibrate} ({doc['machine']['cores']} cores, a time slice of "
+          f"{doc['machine']['quantum']}; {', '.join(args.strategy)} measured with one worker)",
+          flush=True)
+    return prof.load(args.calibrate, kind)
+
+
+def _print_runs(args: argparse.Namespace, kind: str, rows: list) -> None:
+    """Every run: real beside each prediction."""
     print()
     print(f"{kind}, {args.jobs:,} due jobs, batches of {args.batch}"
           + (f", {args.isolation}" if kind == "postgres" else f", {args.begin}"))
     head = ["strategy", "K", "run", "source", "doubled jobs (share)", "lost races", "errors",
-            "empty / partial / full attempts", "claims/s"]
+            "empty / partial / full attempts", "claims/s", "CPU wait"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
-    for strategy, k, rep, real, sim in rows:
-        for o in (real, sim):
+    for strategy, k, rep, real, sim, cal in rows:
+        for o in (real, sim, cal):
+            if o is None:
+                continue
             a = max(o.attempts - o.errors, 1)
+            wait = "—" if o.cpu_wait != o.cpu_wait else f"{o.cpu_wait:.2f}"
             print(f"| {strategy} | {k} | {rep} | {o.source} | {o.doubled_jobs} "
                   f"({o.double_share:.3f}) | {o.lost_races} | {o.errors} | "
                   f"{o.empty / a:.2f} / {o.partial / a:.2f} / {o.full / a:.2f} | "
-                  f"{o.per_second:,.0f} |")
+                  f"{o.per_second:,.0f} | {wait} |")
     print("\nclaims/s: real rows per wall-clock second; simulated rows per SIMULATED second "
-          "(the model's clock, not comparable with the real figure)")
+          "of an assumed database (statements of 0.2–2 ms on PostgreSQL, 20–100 µs on "
+          "SQLite, no CPU: not comparable with the real figure); calibrated rows per "
+          "simulated second of the measured database on this machine's cores (meant to be "
+          "compared). CPU wait: the share of the workers' time spent waiting for a core.")
 
 
 def _plot(path: str, rows: list) -> int:
@@ -84,7 +136,7 @@ def _plot(path: str, rows: list) -> int:
 
     try:
         save_plot(race_bars([(f"{s} K={k}", r.double_share, m.double_share)
-                             for s, k, _, r, m in rows]), path)
+                             for s, k, _, r, m, _c in rows]), path)
     except RaceError as exc:
         print(f"jobsim: {exc}", file=sys.stderr)
         return BAD_INPUT

@@ -46,6 +46,9 @@ def pg_update(db: "Database", me: str, n: int, lock_time: float, *, guard: bool,
     # BEGIN, the row waits, the statement and the hold are written out for their common
     # case (no pool, no lock to wait for, not cut off, no hold): this is every poll's path
     txn = Txn(env) if db.pool is None else (yield from _open(db))
+    if db.timed:
+        yield from db.think(me, ids is None)
+        txn.start = env.now
     att = Attempt(n)
     row_locks, cut = db.row_locks, db._cut
     strict = db.isolation != "read_committed"
@@ -80,7 +83,7 @@ def pg_update(db: "Database", me: str, n: int, lock_time: float, *, guard: bool,
             row_locks[rid] = txn
             txn.rows.append(rid)
             got.append(rid)
-        if me in cut:
+        if me in cut or db.timed:
             att.latency += yield from _statement(db, me)
         else:  # _statement: counted, its latency, and cut off while in flight?
             db.statements += 1
@@ -120,8 +123,10 @@ def pg_select(db: "Database", me: str, n: int,
     """A plain SELECT: the snapshot at its start; no locks, never blocks."""
     txn = yield from _open(db)
     try:
+        if db.timed:
+            yield from db.think(me, True)
         seen = db.store.select(db.env.now, n, table, who=me)
-        lat = yield from _statement(db, me)
+        lat = yield from _statement(db, me, "select")
     finally:
         _finish(db, txn, False)
     return seen, lat
@@ -185,6 +190,9 @@ def pg_skip_locked(db, me, n, lock_time, hold=None, table=JOB):
     txn = yield from _open(db)
     att = Attempt(n)
     try:
+        if db.timed:
+            yield from db.think(me, True)
+            txn.start = env.now
         skip = sum(1 for t in db.row_locks.values() if t is not txn)
         got = []
         for rid, _ in store.select(env.now, n + skip, table, who=me):
@@ -194,9 +202,11 @@ def pg_skip_locked(db, me, n, lock_time, hold=None, table=JOB):
             got.append(rid)
             if len(got) == n:
                 break
-        att.latency += yield from _statement(db, me)  # the SELECT … FOR UPDATE
+        att.latency += yield from _statement(db, me, "select")  # the SELECT … FOR UPDATE
         att.statements += 1
         if got:
+            if db.timed:
+                yield from db.think(me, False)
             att.latency += yield from _statement(db, me)  # the UPDATE and COMMIT
             att.statements += 1
         commit = yield from _hold(hold)

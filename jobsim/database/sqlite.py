@@ -14,6 +14,7 @@ from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
 from .claims import Attempt
+from .cpu import BUSY_SLEEPS
 from .postgres import pg_select
 from .rows import JOB
 from .transactions import _finish, _hold, _open, _statement
@@ -22,8 +23,16 @@ if TYPE_CHECKING:
     from .db import Database
 
 
-def _write_lock(db: "Database") -> Generator[Any, Any, Any]:
-    req = db.write_lock.request()
+def _write_lock(db: "Database", me: str = "") -> Generator[Any, Any, Any]:
+    lock = db.write_lock
+    if db.timed and (lock.count or lock.queue):
+        db.blocks(me)  # the process waits: its core is free
+        if db.busy_sleep:  # SQLite's busy handler: sleep, try again, sleep longer
+            tries = 0
+            while lock.count or lock.queue:
+                yield db.env.timeout(BUSY_SLEEPS[min(tries, len(BUSY_SLEEPS) - 1)])
+                tries += 1
+    req = lock.request()
     try:
         yield req  # the busy handler waits
     except BaseException:
@@ -42,7 +51,9 @@ def sq_write(db, me, n, lock_time, *, guard, ids=None, versions=None, hold=None,
     env, store = db.env, db.store
     txn = yield from _open(db)
     try:
-        req = yield from _write_lock(db)
+        if db.timed:
+            yield from db.think(me, ids is None)
+        req = yield from _write_lock(db, me)
     except BaseException:
         _finish(db, txn, False)
         raise
@@ -86,11 +97,13 @@ def sq_read_then_write(db, me, n, lock_time, hold=None, table=JOB):
     req = None
     txn = yield from _open(db)
     try:
+        if db.timed:
+            yield from db.think(me, True)
         if begin == "immediate":
-            req = yield from _write_lock(db)
+            req = yield from _write_lock(db, me)
         snapshot = db.commits
         seen = store.select(env.now, n, table, who=me)
-        lat = yield from _statement(db, me)
+        lat = yield from _statement(db, me, "select")
         if not seen:
             return Attempt(n, [], 0, 1, lat)
         ids = [rid for rid, _ in seen]
@@ -101,12 +114,14 @@ def sq_read_then_write(db, me, n, lock_time, hold=None, table=JOB):
             att.statements += 1
             att.latency += lat
             return att
+        if db.timed:
+            yield from db.think(me, False)
         if begin == "deferred":
             if db.write_lock.count or db.commits != snapshot:  # no waiting to upgrade
                 att = Attempt(n, [], 0, 1, lat, errors=1)
                 att.error = "SQLITE_BUSY" if db.write_lock.count else "SQLITE_BUSY_SNAPSHOT"
                 return att
-            req = yield from _write_lock(db)
+            req = yield from _write_lock(db, me)
         lat += yield from _statement(db, me)
         commit = yield from _hold(hold)
         att = Attempt(n, [], 0, 2, lat)

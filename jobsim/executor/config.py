@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..base.dists import ZERO, Distribution
+from ..database.cpu import Timing
 from .handlers import Handler
 from .retry import ListBackoff, RetryPolicy
 from .services import ServiceSpec
@@ -29,6 +30,13 @@ class DbConfig:
     connections: int | None = None
     isolation: str = "read_committed"
     sqlite_begin: str = "autocommit"
+    #: SQLite: a held write lock waited for in a queue, or in the busy handler's sleeps
+    sqlite_busy: str = "queue"
+    #: the claim statements as measured, per strategy (a profile; ``database/cpu.py``)
+    timing: tuple[tuple[str, Timing], ...] = ()
+    #: the CPU model: cores shared by the nodes and the server (None: off), and its slice
+    cores: int | None = None
+    quantum: float = 0.003
 
 
 @dataclass(frozen=True)

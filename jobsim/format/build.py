@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..base import dists
+from ..database.cpu import Timing
 from ..executor.config import (DbConfig, ExecutorConfig, Expectation, Fault, JobSpec, NodeConfig,
                                RecurringSpec, Scenario, StreamSpec, Tick)
 from ..executor.handlers import Handler
@@ -160,10 +161,30 @@ def build(v: dict[str, Any], raw: dict[str, Any], source: str,
     return Scenario(
         name=v["name"], description=v["description"], seed=v["seed"], handlers=handlers,
         nodes=tuple(nodes), until=None if until == "drained" else until, horizon=v["horizon"],
-        db=DbConfig(db.get("dialect", "atomic"), _build_dist(db.get("latency")),
-                    db.get("connections") or None, db.get("isolation", "read_committed"),
-                    db.get("sqlite_begin", "autocommit")),
+        db=_build_db(db, raw),
         executor=executor, ticks=ticks, jobs=jobs, streams=streams, faults=tuple(faults),
         recurring=recurring, expect=tuple(expect), variant=variant,
         compare=tuple(v.get("report", {}).get("compare", ())),
         services=build_services(v.get("services"), _build_dist), source=source, document=raw)
+
+
+def _build_db(db: dict[str, Any], raw: dict[str, Any]) -> DbConfig:
+    """The database's settings; with a profile, its figures per strategy, its machine's cores
+    for a CPU model that names none, and its single-row UPDATE as the latency of every
+    statement that is not a claim (unless the file gives a latency)."""
+    profile = db.get("profile") or {}
+    machine = profile.get("machine", {})
+    timing = tuple((name, Timing(_build_dist(f["select"]), _build_dist(f["update"]),
+                                 _build_dist(f["between_attempts"]),
+                                 _build_dist(f["between_statements"]),
+                                 _build_dist(f["commit"]) if "commit" in f else None,
+                                 f.get("client_cpu", 1.0)))
+                   for name, f in sorted(profile.get("strategies", {}).items()))
+    given = "latency" in (raw.get("db") or {})
+    latency = db.get("latency") if given or "statement" not in profile else profile["statement"]
+    cpu = db.get("cpu")
+    return DbConfig(db.get("dialect", "atomic"), _build_dist(latency),
+                    db.get("connections") or None, db.get("isolation", "read_committed"),
+                    db.get("sqlite_begin", "autocommit"), db.get("sqlite_busy", "queue"),
+                    timing, None if cpu is None else cpu.get("cores", machine.get("cores")),
+                    cpu.get("quantum", machine.get("quantum", 0.003)) if cpu else 0.003)

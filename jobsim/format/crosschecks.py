@@ -14,6 +14,7 @@ from typing import Any
 from ..base.errors import Problem
 from .fileformat import MAX_JOBS, figure_problem
 from .settings import DEFAULT_EXECUTOR, _d, _l, merge_executor, node_list
+from .profile import profile_checks
 from .services_format import service_checks
 from .spec import Name, show, suggest
 
@@ -117,6 +118,9 @@ def _executor_settings(v: dict[str, Any], nodes: list[dict[str, Any]], ex: dict[
     attempts counted at fetch with a reset."""
     dialect = _d(v.get("db")).get("dialect", "atomic")
     default_strategy = ex.get("acquisition", DEFAULT_EXECUTOR.acquisition)
+    profile_checks(v, [(f"nodes[{i}].acquisition" if "acquisition" in n else
+                        "executor.acquisition", n.get("acquisition", default_strategy))
+                       for i, n in enumerate(nodes)], problems)
     for i, n in enumerate(nodes):
         strategy = n.get("acquisition", default_strategy)
         where = f"nodes[{i}].acquisition" if "acquisition" in n else "executor.acquisition"

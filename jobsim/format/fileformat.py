@@ -19,6 +19,7 @@ from .executor_keys import EXECUTOR as _EXECUTOR, NOT_PER_NODE as _NOT_PER_NODE
 from .executor_keys import TABLE_ONLY as _TABLE_ONLY, backoff as _backoff, retry as _retry
 from .executor_keys import exponential as _exponential
 from ..executor.handlers import FAIL_RETRIES
+from .profile import profile_format
 from .services_format import calls_format, rate_field, service_format
 from .spec import (MISSING, Const, Cycle, Dur, Either, Enum, Field, Int, ListOf, MapOf, Name,
                    Num, Obj, Str, is_map_with, show)
@@ -104,6 +105,8 @@ _dist = Either([
                                                      ("median", "p99"))}, ("lognormal",))),
 ], "a duration (constant) or one of {constant: D}, {uniform: {low, high}}, "
    "{exponential: {mean}}, {lognormal: {median, p99}}")
+
+PROFILE = profile_format(_dist)
 
 # a decorrelated jitter grows from the job's previous wait, which a worker does not keep
 # between activations of the job: only the stateless forms are taken here
@@ -283,7 +286,24 @@ FORMAT = Obj({
                "isolation": Enum(ISOLATIONS, "read_committed", "postgres only"),
                "sqlite_begin": Enum(SQLITE_BEGIN, "autocommit",
                                     "sqlite only: how read_then_write opens its "
-                                    "transaction")}),
+                                    "transaction"),
+               "sqlite_busy": Enum(("queue", "sleep"), "queue",
+                                   "sqlite only: a held write lock is waited for in a queue, "
+                                   "or as SQLite's busy handler does, in sleeps of 1, 2, 5 … "
+                                   "100 ms between tries"),
+               "profile": Either([(lambda v: isinstance(v, str), Str(
+                                      doc="a profile file (jobsim race --calibrate), relative "
+                                          "to the scenario's folder")),
+                                  (lambda v: True, PROFILE)],
+                                 "a profile file's path or the profile's figures",
+                                 doc="the claim statements' times as measured"),
+               "cpu": Obj({"cores": Int(lo=1, hi=4096, doc="the cores the nodes' processes "
+                                        "and the database server share (default: the "
+                                        "profile's machine)"),
+                           "quantum": Dur(positive=True, hi=1.0,
+                                          doc="how long a process runs while others wait "
+                                              "(default: the profile's, else 3ms)")},
+                          doc="a CPU model (off unless given): a run queue with a time slice")}),
     "policy": Enum(tuple(PRESETS), doc="a preset of executor settings"),
     "executor": Obj({**_EXECUTOR, **_TABLE_ONLY}),
     "nodes": Either([(lambda v: isinstance(v, int) and not isinstance(v, bool),

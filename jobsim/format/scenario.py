@@ -27,6 +27,7 @@ from .build import build
 from .crosschecks import cross_checks
 from .fileformat import FORMAT, schema
 from .paths import set_path
+from .profile import resolve
 from .reading import MAX_FILE_BYTES, MAX_NODES, parse, read
 from .spec import show, suggest
 
@@ -108,6 +109,7 @@ def variants_of(doc: Any, source: str = "<scenario>", seed: int | None = None,
 
 def _validated(doc: dict[str, Any], source: str, variant: str | None) -> Scenario:
     problems: list[Problem] = []
+    doc = resolve(doc, source)  # a db.profile file, read in its place
     v = FORMAT.check(doc, "", problems)
     if isinstance(v, dict):
         cross_checks(v, problems)

@@ -31,6 +31,7 @@ from ..executor.services import Service
 from ..base.rng import Stream, Streams
 from ..database.store import FAILED, JOB, TIMER, Row, Store
 from .faults import schedule
+from ..database.cpu import Cpu
 from .watch import events_scheduled, run_until, run_watched
 from ..base.trace import COMPACT_BYTES, K, Trace, pack
 from .workload import Waits, explicit_jobs, recurring, stream
@@ -80,7 +81,10 @@ class World:
         self.db = Database(self.env, self.store, self.streams, scenario.db.latency,
                            scenario.db.connections, scenario.db.dialect, faulty=db_faults,
                            isolation=scenario.db.isolation,
-                           sqlite_begin=scenario.db.sqlite_begin)
+                           sqlite_begin=scenario.db.sqlite_begin,
+                           cpu=None if scenario.db.cores is None else
+                           Cpu(self.env, scenario.db.cores, scenario.db.quantum),
+                           busy_sleep=scenario.db.sqlite_busy == "sleep")
         #: the boundary timers' timer jobs, when they go through the timer table (Flowable)
         self.boundary = boundary_jobs.BoundaryTimers(scenario.handlers) \
             if scenario.boundary_timer_jobs else None
@@ -121,6 +125,9 @@ class World:
         self.in_flight = 0
         self._stop = self.env.event()
         self.nodes = [Node(self, n.name, n.executor, n.start_at) for n in scenario.nodes]
+        timing = dict(scenario.db.timing)
+        for n in self.nodes if timing else ():  # each node's strategy as measured
+            self.db.measured(n.name, timing[n.cfg.acquisition])
         self._by_name = {n.name: n for n in self.nodes}
 
     # --- helpers used by nodes and workload -------------------------------------------------

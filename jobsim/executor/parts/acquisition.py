@@ -75,6 +75,7 @@ def loop(node: Node, table: str = JOB) -> Generator[Any, Any, None]:
     put, k_acquire, code = node.trace.put, K["acquire"], node.code
     strategy_text = node._timer_text if timers else node._strategy_text
     global_lock = cfg.global_lock
+    cpu = db.cpu
     watch_rejects, rejected = cfg.on_queue_full == "unacquire", 0
     sized = bool(size) and not timers
     if timers:
@@ -127,6 +128,8 @@ def loop(node: Node, table: str = JOB) -> Generator[Any, Any, None]:
         world.rank_now = (first, salt)
     while True:
         if node._paused is not None:
+            if cpu is not None:
+                cpu.release(me)
             yield node._paused
             on_grid = False
         if sized:
@@ -163,6 +166,9 @@ def loop(node: Node, table: str = JOB) -> Generator[Any, Any, None]:
                 yield env.timeout(cfg.poll_interval)
                 on_grid = False
                 continue
+            if cpu is not None and (len(att.locked) < asked or att.errors) and not (
+                    att.errors and not cfg.error_wait):
+                cpu.release(me)  # the node waits before its next poll: its core is free
             if att.locked or not reply:
                 trace_attempt(att, strategy_text)
             if timers and node._timers_locked:

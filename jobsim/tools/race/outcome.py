@@ -29,6 +29,11 @@ class Outcome:
     full: int = 0
     seconds: float = float("nan")
     error_kinds: dict[str, int] = field(default_factory=dict)
+    #: the share of the workers' time spent runnable but waiting for a core (nan: unknown)
+    cpu_wait: float = float("nan")
+    #: a real race's timed statements, per worker (``workers.Clock``): what a profile is
+    #: drawn from
+    timings: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
     @property
     def double_share(self) -> float:

@@ -1,37 +1,46 @@
 """The simulator's prediction of a race: the same strategy, dialect, workers and batch run as
 a scenario, its trace counted into an ``Outcome`` like a real race's records.
+
+Two predictions: **uncalibrated** — statements of an assumed 0.2–2 ms on PostgreSQL (a round
+trip to a server) and 20–100 µs on SQLite (a library call on a local file), every node
+running at once — and **calibrated**, with a measured profile (``profile``): each statement
+and each client gap as measured, the machine's cores shared through the CPU model, and
+SQLite's busy handler sleeping as it does. Only the calibrated one's seconds stand for the
+machine's.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
 from .outcome import Outcome
 
 
-def predict(dialect: str, strategy: str, workers: int, jobs: int, batch: int = 10,
-            isolation: str = "read_committed", begin: str = "autocommit",
-            seed: int = 1) -> Outcome:
-    """The simulator's race: ``workers`` nodes polling at once for ``batch`` rows over
-    ``jobs`` due jobs that never finish, with statements of 0.2–2 ms on PostgreSQL (a
-    round trip to a server) and 20–100 µs on SQLite (a library call on a local file)."""
-    from ...output.report import analyse
-    from ...format.scenario import from_dict
-    from ...base.trace import K
-    from ...sim.world import run
+class _Claimed(Exception):
+    """Every job has been claimed and every node has had time for its last attempt."""
 
-    # The workers start together, as the real race's do; the race is over long before its
-    # end (every poll after the last claim finds nothing, and each is simulated here).
-    doc = {
-        "name": "race", "seed": seed, "until": f"{max(1.0, 0.01 * jobs):g}s",
-        "db": {"dialect": dialect,
-               "latency": {"uniform": {"low": "0.2ms", "high": "2ms"}} if dialect ==
-               "postgres" else {"uniform": {"low": "0.02ms", "high": "0.1ms"}},
-               **({"isolation": isolation} if dialect == "postgres" else
-                  {"sqlite_begin": begin})},
-        "executor": {"acquisition": strategy, "wakeup": "poll", "poll_interval": "1ms",
+
+def race_scenario(dialect: str, strategy: str, workers: int, jobs: int, batch: int = 10,
+                  isolation: str = "read_committed", begin: str = "autocommit",
+                  seed: int = 1, profile: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The race as a scenario document: ``workers`` nodes polling at once for ``batch`` rows
+    over ``jobs`` due jobs that never finish (with ``profile``: as measured, on its cores)."""
+    variant = {"isolation": isolation} if dialect == "postgres" else {"sqlite_begin": begin}
+    if profile is None:
+        db = {"dialect": dialect,
+              "latency": {"uniform": {"low": "0.2ms", "high": "2ms"}} if dialect ==
+              "postgres" else {"uniform": {"low": "0.02ms", "high": "0.1ms"}}, **variant}
+        poll = "1ms"
+    else:  # a real worker tries again at once: the next attempt's client gap is the wait
+        db = {"dialect": dialect, "profile": profile, "cpu": {}, **variant,
+              **({"sqlite_busy": "sleep"} if dialect == "sqlite" else {})}
+        poll = "0.001ms"
+    return {
+        "name": "race", "seed": seed, "until": f"{max(1.0, 0.01 * jobs):g}s", "db": db,
+        "executor": {"acquisition": strategy, "wakeup": "poll", "poll_interval": poll,
                      "batch_size": batch, "queue_size": 1_000_000, "threads": 1,
                      "lock_time": "1d", "order": "priority"},
         "nodes": [{"name": f"node-{i + 1}", "start_at": "0s"} for i in range(workers)],
@@ -39,9 +48,36 @@ def predict(dialect: str, strategy: str, workers: int, jobs: int, batch: int = 1
         "workload": {"jobs": [{"handler": "w", "priority": i % 7}
                               for i in range(1, jobs + 1)]},
     }
-    r = run(from_dict(doc, "<race prediction>"))
-    a = analyse(r)
-    c = r.trace.arrays()
+
+
+def predict(dialect: str, strategy: str, workers: int, jobs: int, batch: int = 10,
+            isolation: str = "read_committed", begin: str = "autocommit",
+            seed: int = 1, profile: dict[str, Any] | None = None) -> Outcome:
+    """The simulator's race (see the module's note). The run stops once every job has been
+    claimed and every node has had time for one more attempt, as the real workers stop."""
+    from ...base.trace import K
+    from ...database.store import JOB
+    from ...format.scenario import from_dict
+    from ...sim.world import World
+
+    doc = race_scenario(dialect, strategy, workers, jobs, batch, isolation, begin, seed,
+                        profile)
+    world = World(from_dict(doc, "<race prediction>"), None, True)
+    store, done_at = world.store, []
+
+    def stop_when_claimed(_events: int, now: float) -> None:
+        if not done_at:
+            soonest = store.next_eligible(now, JOB)
+            if soonest is None or soonest > now + 3600:
+                done_at.append(now)
+        elif now > done_at[0] + 0.05:  # every node's attempt in flight has ended by now
+            raise _Claimed
+
+    try:
+        world.run(guard=stop_when_claimed)
+    except _Claimed:
+        pass
+    c = world.trace.arrays()
     acq = c["kind"] == K["acquire"]
     # A real worker stops at its first empty attempt once no row is left: count a simulated
     # node's attempts up to the last claim, and then its next one only.
@@ -53,7 +89,7 @@ def predict(dialect: str, strategy: str, workers: int, jobs: int, batch: int = 1
         acq = acq & (c["time"] <= last)
         acq[after[first]] = True
     got = c["b"][acq]
-    out = Outcome("simulated", jobs, workers, batch)
+    out = Outcome("simulated" if profile is None else "calibrated", jobs, workers, batch)
     out.attempts = int(acq.sum())
     out.errors = int(c["attempt"][acq].sum())
     out.lost_races = int(c["c"][acq].sum())
@@ -70,5 +106,8 @@ def predict(dialect: str, strategy: str, workers: int, jobs: int, batch: int = 1
     hit = np.flatnonzero(got > 0)
     t = c["time"][acq]
     out.seconds = float(t[hit[-1]] - t[0]) if len(hit) else math.nan
-    out.error_kinds = {"doubles seen by the checks": len(a.histories.double_acquisitions)}
+    cpu = world.db.cpu
+    if cpu is not None and out.seconds > 0:  # the nodes' own processes, not the server's
+        waited = sum(v for k, v in cpu.waited.items() if "/" not in k)
+        out.cpu_wait = waited / (workers * out.seconds)
     return out

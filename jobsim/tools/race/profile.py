@@ -1,0 +1,222 @@
+"""A database profile drawn from real races (``jobsim race --calibrate FILE``).
+
+**What is measured.** Per strategy, one worker alone (K = 1: no other worker to wait for, no
+core to share) claims the jobs, and every statement is timed (``workers.Clock``). From an
+attempt's statements, as the model splits an attempt:
+
+- ``select`` and ``update``: a statement's own time, start to last row fetched (on SQLite an
+  autocommit statement commits as its last row is fetched: its commit is inside);
+- ``commit``: a transaction's COMMIT, from the end of the statement before it (the locks are
+  held until it returns);
+- ``between_statements``: the client's time from one statement's end to the next's start;
+- ``between_attempts``: from an attempt's last statement's end to the next attempt's first
+  statement (a BEGIN and the time after it count here: no row is read or locked yet);
+- ``client_cpu``: the worker's own CPU time inside its statements over their wall time — on
+  PostgreSQL the rest is the server's (and the socket's); SQLite's statements run in the
+  worker's process, all of them its CPU;
+- ``cpu_wait``: the share of the worker's time it was runnable but waited for a core
+  (Linux's ``/proc/self/schedstat``), a check that the figures were taken on a quiet machine.
+
+Each figure becomes a lognormal by its median and 99th percentile (a constant where they are
+equal). The machine's ``cores`` are the CPUs this process may run on; its ``quantum`` is how
+long Linux let a busy process run while another waited, measured with ``2 × cores`` busy
+processes for half a second (CPU time over the number of time slices).
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+import multiprocessing
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .settings import RaceError
+from .workers import BEGIN, COMMIT, SELECT
+
+MARK = "# a database profile made by jobsim race --calibrate"
+
+
+def cores() -> int:
+    """The CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _spin(seconds: float) -> tuple[float, int] | None:
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+    try:
+        with open("/proc/self/schedstat") as f:
+            cpu, _, slices = f.read().split()[:3]
+        return int(cpu) / 1e9, int(slices)
+    except (OSError, ValueError):
+        return None
+
+
+def quantum(n_cores: int) -> float:
+    """The scheduler's time slice under contention (3 ms where it cannot be measured)."""
+    ctx = multiprocessing.get_context("fork" if "fork" in
+                                      multiprocessing.get_all_start_methods() else "spawn")
+    with ctx.Pool(2 * n_cores) as pool:
+        got = pool.map(_spin, [0.5] * (2 * n_cores))
+    runs = [cpu / slices for g in got if g is not None for cpu, slices in [g] if slices]
+    return float(np.median(runs)) if runs else 0.003
+
+
+def _ms(seconds: float) -> str:
+    return f"{max(seconds, 1e-7) * 1000:.4g}ms"
+
+
+def fit(samples: list[float]) -> Any:
+    """A lognormal by the samples' median and 99th percentile, in a file's form."""
+    if not samples:
+        return "0ms"
+    a = np.asarray(samples, dtype=float)
+    median, p99 = float(np.median(a)), float(np.percentile(a, 99))
+    if median <= 0:
+        return _ms(float(a.mean()))
+    if p99 <= median * 1.0001:
+        return {"constant": _ms(median)}
+    return {"lognormal": {"median": _ms(median), "p99": _ms(p99)}}
+
+
+def figures(dialect: str, timings: list[dict[str, Any]]) -> dict[str, Any]:
+    """One strategy's figures (the module's note) from one race's timed statements."""
+    kinds: dict[str, list[float]] = {"select": [], "update": [], "commit": []}
+    between_s: list[float] = []
+    between_a: list[float] = []
+    inside = cpu = 0.0
+    attempts = 0
+    for w in timings:
+        stmts, starts = w["stmts"], w["starts"]
+        bounds = list(starts) + [len(stmts)]
+        last_end = None
+        for a, b in zip(bounds, bounds[1:]):
+            attempt = stmts[a:b]
+            if not attempt:
+                continue
+            attempts += 1
+            pre = 0.0 if last_end is None else attempt[0][1] - last_end
+            prev_end = None
+            first = True
+            for kind, t0, t1, c in attempt:
+                inside += t1 - t0
+                cpu += c
+                if kind == BEGIN:
+                    pre += t1 - t0
+                elif kind == COMMIT:
+                    kinds["commit"].append(t1 - (prev_end if prev_end is not None else t0))
+                else:
+                    if first:
+                        pre += t0 - prev_end if prev_end is not None else 0.0
+                        first = False
+                    elif prev_end is not None:
+                        between_s.append(t0 - prev_end)
+                    kinds["select" if kind == SELECT else "update"].append(t1 - t0)
+                prev_end = t1
+            if last_end is not None:
+                between_a.append(pre)
+            last_end = prev_end
+    if not kinds["update"]:
+        raise RaceError("calibration: the race ran no UPDATE to time")
+    out: dict[str, Any] = {
+        "select": fit(kinds["select"] or kinds["update"]),
+        "update": fit(kinds["update"]),
+        "between_attempts": fit(between_a),
+        "between_statements": fit(between_s or [0.0]),
+    }
+    if kinds["commit"]:
+        out["commit"] = fit(kinds["commit"])
+    out["client_cpu"] = 1.0 if dialect == "sqlite" else round(min(1.0, cpu / inside), 3) \
+        if inside > 0 else 0.0
+    out["attempts"] = attempts
+    return out
+
+
+def build(dialect: str, measured: dict[str, tuple[Any, dict[str, Any]]], jobs: int,
+          batch: int, database: str) -> dict[str, Any]:
+    """The profile's document: ``measured`` maps a strategy to (its K = 1 race's outcome,
+    its figures)."""
+    n = cores()
+    strategies = {}
+    for name, (outcome, fig) in measured.items():
+        fig = dict(fig)
+        if not math.isnan(outcome.cpu_wait):
+            fig["cpu_wait"] = round(outcome.cpu_wait, 4)
+        strategies[name] = fig
+    doc: dict[str, Any] = {
+        "dialect": dialect,
+        "machine": {"cores": n, "quantum": _ms(quantum(n))},
+        "measured": {"at": datetime.datetime.now(datetime.timezone.utc)
+                     .strftime("%Y-%m-%dT%H:%M:%SZ"), "jobs": jobs, "batch": batch,
+                     "database": database},
+        "strategies": strategies,
+    }
+    if "optimistic" in measured:  # its UPDATEs are single-row: any other statement's time
+        doc["statement"] = strategies["optimistic"]["update"]
+    return doc
+
+
+def save(path: str, doc: dict[str, Any]) -> None:
+    """Write the profile to ``path`` whole (a temporary file renamed), never over a file
+    jobsim did not write (one that does not start with its mark)."""
+    import yaml
+
+    p = Path(path)
+    if p.exists():
+        try:
+            head = p.read_text(errors="replace")[:len(MARK)]
+        except OSError as exc:
+            raise RaceError(f"--calibrate {path}: cannot read it: {exc}") from None
+        if not p.is_file() or head != MARK:
+            raise RaceError(f"--calibrate {path}: the file exists and is not a profile jobsim "
+                            "wrote; it is left as it is (name another file)")
+    if not p.parent.is_dir():
+        raise RaceError(f"--calibrate {path}: no folder {p.parent}")
+    text = (f"{MARK} (the claim statements' times on this machine; a scenario reads it with "
+            "db: {profile: FILE})\n" + yaml.safe_dump(doc, sort_keys=False))
+    tmp = p.with_name(f".{p.name}.tmp{os.getpid()}")
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, p)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise RaceError(f"--calibrate {path}: cannot write it: {exc}") from None
+
+
+def check_target(path: str) -> None:
+    """Before any race: ``--calibrate``'s file can be written (or is a profile of ours)."""
+    p = Path(path)
+    if p.exists() and (not p.is_file() or p.read_text(errors="replace")[:len(MARK)] != MARK):
+        raise RaceError(f"--calibrate {path}: the file exists and is not a profile jobsim "
+                        "wrote; it is left as it is (name another file)")
+    if not p.parent.is_dir():
+        raise RaceError(f"--calibrate {path}: no folder {p.parent}")
+
+
+def load(path: str, dialect: str) -> dict[str, Any]:
+    """A profile file, checked as a scenario checks it; in its file form (for a scenario)."""
+    from ...base.errors import ScenarioError
+    from ...format.profile import resolve
+
+    if not Path(path).is_file():
+        raise RaceError(f"--profile {path}: no such file (jobsim race --calibrate FILE "
+                        "writes one)")
+    try:
+        doc = resolve({"db": {"profile": str(Path(path).resolve())}}, "<race>")
+    except ScenarioError as exc:
+        raise RaceError(f"--profile {path} is not a profile: "
+                        + "; ".join(exc.format().splitlines())) from None
+    raw = doc["db"]["profile"]
+    if raw.get("dialect") != dialect:
+        raise RaceError(f"--profile {path}: a profile of {raw.get('dialect')}, not of the "
+                        f"race's database ({dialect})")
+    return raw
