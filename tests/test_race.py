@@ -410,7 +410,15 @@ def test_race_progress_table_header_and_the_simulated_clock(tmp_path, capsys, mo
     head = next(line for line in lines if line.startswith("| strategy"))
     assert head.split(" | ")[:4] == ["| strategy", "K", "run", "source"]
     assert "|  |" not in head
-    assert sum(line.startswith("| guarded_update | ") for line in lines) == 4
+    import re
+
+    runs = [x for x in lines if re.match(r"\| guarded_update \| \d \| \d+ \| ", x)]
+    assert len(runs) == 4 and {x.split(" | ")[3] for x in runs} == {"real", "simulated"}
+    agreement = [x for x in lines if x.startswith("| guarded_update | ") and x not in runs]
+    assert {x.split(" | ")[2] for x in agreement} == {"verdict", "doubled share", "claims/s",
+                                                     "CPU wait"}
+    assert any("| verdict |" in x and x.endswith("| agrees |") for x in agreement)
+    assert any(x.startswith("Expected to agree") or "Expected to agree" in x for x in lines)
     note = lines[lines.index(next(x for x in lines if x.startswith("claims/s:")))]
     assert "wall-clock second" in note and "per SIMULATED second" in note
     assert "not comparable" in note

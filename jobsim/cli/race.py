@@ -88,7 +88,7 @@ def _calibrate(args: argparse.Namespace, kind: str) -> dict:
         for i, strategy in enumerate(args.strategy):
             bar.set(i, strategy)
             out = race(args.db, strategy, 1, args.jobs, args.batch, isolation=args.isolation,
-                       begin=args.begin, time_limit=args.time_limit)
+                       begin=args.begin, time_limit=args.time_limit, probe=200)
             measured[strategy] = (out, prof.figures(kind, out.timings))
             bar.set(i + 1)
     where = "a SQLite file" if kind == "sqlite" else "PostgreSQL"

@@ -7,9 +7,10 @@ process (the statement's work there). A process that needs the CPU and holds no 
 in one FIFO run queue. Once it has a core it keeps it across its next bursts, as a process
 does that never blocks, until either it blocks — it waits for the server's answer, sleeps in
 SQLite's busy handler, waits for a row lock, or its node sleeps between polls — or it has run
-``quantum`` seconds while others wait; then it goes to the back of the queue. A slice ends
-only between bursts, never inside one: the bursts (tens to hundreds of microseconds) are
-short beside a slice (milliseconds).
+``quantum`` seconds while others wait; then it goes to the back of the queue. A slice that
+ends inside a burst preempts it there (whether others wait is looked at as the burst begins):
+a process preempted inside a statement keeps what it holds — SQLite's write lock, PostgreSQL's
+row locks — until it runs again, as a real one does.
 
 Why not processor sharing: with processor sharing eight processes on two cores would each
 run at a quarter speed, all at once, and their statements would interleave at every
@@ -18,7 +19,10 @@ runs many claims back to back while the others, frozen wherever they were, wait 
 what decides how often two workers read the same rows.
 
 **A measured database (``Timing``).** Per node: each statement kind's service time
-(``select``, ``update``, and ``commit`` where a transaction commits on its own), the client's
+(``select``, ``update``, and ``commit`` where a transaction commits on its own) plus, for a
+statement that scans the table in its claim order, a time per locked row it passes — the
+claimed rows sit at the head of that order, so a claim's scan grows with them (counted as
+the rows of the job table holding a lock, valid or expired: ``Store.held``) — the client's
 time before a statement — ``between_attempts`` before an attempt's first, ``between_statements``
 before the others — and on PostgreSQL the share of a statement's time that is the client's
 own CPU (``client_cpu``; the rest is the server's). ``jobsim race --calibrate`` measures them.
@@ -30,12 +34,14 @@ reset…) keeps the database's ``latency``.
 from __future__ import annotations
 
 from collections.abc import Generator
+import math
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import simpy
 
-from ..base.dists import Distribution
+from ..base.dists import Constant, Distribution, LogNormal, Uniform
 
 #: SQLite's busy handler with ``usleep`` (``sqliteDefaultBusyCallback``): the sleeps between
 #: tries for a lock that is held, in seconds; the last repeats until the busy timeout
@@ -53,6 +59,31 @@ class Timing:
     between_statements: Distribution
     commit: Distribution | None = None
     client_cpu: float = 1.0
+    #: seconds a statement takes per locked row its index scan passes (``store.held``)
+    select_per_row: float = 0.0
+    update_per_row: float = 0.0
+    #: an UPDATE that changes no row (a lost race, a guarded loser): nothing to write
+    update_unchanged: Distribution | None = None
+
+    @cached_property
+    def select_growth(self) -> float:
+        """How a SELECT's time grows per locked row, as a share of its median at none: a
+        statement's draw is scaled by ``1 + growth × rows`` (its spread grows with it)."""
+        return self.select_per_row / _median(self.select) if self.select_per_row else 0.0
+
+    @cached_property
+    def update_growth(self) -> float:
+        return self.update_per_row / _median(self.update) if self.update_per_row else 0.0
+
+
+def _median(d: Distribution) -> float:
+    if isinstance(d, LogNormal):
+        return d.median
+    if isinstance(d, Constant):
+        return d.value
+    if isinstance(d, Uniform):
+        return (d.low + d.high) / 2
+    return d.mean * math.log(2)  # exponential
 
 
 class Cpu:
@@ -70,32 +101,49 @@ class Cpu:
         self.waited: dict[str, float] = {}
 
     def burst(self, who: str, seconds: float) -> Generator[simpy.Event, Any, None]:
-        """``who`` runs ``seconds`` of CPU: a core first (the run queue), then the time."""
-        env = self.env
+        """``who`` runs ``seconds`` of CPU: a core first (the run queue), then the time. A
+        slice that ends inside the burst while others wait preempts it there: the rest runs
+        once the process has a core again (a lock it holds stays held meanwhile)."""
         held = self.held.get(who)
         if held is None:
-            since = env.now
-            req = self.cores.request()
-            try:
-                yield req
-            except BaseException:  # the node crashed while it waited for a core
-                if req.triggered:
-                    self.cores.release(req)
-                else:
-                    req.cancel()
-                raise
-            self.waited[who] = self.waited.get(who, 0.0) + env.now - since
-            held = self.held[who] = [req, 0.0]
+            held = yield from self._core(who)
         if seconds > 0:
-            try:
-                yield env.timeout(seconds)
-            except BaseException:  # crashed while running: its core is free
+            left = self.quantum - held[1]
+            if seconds > left and self.cores.queue:
+                if left > 0:
+                    yield from self._run(who, left)
+                    seconds -= left
                 self.release(who)
-                raise
-        self.busy[who] = self.busy.get(who, 0.0) + seconds
-        held[1] += seconds
+                held = yield from self._core(who)
+            yield from self._run(who, seconds)
+            held[1] += seconds
         if held[1] >= self.quantum and self.cores.queue:
             self.release(who)  # its slice is over: to the back of the queue
+
+    def _core(self, who: str) -> Generator[simpy.Event, Any, list[Any]]:
+        """Wait in the run queue for a core; a new slice begins."""
+        env = self.env
+        since = env.now
+        req = self.cores.request()
+        try:
+            yield req
+        except BaseException:  # the node crashed while it waited for a core
+            if req.triggered:
+                self.cores.release(req)
+            else:
+                req.cancel()
+            raise
+        self.waited[who] = self.waited.get(who, 0.0) + env.now - since
+        held = self.held[who] = [req, 0.0]
+        return held
+
+    def _run(self, who: str, seconds: float) -> Generator[simpy.Event, Any, None]:
+        try:
+            yield self.env.timeout(seconds)
+        except BaseException:  # crashed while running: its core is free
+            self.release(who)
+            raise
+        self.busy[who] = self.busy.get(who, 0.0) + seconds
 
     def release(self, who: str) -> None:
         """``who`` blocks (or its slice ended): its core goes to the next in the queue."""

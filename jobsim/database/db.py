@@ -106,10 +106,10 @@ class Database:
         self.statements = 0
         self._inserted: simpy.Event | None = None
         self._changed: Signal | None = None
-        #: the machine's cores (``cpu.py``), and each node's claim statements as measured
+        #: the machine's cores (``cpu.py``), and each node's claim statements as measured:
+        #: with either, the claim statements go through ``measured.think``/``serve``
         self.cpu = cpu
         self.timing: dict[str, Timing] = {}
-        #: the claim statements go through ``think``/``serve`` (a CPU model or a profile)
         self.timed = cpu is not None
         #: SQLite: a held write lock is waited for in the busy handler's sleeps, not a queue
         self.busy_sleep = busy_sleep
@@ -208,68 +208,6 @@ class Database:
         if stream is None:
             stream = self._lat[node] = self._streams.stream(f"db/latency/{node}")
         return self.latency.sample(stream) * self.factor
-
-    # --- a measured database, a CPU (``cpu.py``) -----------------------------------------
-
-    def measured(self, node: str, timing: Timing) -> None:
-        """``node``'s claim statements take the times of ``timing``."""
-        self.timing[node] = timing
-        self.timed = True
-
-    def think(self, node: str, first: bool) -> Generator[simpy.Event, Any, None]:
-        """The client's own time before a claim statement (``first``: an attempt's first):
-        CPU in the node's process. On PostgreSQL the client then sends the statement and
-        waits for the answer: its core is free meanwhile."""
-        t = self.timing.get(node)
-        if t is not None:
-            stream = self._think.get(node)
-            if stream is None:
-                stream = self._think[node] = self._streams.stream(f"db/client/{node}")
-            gap = (t.between_attempts if first else t.between_statements).sample(stream)
-            if self.cpu is not None:
-                yield from self.cpu.burst(node, gap)
-            elif gap > 0:
-                yield self.env.timeout(gap)
-        if self.cpu is not None and self.dialect != "sqlite":
-            self.cpu.release(node)
-
-    def serve(self, node: str, kind: str) -> Generator[simpy.Event, Any, float]:
-        """A claim statement's own time (``kind``: select or update; an update includes its
-        commit where a transaction commits on its own): on SQLite CPU in the client's
-        process, on PostgreSQL first the server's CPU, then the client's share. If the node
-        was cut off meanwhile the statement never arrives. Returns the time."""
-        t = self.timing.get(node)
-        if t is None:
-            lat, client = self.sample_latency(node), 1.0 if self.dialect == "sqlite" else 0.0
-        else:
-            stream = self._lat.get(node)
-            if stream is None:
-                stream = self._lat[node] = self._streams.stream(f"db/latency/{node}")
-            lat = (t.select if kind == "select" else t.update).sample(stream)
-            if kind != "select" and t.commit is not None:
-                lat += t.commit.sample(stream)
-            lat *= self.factor
-            client = t.client_cpu
-        cpu = self.cpu
-        if cpu is None:
-            if lat > 0:
-                yield self.env.timeout(lat)
-        elif self.dialect == "sqlite":  # a library call: the client's own process runs it
-            yield from cpu.burst(node, lat)
-        else:  # the connection's server process, then the client with the answer
-            server = f"{node}/server"
-            cpu.release(node)
-            yield from cpu.burst(server, lat * (1.0 - client))
-            cpu.release(server)
-            yield from cpu.burst(node, lat * client)
-        if node in self._cut:
-            raise StatementFailed(node)
-        return lat
-
-    def blocks(self, node: str) -> None:
-        """``node``'s process waits (a lock, a sleep): its core, if it holds one, is free."""
-        if self.cpu is not None:
-            self.cpu.release(node)
 
     # --- faults ----------------------------------------------------------------------------
 

@@ -24,6 +24,7 @@ import simpy
 from .claims import Attempt
 from .rows import JOB
 from .db import StatementFailed, delay
+from .measured import blocks, serve, think
 from .transactions import (Gen, SerializationFailure, Txn, _finish, _hold, _lock_row, _open,
                            _statement, _wait_row)
 
@@ -45,11 +46,18 @@ def pg_update(db: "Database", me: str, n: int, lock_time: float, *, guard: bool,
     env, store = db.env, db.store
     # BEGIN, the row waits, the statement and the hold are written out for their common
     # case (no pool, no lock to wait for, not cut off, no hold): this is every poll's path
-    txn = Txn(env) if db.pool is None else (yield from _open(db))
-    if db.timed:
-        yield from db.think(me, ids is None)
+    txn = Txn(env) if db.pool is None else (yield from _open(db, me))
+    timed, pre = db.timed, 0.0
+    if timed:  # measured: the client's time, then the statement's way to the server
+        yield from think(db, me, ids is None)
+        try:
+            pre = yield from _statement(db, me, "update", part="pre")
+        except BaseException:
+            _finish(db, txn, False)
+            raise
         txn.start = env.now
     att = Attempt(n)
+    att.latency = pre
     row_locks, cut = db.row_locks, db._cut
     strict = db.isolation != "read_committed"
     try:
@@ -60,10 +68,18 @@ def pg_update(db: "Database", me: str, n: int, lock_time: float, *, guard: bool,
             snap = dict(seen) if strict else None  # read only where a change is a failure
         else:
             cands = ids
+        if timed:
+            # measured: the statement's scan on its snapshot comes first, then it locks its
+            # rows (waiting only for a lock still held, re-checking a row committed
+            # meanwhile), then it writes what it locked: a loser's scan runs beside the
+            # winner's, and it writes nothing
+            att.latency += yield from serve(db, me, "update", part="scan")
         expiry = store.expiry
         got: list[int] = []
         for rid in cands:
             other = row_locks.get(rid) if row_locks else None
+            if other is not None and other is not txn and timed:
+                blocks(db, me)  # waiting for the lock: the client's core is free
             waited = None if other is None or other is txn else \
                 (yield from _wait_row(db, rid, txn))
             row = store.get(rid)
@@ -83,9 +99,11 @@ def pg_update(db: "Database", me: str, n: int, lock_time: float, *, guard: bool,
             row_locks[rid] = txn
             txn.rows.append(rid)
             got.append(rid)
-        if me in cut or db.timed:
+        if timed and got:
+            att.latency += yield from serve(db, me, "update", part="write")
+        elif not timed and me in cut:
             att.latency += yield from _statement(db, me)
-        else:  # _statement: counted, its latency, and cut off while in flight?
+        elif not timed:  # _statement: counted, its latency, and cut off while in flight?
             db.statements += 1
             lat = db.sample_latency(me)
             if lat > 0:
@@ -105,6 +123,8 @@ def pg_update(db: "Database", me: str, n: int, lock_time: float, *, guard: bool,
         att.locked = db.locked(me, store.lock(got, me, env.now, now + lock_time, guard=False,
                                               table=table))
         _finish(db, txn, True)
+        if timed:  # committed: the answer's way back
+            att.latency += yield from serve(db, me, "update", part="post")
         return att
     except SerializationFailure:
         att.errors += 1
@@ -121,12 +141,17 @@ def pg_update(db: "Database", me: str, n: int, lock_time: float, *, guard: bool,
 def pg_select(db: "Database", me: str, n: int,
               table: str = JOB) -> Generator[Any, Any, tuple[list, float]]:
     """A plain SELECT: the snapshot at its start; no locks, never blocks."""
-    txn = yield from _open(db)
+    txn = yield from _open(db, me)
     try:
-        if db.timed:
-            yield from db.think(me, True)
-        seen = db.store.select(db.env.now, n, table, who=me)
-        lat = yield from _statement(db, me, "select")
+        if not db.timed:
+            seen = db.store.select(db.env.now, n, table, who=me)
+            lat = yield from _statement(db, me, "select")
+        else:  # the client's time, the way there, the snapshot, the scan, the way back
+            yield from think(db, me, True)
+            lat = yield from _statement(db, me, "select", part="pre")
+            seen = db.store.select(db.env.now, n, table, who=me)
+            lat += yield from serve(db, me, "select", part="scan")
+            lat += yield from serve(db, me, "select", part="post")
     finally:
         _finish(db, txn, False)
     return seen, lat
@@ -187,11 +212,11 @@ def pg_skip_locked(db, me, n, lock_time, hold=None, table=JOB):
     """``SELECT … FOR UPDATE SKIP LOCKED LIMIT n`` then ``UPDATE … WHERE id = ANY(ids)`` in
     one transaction: rows locked by open transactions are skipped, the LIMIT keeps pulling."""
     env, store = db.env, db.store
-    txn = yield from _open(db)
+    txn = yield from _open(db, me)
     att = Attempt(n)
     try:
         if db.timed:
-            yield from db.think(me, True)
+            yield from think(db, me, True)
             txn.start = env.now
         skip = sum(1 for t in db.row_locks.values() if t is not txn)
         got = []
@@ -206,7 +231,7 @@ def pg_skip_locked(db, me, n, lock_time, hold=None, table=JOB):
         att.statements += 1
         if got:
             if db.timed:
-                yield from db.think(me, False)
+                yield from think(db, me, False)
             att.latency += yield from _statement(db, me)  # the UPDATE and COMMIT
             att.statements += 1
         commit = yield from _hold(hold)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from .claims import Attempt
 from .cpu import BUSY_SLEEPS
+from .measured import blocks, think
 from .postgres import pg_select
 from .rows import JOB
 from .transactions import _finish, _hold, _open, _statement
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 def _write_lock(db: "Database", me: str = "") -> Generator[Any, Any, Any]:
     lock = db.write_lock
     if db.timed and (lock.count or lock.queue):
-        db.blocks(me)  # the process waits: its core is free
+        blocks(db, me)  # the process waits: its core is free
         if db.busy_sleep:  # SQLite's busy handler: sleep, try again, sleep longer
             tries = 0
             while lock.count or lock.queue:
@@ -49,17 +50,20 @@ def sq_write(db, me, n, lock_time, *, guard, ids=None, versions=None, hold=None,
     """An autocommit write: take the write lock, read the newest state, write, commit
     (``all_or_nothing``: one row whose version moved rolls the whole write back)."""
     env, store = db.env, db.store
-    txn = yield from _open(db)
+    txn = yield from _open(db, me)
     try:
         if db.timed:
-            yield from db.think(me, ids is None)
+            yield from think(db, me, ids is None)
         req = yield from _write_lock(db, me)
     except BaseException:
         _finish(db, txn, False)
         raise
     att = Attempt(n)
     try:
-        att.latency += yield from _statement(db, me)
+        # under the write lock nothing moves: whether the UPDATE will write a row is known
+        changes = not db.timed or versions is None or any(
+            (r := store.get(rid)) is not None and r.version == v for rid, v in versions.items())
+        att.latency += yield from _statement(db, me, "update", changes)
         att.statements += 1
         commit = yield from _hold(hold)
         if commit and all_or_nothing and any(
@@ -95,10 +99,10 @@ def sq_read_then_write(db, me, n, lock_time, hold=None, table=JOB):
     env, store = db.env, db.store
     begin = db.sqlite_begin
     req = None
-    txn = yield from _open(db)
+    txn = yield from _open(db, me)
     try:
         if db.timed:
-            yield from db.think(me, True)
+            yield from think(db, me, True)
         if begin == "immediate":
             req = yield from _write_lock(db, me)
         snapshot = db.commits
@@ -115,7 +119,7 @@ def sq_read_then_write(db, me, n, lock_time, hold=None, table=JOB):
             att.latency += lat
             return att
         if db.timed:
-            yield from db.think(me, False)
+            yield from think(db, me, False)
         if begin == "deferred":
             if db.write_lock.count or db.commits != snapshot:  # no waiting to upgrade
                 att = Attempt(n, [], 0, 1, lat, errors=1)

@@ -42,6 +42,9 @@ class Store(Indexes):
         self.count_at_fetch = count_at_fetch
         self.rows: dict[int, Row] = {}
         self._count = {t: 0 for t in TABLES}
+        #: rows of each table with a lock set (valid or expired): the rows a claim's index
+        #: scan passes before it finds free ones (``database/cpu.py``)
+        self._held = {t: 0 for t in TABLES}
         #: node -> the task names (handlers) it registered; a node not here takes any task
         self.routes: dict[str, frozenset[str]] = {}
 
@@ -53,6 +56,10 @@ class Store(Indexes):
     def count(self, table: str) -> int:
         return self._count[table]
 
+    def held(self, table: str = JOB) -> int:
+        """How many rows of ``table`` carry a lock (valid or expired)."""
+        return self._held[table]
+
     # --- writes -----------------------------------------------------------------------------
 
     def insert(self, row: Row, table: str = JOB, owner: str | None = None,
@@ -63,6 +70,8 @@ class Store(Indexes):
         row.table = table
         row.locked_by = owner
         row.lock_until = lock_until if owner is not None else -math.inf
+        if owner is not None:
+            self._held[table] += 1
         if row.queue is not None:
             self.has_queues = self._general = True
             if owner is not None:
@@ -94,7 +103,7 @@ class Store(Indexes):
         ready, pending, rows = ix.ready, ix.pending, self.rows
         pop, push = heapq.heappop, heapq.heappush
         out: list[Locked] = []
-        strict, horizon = 1, self.horizon
+        strict, horizon, took = 1, self.horizon, 0
         while ready and len(out) < n:
             _, _, rid, stamp = pop(ready)
             row = rows.get(rid)
@@ -104,6 +113,8 @@ class Store(Indexes):
             # without the named tuple's Python-level constructor
             out.append(new_tuple(Locked, (rid, row.locked_by, False, lock_until, row.handler,
                                           row.kind, 0)))
+            if row.locked_by is None:
+                took += 1
             row.locked_by, row.lock_until = owner, lock_until
             row.version += 1
             # re-index inline (the hot path of every poll): eligible again at lock expiry
@@ -114,6 +125,7 @@ class Store(Indexes):
                     push(pending, (lock_until, strict, rid, row.stamp))
             elif row.due < horizon:
                 push(pending, (row.due, 0, rid, row.stamp))
+        self._held[table] += took
         return out
 
     def lock(self, ids: list[int], owner: str, now: float, lock_until: float,
@@ -139,6 +151,8 @@ class Store(Indexes):
         return out
 
     def _take_lock(self, row: Row, owner: str, lock_until: float) -> None:
+        if row.locked_by is None:
+            self._held[row.table] += 1
         row.locked_by, row.lock_until = owner, lock_until
         row.version += 1
         if row.queue is not None:
@@ -165,6 +179,7 @@ class Store(Indexes):
         row = self.rows.get(rid)
         if row is None or row.locked_by is None or (owner is not None and row.locked_by != owner):
             return False
+        self._held[row.table] -= 1
         row.locked_by, row.lock_until = None, -math.inf
         row.version += 1
         self._reindex(row)
@@ -182,15 +197,20 @@ class Store(Indexes):
             return False
         del self.rows[rid]
         self._count[row.table] -= 1
+        if row.locked_by is not None:
+            self._held[row.table] -= 1
         self._stamp += 1
         row.stamp = self._stamp
         return True
 
     def _retable(self, row: Row, table: str) -> None:
-        """Move ``row`` to ``table``, keeping the per-table counts."""
+        """Move ``row`` to ``table``, unlocked, keeping the per-table counts."""
         self._count[row.table] -= 1
         self._count[table] += 1
+        if row.locked_by is not None:
+            self._held[row.table] -= 1
         row.table = table
+        row.locked_by, row.lock_until = None, -math.inf
 
     def reschedule(self, rid: int, due: float, retries: int, error: str,
                    owner: str | None = None, table: str = JOB,
@@ -236,6 +256,8 @@ class Store(Indexes):
         if row is None:
             return False
         self._count[row.table] -= 1
+        if row.locked_by is not None:
+            self._held[row.table] -= 1
         self._stamp += 1
         row.stamp = self._stamp
         return True
@@ -252,15 +274,17 @@ class Store(Indexes):
         self._reindex(row, now)
         return True
 
-    def unlock_all(self, table: str = JOB) -> list[int]:
-        """Every locked row of ``table`` back to waiting, same id and retries (the Zeebe-like
-        server's restart); the ids, in order."""
-        ids = [rid for rid, r in sorted(self.rows.items())
-               if r.table == table and r.locked_by is not None]
-        for rid in ids:
-            self.unlock(rid)
-        return ids
 
-    def in_table(self, table: str) -> list[Row]:
-        """Rows of a table in id order (for end-of-run reports, not for polls)."""
-        return [r for _, r in sorted(self.rows.items()) if r.table == table]
+def unlock_all(store: Store, table: str = JOB) -> list[int]:
+    """Every locked row of ``table`` back to waiting, same id and retries (the Zeebe-like
+    server's restart); the ids, in order."""
+    ids = [rid for rid, r in sorted(store.rows.items())
+           if r.table == table and r.locked_by is not None]
+    for rid in ids:
+        store.unlock(rid)
+    return ids
+
+
+def in_table(store: Store, table: str) -> list[Row]:
+    """Rows of a table in id order (for end-of-run reports, not for polls)."""
+    return [r for _, r in sorted(store.rows.items()) if r.table == table]

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import simpy
 
 from .claims import Attempt
+from .measured import blocks, serve
 
 if TYPE_CHECKING:
     from .db import Database
@@ -48,11 +49,14 @@ class Txn:
 Gen = Generator[Any, Any, Attempt]
 
 
-def _open(db: "Database") -> Generator[Any, Any, Txn]:
-    """BEGIN: take a connection from the pool (if bounded) for the whole transaction."""
+def _open(db: "Database", me: str = "") -> Generator[Any, Any, Txn]:
+    """BEGIN: take a connection from the pool (if bounded) for the whole transaction (the
+    node ``me`` waiting for one frees its core, if it holds one)."""
     txn = Txn(db.env)
     if db.pool is not None:
         req = db.pool.request()
+        if not req.triggered:
+            blocks(db, me)
         try:
             yield req
         except BaseException:
@@ -79,14 +83,15 @@ def _finish(db: "Database", txn: Txn, commit: bool) -> None:
         end.succeed(commit)
 
 
-def _statement(db: "Database", me: str, kind: str = "update") -> Generator[Any, Any, float]:
+def _statement(db: "Database", me: str, kind: str = "update",
+               changes: bool = True, part: str = "all") -> Generator[Any, Any, float]:
     """One statement's latency (counted); a node cut off from the database waits its
     partition's timeout and gets ``StatementFailed`` (the transaction then rolls back). A
     claim statement on a measured database or a CPU takes ``serve``'s time for ``kind``."""
     db.statements += 1
     yield from db.refuse_if_cut(me)
     if db.timed:
-        return (yield from db.serve(me, kind))
+        return (yield from serve(db, me, kind, changes, part))
     return (yield from db.transit(me))
 
 

@@ -178,7 +178,10 @@ def _build_db(db: dict[str, Any], raw: dict[str, Any]) -> DbConfig:
                                  _build_dist(f["between_attempts"]),
                                  _build_dist(f["between_statements"]),
                                  _build_dist(f["commit"]) if "commit" in f else None,
-                                 f.get("client_cpu", 1.0)))
+                                 f.get("client_cpu", 1.0), f.get("select_per_row", 0.0),
+                                 f.get("update_per_row", 0.0),
+                                 _build_dist(f["update_unchanged"])
+                                 if "update_unchanged" in f else None))
                    for name, f in sorted(profile.get("strategies", {}).items()))
     given = "latency" in (raw.get("db") or {})
     latency = db.get("latency") if given or "statement" not in profile else profile["statement"]
@@ -187,4 +190,4 @@ def _build_db(db: dict[str, Any], raw: dict[str, Any]) -> DbConfig:
                     db.get("connections") or None, db.get("isolation", "read_committed"),
                     db.get("sqlite_begin", "autocommit"), db.get("sqlite_busy", "queue"),
                     timing, None if cpu is None else cpu.get("cores", machine.get("cores")),
-                    cpu.get("quantum", machine.get("quantum", 0.003)) if cpu else 0.003)
+                    0.003 if cpu is None else cpu.get("quantum", machine.get("quantum", 0.003)))

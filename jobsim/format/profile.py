@@ -39,8 +39,11 @@ PROFILE_STRATEGIES = ("guarded_update", "unguarded_update", "read_then_write", "
 def profile_format(dist: Field) -> Obj:
     """The profile's keys, durations as ``dist`` reads them."""
     figures = Obj({
-        "select": dist, "update": dist, "commit": dist,
+        "select": dist, "update": dist, "commit": dist, "update_unchanged": dist,
         "between_attempts": dist, "between_statements": dist,
+        "select_per_row": Dur(0.0, hi=1.0, doc="a SELECT's time per locked row it passes"),
+        "update_per_row": Dur(0.0, hi=1.0, doc="an UPDATE's time per locked row its "
+                                               "subquery passes"),
         "client_cpu": Num(1.0, "the client's own CPU in a statement's time (PostgreSQL)",
                           lo=0.0, hi=1.0),
         "cpu_wait": Num(0.0, "measured: the share of the time the worker waited for a core",

@@ -54,7 +54,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..executor.config import Fault
-from ..database.store import DEADLETTER, FAILED, JOB, SUSPENDED, TIMER
+from ..database.store import DEADLETTER, FAILED, JOB, SUSPENDED, TIMER, in_table, unlock_all
 from ..base.trace import K
 
 #: operation -> the tables it takes jobs from
@@ -286,7 +286,7 @@ def _one(world: "World", f: Fault) -> Generator[Any, Any, None]:
     else:  # restart_server
         # The seed-003 server restores every activated job; a server whose jobs time out
         # (real Zeebe) recovers its state, deadlines included: activated jobs stay so.
-        ids = world.store.unlock_all() if world.store.lock_expiry == "never" else []
+        ids = unlock_all(world.store) if world.store.lock_expiry == "never" else []
         trace.add(env.now, K["server_restarted"], a=len(ids))
         text = trace.text("server restart")
         for rid in ids:
@@ -309,7 +309,7 @@ def operate(world: "World", f: Fault) -> None:
     env, store, trace = world.env, world.store, world.trace
     tables = OPERATIONS[f.kind]
     if f.node == "all":
-        ids = [r.id for t in tables for r in store.in_table(t)]
+        ids = [r.id for t in tables for r in in_table(store, t)]
         ids.sort()
     else:
         jid = world.names.get(f.node)

@@ -32,6 +32,7 @@ from ..base.rng import Stream, Streams
 from ..database.store import FAILED, JOB, TIMER, Row, Store
 from .faults import schedule
 from ..database.cpu import Cpu
+from ..database.measured import measure
 from .watch import events_scheduled, run_until, run_watched
 from ..base.trace import COMPACT_BYTES, K, Trace, pack
 from .workload import Waits, explicit_jobs, recurring, stream
@@ -127,7 +128,7 @@ class World:
         self.nodes = [Node(self, n.name, n.executor, n.start_at) for n in scenario.nodes]
         timing = dict(scenario.db.timing)
         for n in self.nodes if timing else ():  # each node's strategy as measured
-            self.db.measured(n.name, timing[n.cfg.acquisition])
+            measure(self.db, n.name, timing[n.cfg.acquisition])
         self._by_name = {n.name: n for n in self.nodes}
 
     # --- helpers used by nodes and workload -------------------------------------------------

@@ -93,16 +93,18 @@ def _run_workers(args: list[tuple], timeout: float) -> list[dict[str, Any]]:
 
 def race(db: str, strategy: str, workers: int, jobs: int, batch: int = 10,
          isolation: str = "read_committed", begin: str = "autocommit",
-         time_limit: float = 120.0, max_attempts: int = 1_000_000) -> Outcome:
+         time_limit: float = 120.0, max_attempts: int = 1_000_000, probe: int = 0) -> Outcome:
     """One real race; raises ``RaceError`` on bad input or a failed harness check. The
     database is left as it was found (see the module's note), also on Ctrl-C, which is
-    re-raised once the workers are stopped."""
+    re-raised once the workers are stopped. ``probe``: after the race, each worker times
+    that many UPDATEs that change nothing (a version that never matches: a lost race's
+    statement), for a profile."""
     kind, target = check(db, strategy, workers, jobs, batch, isolation, begin, time_limit)
     with own_table(kind, target, jobs):
         start_at = time.time() + 0.3 + 0.05 * workers
         deadline = start_at + time_limit
         args = [(kind, target, strategy, f"w{i + 1}", batch, isolation, begin, start_at,
-                 deadline, max_attempts) for i in range(workers)]
+                 deadline, max_attempts, probe) for i in range(workers)]
         results = _run_workers(args, deadline - time.time() + 60.0)
         wall = time.time() - start_at
         out = _tally(results, jobs, workers, batch, wall)

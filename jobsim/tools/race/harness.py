@@ -35,7 +35,8 @@ def _tally(results: list[dict[str, Any]], jobs: int, workers: int, batch: int,
     sched = [r["sched"] for r in results if r.get("sched") is not None]
     if sched and sum(s[2] for s in sched) > 0:
         out.cpu_wait = sum(s[1] for s in sched) / sum(s[2] for s in sched)
-    out.timings = [{k: r[k] for k in ("stmts", "starts")} for r in results]
+    out.timings = [{"stmts": r["stmts"], "starts": r["starts"],
+                    "got": [len(ids) for ids, _, _ in r["records"]]} for r in results]
     out.jobs_claimed = int((count[1:] > 0).sum())
     out.doubled_jobs = int((count[1:] > 1).sum())
     out.extra_claims = int(np.clip(count[1:] - 1, 0, None).sum())

@@ -55,7 +55,6 @@ def predict(dialect: str, strategy: str, workers: int, jobs: int, batch: int = 1
             seed: int = 1, profile: dict[str, Any] | None = None) -> Outcome:
     """The simulator's race (see the module's note). The run stops once every job has been
     claimed and every node has had time for one more attempt, as the real workers stop."""
-    from ...base.trace import K
     from ...database.store import JOB
     from ...format.scenario import from_dict
     from ...sim.world import World
@@ -77,7 +76,16 @@ def predict(dialect: str, strategy: str, workers: int, jobs: int, batch: int = 1
         world.run(guard=stop_when_claimed)
     except _Claimed:
         pass
-    c = world.trace.arrays()
+    return count(world.trace, world.db.cpu, jobs, workers, batch,
+                 "simulated" if profile is None else "calibrated")
+
+
+def count(trace: Any, cpu: Any, jobs: int, workers: int, batch: int,
+          source: str = "simulated") -> Outcome:
+    """A race's trace (of ``race_scenario``) counted as a real race's records are."""
+    from ...base.trace import K
+
+    c = trace.arrays()
     acq = c["kind"] == K["acquire"]
     # A real worker stops at its first empty attempt once no row is left: count a simulated
     # node's attempts up to the last claim, and then its next one only.
@@ -89,7 +97,7 @@ def predict(dialect: str, strategy: str, workers: int, jobs: int, batch: int = 1
         acq = acq & (c["time"] <= last)
         acq[after[first]] = True
     got = c["b"][acq]
-    out = Outcome("simulated" if profile is None else "calibrated", jobs, workers, batch)
+    out = Outcome(source, jobs, workers, batch)
     out.attempts = int(acq.sum())
     out.errors = int(c["attempt"][acq].sum())
     out.lost_races = int(c["c"][acq].sum())
@@ -106,7 +114,6 @@ def predict(dialect: str, strategy: str, workers: int, jobs: int, batch: int = 1
     hit = np.flatnonzero(got > 0)
     t = c["time"][acq]
     out.seconds = float(t[hit[-1]] - t[0]) if len(hit) else math.nan
-    cpu = world.db.cpu
     if cpu is not None and out.seconds > 0:  # the nodes' own processes, not the server's
         waited = sum(v for k, v in cpu.waited.items() if "/" not in k)
         out.cpu_wait = waited / (workers * out.seconds)

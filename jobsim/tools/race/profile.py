@@ -5,7 +5,12 @@ core to share) claims the jobs, and every statement is timed (``workers.Clock``)
 attempt's statements, as the model splits an attempt:
 
 - ``select`` and ``update``: a statement's own time, start to last row fetched (on SQLite an
-  autocommit statement commits as its last row is fetched: its commit is inside);
+  autocommit statement commits as its last row is fetched: its commit is inside), less the
+  part that grows with the rows the worker has locked (``select_per_row``,
+  ``update_per_row``: a least-squares line over the race; its scan passes them);
+- ``update_unchanged``: a single-row UPDATE that changes nothing (its version never matches:
+  a lost race), timed 200 times after the race — it writes and commits nothing, so it is far
+  cheaper than one that does;
 - ``commit``: a transaction's COMMIT, from the end of the statement before it (the locks are
   held until it returns);
 - ``between_statements``: the client's time from one statement's end to the next's start;
@@ -35,8 +40,9 @@ from typing import Any
 
 import numpy as np
 
+from ...base.dists import Z99
 from .settings import RaceError
-from .workers import BEGIN, COMMIT, SELECT
+from .workers import BEGIN, COMMIT, SELECT, UNCHANGED
 
 MARK = "# a database profile made by jobsim race --calibrate"
 
@@ -72,35 +78,65 @@ def quantum(n_cores: int) -> float:
 
 
 def _ms(seconds: float) -> str:
-    return f"{max(seconds, 1e-7) * 1000:.4g}ms"
+    """Seconds as a file's duration in milliseconds, four significant digits, no exponent."""
+    if seconds <= 0:
+        return "0ms"
+    return np.format_float_positional(seconds * 1000, precision=4, fractional=False,
+                                      trim="-") + "ms"
 
 
 def fit(samples: list[float]) -> Any:
-    """A lognormal by the samples' median and 99th percentile, in a file's form."""
+    """A lognormal with the samples' mean (what a throughput depends on) and the spread of
+    their median to their 99th percentile, in a file's form."""
     if not samples:
         return "0ms"
     a = np.asarray(samples, dtype=float)
-    median, p99 = float(np.median(a)), float(np.percentile(a, 99))
+    median, p99, mean = float(np.median(a)), float(np.percentile(a, 99)), float(a.mean())
     if median <= 0:
-        return _ms(float(a.mean()))
+        return _ms(mean) if mean > 0 else "0ms"
     if p99 <= median * 1.0001:
-        return {"constant": _ms(median)}
-    return {"lognormal": {"median": _ms(median), "p99": _ms(p99)}}
+        return {"constant": _ms(mean)}
+    sigma = (math.log(p99) - math.log(median)) / Z99
+    median = mean / math.exp(sigma ** 2 / 2)
+    return {"lognormal": {"median": _ms(median), "p99": _ms(median * math.exp(Z99 * sigma))}}
+
+
+def per_row(times: list[float], held: list[int]) -> tuple[list[float], float]:
+    """The least-squares line ``time = base + per_row × held`` (``per_row`` ≥ 0), with the
+    spread around it as a factor of the whole time (a statement twice as long varies twice
+    as much): the bases ``base × time / line(held)``, and the per-row time."""
+    if len(times) < 10 or len(set(held)) < 2:
+        return times, 0.0
+    x, y = np.asarray(held, dtype=float), np.asarray(times, dtype=float)
+    slope, base = (float(v) for v in np.polyfit(x, y, 1))
+    if slope <= 0:
+        return times, 0.0
+    base = max(base, 0.05 * float(np.median(y)))  # never below a twentieth of the median
+    ratio = y / (base + slope * x)
+    ratio /= ratio.mean()  # the line keeps the times' mean
+    return [float(v) for v in base * ratio], slope * float(np.median(ratio))
 
 
 def figures(dialect: str, timings: list[dict[str, Any]]) -> dict[str, Any]:
     """One strategy's figures (the module's note) from one race's timed statements."""
     kinds: dict[str, list[float]] = {"select": [], "update": [], "commit": []}
+    held: dict[str, list[int]] = {"select": [], "update": []}
     between_s: list[float] = []
     between_a: list[float] = []
     inside = cpu = 0.0
     attempts = 0
+    unchanged = [t1 - t0 for w in timings for kind, t0, t1, _ in w["stmts"]
+                 if kind == UNCHANGED]
     for w in timings:
-        stmts, starts = w["stmts"], w["starts"]
+        stmts = [s for s in w["stmts"] if s[0] != UNCHANGED]
+        starts = w["starts"][:len(w.get("got", w["starts"]))]
         bounds = list(starts) + [len(stmts)]
+        got = list(w.get("got", [])) + [0] * len(bounds)
         last_end = None
-        for a, b in zip(bounds, bounds[1:]):
+        locked = 0  # rows the worker has locked before this attempt (it races alone)
+        for i, (a, b) in enumerate(zip(bounds, bounds[1:])):
             attempt = stmts[a:b]
+            locked_before, locked = locked, locked + got[i]
             if not attempt:
                 continue
             attempts += 1
@@ -120,21 +156,29 @@ def figures(dialect: str, timings: list[dict[str, Any]]) -> dict[str, Any]:
                         first = False
                     elif prev_end is not None:
                         between_s.append(t0 - prev_end)
-                    kinds["select" if kind == SELECT else "update"].append(t1 - t0)
+                    name = "select" if kind == SELECT else "update"
+                    kinds[name].append(t1 - t0)
+                    held[name].append(locked_before)
                 prev_end = t1
             if last_end is not None:
                 between_a.append(pre)
             last_end = prev_end
     if not kinds["update"]:
         raise RaceError("calibration: the race ran no UPDATE to time")
+    select, select_row = per_row(kinds["select"], held["select"])
+    update, update_row = per_row(kinds["update"], held["update"])
     out: dict[str, Any] = {
-        "select": fit(kinds["select"] or kinds["update"]),
-        "update": fit(kinds["update"]),
+        "select": fit(select or update),
+        "update": fit(update),
+        "select_per_row": _ms(select_row) if select_row else "0ms",
+        "update_per_row": _ms(update_row) if update_row else "0ms",
         "between_attempts": fit(between_a),
         "between_statements": fit(between_s or [0.0]),
     }
     if kinds["commit"]:
         out["commit"] = fit(kinds["commit"])
+    if unchanged:
+        out["update_unchanged"] = fit(unchanged)
     out["client_cpu"] = 1.0 if dialect == "sqlite" else round(min(1.0, cpu / inside), 3) \
         if inside > 0 else 0.0
     out["attempts"] = attempts

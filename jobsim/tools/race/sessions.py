@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 from .table import _connect, own_table
-from .workers import _claim_pg, _error_kind
+from .workers import Clock, _claim_pg, _error_kind
 
 
 def two_sessions_pg(dsn: str, strategy: str, s1_end: str, isolation: str = "read_committed",
@@ -29,12 +29,12 @@ def _two_sessions(dsn: str, strategy: str, s1_end: str, isolation: str, n: int
     watch = _connect("postgres", dsn)
     out: dict[str, Any] = {}
     try:
-        s1_ids, _ = _claim_pg(s1, strategy, "S1", n, "read_committed")
+        s1_ids, _ = _claim_pg(Clock(s1), strategy, "S1", n, "read_committed")
         pid = s2.info.backend_pid
 
         def session2() -> None:
             try:
-                out["ids"], out["lost"] = _claim_pg(s2, strategy, "S2", n, isolation)
+                out["ids"], out["lost"] = _claim_pg(Clock(s2), strategy, "S2", n, isolation)
             except Exception as exc:
                 out["error"] = _error_kind(exc) or type(exc).__name__
                 out["ids"] = []

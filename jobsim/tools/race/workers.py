@@ -18,8 +18,8 @@ from .settings import RaceError
 from .table import _connect
 
 # a statement's kind, as recorded: what the profile measures
-SELECT, UPDATE, BEGIN, COMMIT = 0, 1, 2, 3
-KINDS = ("select", "update", "begin", "commit")
+SELECT, UPDATE, BEGIN, COMMIT, UNCHANGED = 0, 1, 2, 3, 4
+KINDS = ("select", "update", "begin", "commit", "update_unchanged")
 
 
 def _error_kind(exc: Exception) -> str | None:
@@ -146,11 +146,12 @@ def _claim_pg(ck: Clock, strategy: str, me: str, n: int, isolation: str
         return [r[0] for r in ck.rows(UPDATE, POSTGRES["C_UPD"], {**p, "ids": ids})], 0
     if strategy == "optimistic":
         return _optimistic(ck, POSTGRES, p)
-    ck.plain(BEGIN, "BEGIN")
+    if not ck.conn.autocommit:  # inside the caller's open transaction (two sessions)
+        with ck.conn.transaction():
+            return _skip_locked(ck, p), 0
+    ck.plain(BEGIN, "BEGIN")  # a race's worker: BEGIN and COMMIT timed as statements
     try:
-        ids = [r[0] for r in ck.rows(SELECT, POSTGRES["E_SEL"], p)]
-        rows = [r[0] for r in ck.rows(UPDATE, POSTGRES["E_UPD"], {**p, "ids": ids})] \
-            if ids else []
+        rows = _skip_locked(ck, p)
         ck.plain(COMMIT, "COMMIT")
         return rows, 0
     except Exception:
@@ -158,9 +159,14 @@ def _claim_pg(ck: Clock, strategy: str, me: str, n: int, isolation: str
         raise
 
 
+def _skip_locked(ck: Clock, p: dict[str, Any]) -> list[int]:
+    ids = [r[0] for r in ck.rows(SELECT, POSTGRES["E_SEL"], p)]
+    return [r[0] for r in ck.rows(UPDATE, POSTGRES["E_UPD"], {**p, "ids": ids})] if ids else []
+
+
 def _worker(args: tuple) -> dict[str, Any]:
     (kind, target, strategy, me, n, isolation, begin, start_at, deadline,
-     max_attempts) = args
+     max_attempts, probe) = args
     conn = _connect(kind, target)
     ck = Clock(conn)
     records: list[tuple[list[int], int, str | None]] = []
@@ -192,6 +198,11 @@ def _worker(args: tuple) -> dict[str, Any]:
                 if not left:
                     break
         sched1, wall1 = schedstat(), time.perf_counter()
+        ck.starts.append(len(ck.stmts))  # the probe's statements: after the last attempt
+        sql = SQLITE if kind == "sqlite" else POSTGRES
+        p = {"me": me, "now": time.time(), "n": n, "id": 1, "v": -1}
+        for _ in range(probe):
+            ck.count(UNCHANGED, sql["D_UPD"], p)
     finally:
         conn.close()
     sched = None if sched0 is None or sched1 is None else \

@@ -1,0 +1,118 @@
+"""A claim statement on a measured database or with a CPU (``db.profile``, ``db.cpu``; the
+model is described in ``cpu.py``): the client's time before it (``think``), its own time on
+the server's and the client's cores (``serve``), and a node that blocks giving its core back
+(``blocks``). The claim strategies (``postgres``, ``sqlite``) call these where
+``Database.timed`` holds; every other scenario never reaches them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any
+
+import simpy
+
+from .cpu import Timing
+from .db import StatementFailed
+
+if TYPE_CHECKING:
+    from .db import Database
+
+
+def measure(db: "Database", node: str, timing: Timing) -> None:
+    """``node``'s claim statements take the times of ``timing``."""
+    db.timing[node] = timing
+    db.timed = True
+
+
+def think(db: "Database", node: str, first: bool) -> Generator[simpy.Event, Any, None]:
+    """The client's own time before a claim statement (``first``: an attempt's first):
+    CPU in the node's process. On PostgreSQL the client then sends the statement and
+    waits for the answer: its core is free meanwhile."""
+    t = db.timing.get(node)
+    if t is not None:
+        stream = db._think.get(node)
+        if stream is None:
+            stream = db._think[node] = db._streams.stream(f"db/client/{node}")
+        gap = (t.between_attempts if first else t.between_statements).sample(stream)
+        if db.cpu is not None:
+            yield from db.cpu.burst(node, gap)
+        elif gap > 0:
+            yield db.env.timeout(gap)
+    if db.cpu is not None and db.dialect != "sqlite":
+        db.cpu.release(node)
+
+
+def serve(db: "Database", node: str, kind: str, changes: bool = True, part: str = "all"
+          ) -> Generator[simpy.Event, Any, float]:
+    """A claim statement's own time, or a part of it: on SQLite CPU in the client's
+    process, on PostgreSQL first the server's CPU, then the client's share. If the node
+    was cut off meanwhile the statement never arrives. Returns the time.
+
+    ``kind``: select or update (an update includes its commit where a transaction
+    commits on its own); ``changes``: whether it writes a row (an UPDATE that does not
+    is far cheaper). On PostgreSQL a statement is taken in parts (``part``), so that its
+    snapshot and its locks fall where the server takes them: ``pre`` (the way there,
+    parse and plan: half a statement that changes nothing, ``update_unchanged``), then
+    the snapshot, ``scan`` (finding the rows), the row locks, ``write`` (writing and
+    committing what it locked) and ``post`` (the answer's way back, the other half)."""
+    t = db.timing.get(node)
+    if t is None:
+        lat = db.sample_latency(node) if part in ("all", "scan") else 0.0
+        client = 1.0 if db.dialect == "sqlite" else 0.0
+    else:
+        lat = _cost(db, node, t, kind, changes, part)
+        client = t.client_cpu
+    cpu = db.cpu
+    if cpu is None:
+        if lat > 0:
+            yield db.env.timeout(lat)
+    elif db.dialect == "sqlite":  # a library call: the client's own process runs it
+        yield from cpu.burst(node, lat)
+    else:  # the connection's server process, then the client with the answer
+        server = f"{node}/server"
+        cpu.release(node)
+        yield from cpu.burst(server, lat * (1.0 - client))
+        cpu.release(server)
+        yield from cpu.burst(node, lat * client)
+    if node in db._cut:
+        raise StatementFailed(node)
+    return lat
+
+
+def _cost(db: "Database", node: str, t: Timing, kind: str, changes: bool,
+          part: str) -> float:
+    """The seconds of ``part`` of a statement as ``t`` measured them (see ``serve``)."""
+    stream = db._lat.get(node)
+    if stream is None:
+        stream = db._lat[node] = db._streams.stream(f"db/latency/{node}")
+    unchanged = t.update_unchanged
+    if part in ("pre", "post"):
+        return 0.0 if unchanged is None else unchanged.sample(stream) / 2 * db.factor
+    split = part != "all" and unchanged is not None  # the way there and back apart
+    overhead = unchanged.sample(stream) if split else 0.0
+    held = db.store.held()
+    if kind == "select":
+        return max(0.0, t.select.sample(stream) * (1.0 + t.select_growth * held)
+                   - overhead) * db.factor
+    base = t.update.sample(stream)
+    rows = base * t.update_growth * held  # the part its subquery's scan adds
+    if part == "write":
+        lat = max(0.0, base - overhead) if split else 0.0
+        if t.commit is not None:
+            lat += t.commit.sample(stream)
+    elif part == "scan" and split:
+        lat = rows
+    elif not changes and unchanged is not None:
+        lat = unchanged.sample(stream) + rows
+    else:
+        lat = base + rows
+        if t.commit is not None and part == "all":
+            lat += t.commit.sample(stream)
+    return lat * db.factor
+
+
+def blocks(db: "Database", node: str) -> None:
+    """``node``'s process waits (a lock, a sleep): its core, if it holds one, is free."""
+    if db.cpu is not None:
+        db.cpu.release(node)

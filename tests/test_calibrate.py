@@ -1,0 +1,282 @@
+"""A measured database: ``jobsim race --calibrate`` writes a profile, a scenario reads it
+(``db: {profile: FILE}``), and a scenario with the profile and the CPU model reproduces a
+real race; the CPU model's own rules; bad input answered with exit 2, nothing left behind."""
+
+import hashlib
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from jobsim import cli
+from jobsim.base.errors import ScenarioError
+from jobsim.format import scenario
+from jobsim.sim.world import run
+from jobsim.tools.race import race
+from jobsim.tools.race.agreement import within
+from jobsim.tools.race.prediction import count, race_scenario
+from jobsim.tools.race.profile import MARK
+
+JOBS = 10_000
+
+PROFILE = {  # the figures of a quiet 2-core machine's SQLite, rounded
+    "dialect": "sqlite", "machine": {"cores": 2, "quantum": "3ms"},
+    "strategies": {"read_then_write": {
+        "select": {"lognormal": {"median": "0.8ms", "p99": "2ms"}},
+        "update": {"lognormal": {"median": "0.2ms", "p99": "0.8ms"}},
+        "between_attempts": {"lognormal": {"median": "0.02ms", "p99": "0.05ms"}},
+        "between_statements": {"lognormal": {"median": "0.015ms", "p99": "0.04ms"}}}}}
+
+
+def _doubled(sc, workers, jobs):
+    r = run(sc)
+    return count(r.trace, None, jobs, workers, 10).double_share
+
+
+def _scenario_file(tmp_path, profile_ref, workers, jobs, until="6s"):
+    doc = race_scenario("sqlite", "read_then_write", workers, jobs, profile={})
+    doc["db"]["profile"] = profile_ref
+    doc["until"] = until
+    path = tmp_path / "race_on_my_machine.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def test_calibrate_on_sqlite_and_a_scenario_with_the_profile_reproduces_the_race(tmp_path,
+                                                                                  capsys):
+    """Calibrate (one worker), then three real races at K = 4; a scenario file that names
+    the profile (a path relative to it) and turns the CPU model on claims the same jobs
+    with a doubled share within 0.10 of the real mean, or inside the real runs' range."""
+    db = tmp_path / "race.db"
+    prof = tmp_path / "profile.yaml"
+    assert cli.main(["race", "--db", f"sqlite:{db}", "--strategy", "read_then_write",
+                     "--workers", "4", "--jobs", str(JOBS), "--calibrate", str(prof)]) == 0
+    out = capsys.readouterr().out
+    assert f"profile: {prof}" in out and "| read_then_write | 4 | verdict |" in out
+    text = prof.read_text()
+    assert text.startswith(MARK)
+    doc = yaml.safe_load(text)
+    assert doc["dialect"] == "sqlite" and doc["machine"]["cores"] >= 1
+    figures = doc["strategies"]["read_then_write"]
+    assert figures["attempts"] > JOBS / 10 and figures["begin"] == "autocommit"
+
+    # the profile round-trips: the file's figures are the scenario's
+    path = _scenario_file(tmp_path, "profile.yaml", 4, JOBS)
+    sc = scenario.load(path)
+    assert sc.db.dialect == "sqlite" and sc.db.cores == doc["machine"]["cores"]
+    timing = dict(sc.db.timing)["read_then_write"]
+    med = figures["update"]["lognormal"]["median"] if "lognormal" in figures["update"] \
+        else figures["update"]["constant"]
+    assert timing.update.median == pytest.approx(float(med[:-2]) / 1000)
+    inline = scenario.from_dict({**yaml.safe_load(path.read_text()),
+                                 "db": {"profile": doc, "cpu": {},
+                                        "sqlite_busy": "sleep"}}, "<inline>")
+    assert inline.db.timing == sc.db.timing and inline.db.cores == sc.db.cores
+
+    reals = [race(f"sqlite:{db}", "read_then_write", 4, JOBS, 10).double_share
+             for _ in range(3)]
+    simulated = _doubled(sc, 4, JOBS)
+    if not within("doubled share", simulated, reals):
+        # Real processes on a busy 2-core machine: a calibration taken while something else
+        # ran (in the suite, PostgreSQL's races just before) now and then measures a
+        # machine that the three races did not see. Measured again, and raced again, it
+        # must then hold.
+        print(f"first calibration: simulated {simulated:.3f}, real {reals}; measuring again")
+        assert cli.main(["race", "--db", f"sqlite:{db}", "--strategy", "read_then_write",
+                         "--workers", "4", "--jobs", str(JOBS), "--calibrate",
+                         str(prof)]) == 0
+        capsys.readouterr()
+        reals = [race(f"sqlite:{db}", "read_then_write", 4, JOBS, 10).double_share
+                 for _ in range(3)]
+        simulated = _doubled(scenario.load(path), 4, JOBS)
+    assert within("doubled share", simulated, reals), (simulated, reals, prof.read_text())
+
+
+def test_the_cpu_model_serialises_workers_beyond_the_cores():
+    """With as many cores as nodes nobody waits for one; with one core for four, the nodes
+    take turns — they wait, and claim at less than half the rate — and a run is as
+    deterministic as any."""
+    from jobsim.sim.world import World
+
+    def one(cores):
+        doc = race_scenario("sqlite", "read_then_write", 4, 1000, profile=PROFILE)
+        doc["db"]["cpu"] = {"cores": cores}
+        doc["until"] = "2s"
+        w = World(scenario.from_dict(doc, "<cpu>"), None, True)
+        r = w.run()
+        return r, count(r.trace, w.db.cpu, 1000, 4, 10), sum(w.db.cpu.waited.values())
+
+    (_, o4, waited4), (r1, o1, waited1) = one(4), one(1)
+    assert o4.jobs_claimed == o1.jobs_claimed == 1000
+    assert waited4 == 0 and o4.cpu_wait == 0
+    assert waited1 > 0 and o1.cpu_wait > 0.3
+    assert o1.per_second < o4.per_second / 2  # one core: the four take turns
+    assert one(1)[0].trace.sha256() == r1.trace.sha256()
+
+
+def test_a_profiled_scenario_is_the_same_under_any_hash_seed(tmp_path):
+    path = tmp_path / "p.yaml"
+    doc = race_scenario("sqlite", "read_then_write", 3, 300, profile=PROFILE)
+    doc["until"] = "1s"
+    path.write_text(yaml.safe_dump(doc))
+    code = ("import sys; from jobsim.format import scenario; from jobsim.sim.world import run;"
+            "print(run(scenario.load(sys.argv[1])).trace.sha256())")
+    outs = {subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True,
+                           text=True, check=True, env={**os.environ, "PYTHONHASHSEED": s}
+                           ).stdout for s in ("1", "77")}
+    assert len(outs) == 1
+
+
+def test_busy_handler_sleeps_and_a_crash_frees_the_core():
+    """SQLite's busy handler sleeps at least 1 ms when the write lock is held (a queue hands
+    it over at once); a node that crashes while it holds a core frees it: the others go on
+    and claim every job."""
+    base = race_scenario("sqlite", "guarded_update", 4, 600,
+                         profile={**PROFILE, "strategies": {
+                             "guarded_update": PROFILE["strategies"]["read_then_write"]}})
+    base["until"] = "3s"
+    sleep = count(run(scenario.from_dict(base, "<s>")).trace, None, 600, 4, 10)
+    queue_doc = {**base, "db": {**base["db"], "sqlite_busy": "queue"}}
+    queue = count(run(scenario.from_dict(queue_doc, "<q>")).trace, None, 600, 4, 10)
+    assert sleep.doubled_jobs == queue.doubled_jobs == 0
+    assert sleep.seconds > queue.seconds  # the sleeps cost time the queue does not
+    crash = {**base, "faults": [{"at": "5ms", "crash": "node-1"}]}
+    r = run(scenario.from_dict(crash, "<crash>"))
+    o = count(r.trace, None, 600, 4, 10)
+    assert o.jobs_claimed == 600
+
+
+# --- bad input --------------------------------------------------------------------------------
+
+def _refused(argv, capsys):
+    status = cli.main(argv)
+    err = capsys.readouterr().err
+    assert status == 2, err
+    assert "Traceback" not in err and err.startswith("jobsim:")
+    return err
+
+
+def _users_database(tmp_path: Path) -> Path:
+    """A SQLite file with a user's own table in it."""
+    db = tmp_path / "mine.db"
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, what TEXT)")
+    conn.execute("INSERT INTO orders VALUES (1, 'apples')")
+    conn.commit()
+    conn.close()
+    return db
+
+
+def _state(path: Path):
+    conn = sqlite3.connect(path)
+    try:
+        return (conn.execute("PRAGMA journal_mode").fetchone()[0],
+                sorted(conn.execute("SELECT type, name, sql FROM sqlite_master").fetchall()),
+                conn.execute("SELECT * FROM orders").fetchall())
+    finally:
+        conn.close()
+
+
+def test_bad_profiles_and_targets_are_refused_before_any_race(tmp_path, capsys, monkeypatch):
+    db = _users_database(tmp_path)
+    before = _state(db)
+    import jobsim.tools.race as race_mod
+
+    def boom(*a, **k):
+        raise AssertionError("a race ran before the input was checked")
+
+    monkeypatch.setattr(race_mod, "race", boom)
+    args = ["race", "--db", f"sqlite:{db}", "--strategy", "read_then_write", "--workers", "2",
+            "--jobs", "50"]
+    err = _refused(args + ["--profile", str(tmp_path / "none.yaml")], capsys)
+    assert "none.yaml: no such file" in err
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("dialect: sqlite\nmachine: {cores: two}\nstrategies: {}\n")
+    err = _refused(args + ["--profile", str(bad)], capsys)
+    assert "bad.yaml" in err and "machine.cores" in err
+    bad.write_text("dialect: [\n")
+    assert "bad.yaml" in _refused(args + ["--profile", str(bad)], capsys)
+    pg = tmp_path / "pg.yaml"
+    pg.write_text(yaml.safe_dump({**PROFILE, "dialect": "postgres"}))
+    assert "a profile of postgres" in _refused(args + ["--profile", str(pg)], capsys)
+    theirs = tmp_path / "notes.yaml"
+    theirs.write_text("my notes\n")
+    err = _refused(args + ["--calibrate", str(theirs)], capsys)
+    assert "not a profile jobsim wrote" in err and theirs.read_text() == "my notes\n"
+    assert "give one of them" in _refused(args + ["--calibrate", str(tmp_path / "n.yaml"),
+                                                  "--profile", str(pg)], capsys)
+    assert "no folder" in _refused(args + ["--calibrate", str(tmp_path / "no" / "p.yaml")],
+                                   capsys)
+    assert _state(db) == before
+
+
+def test_calibrating_leaves_the_users_database_as_it_was(tmp_path, capsys):
+    db = _users_database(tmp_path)
+    before = _state(db)
+    prof = tmp_path / "p.yaml"
+    assert cli.main(["race", "--db", f"sqlite:{db}", "--strategy", "guarded_update",
+                     "--strategy", "optimistic", "--workers", "2", "--jobs", "300",
+                     "--calibrate", str(prof)]) == 0
+    capsys.readouterr()
+    assert _state(db) == before
+    doc = yaml.safe_load(prof.read_text())
+    assert set(doc["strategies"]) == {"guarded_update", "optimistic"}
+    assert "statement" in doc  # optimistic's single-row UPDATE: every other statement's time
+    first = hashlib.sha256(prof.read_bytes()).hexdigest()
+    assert cli.main(["race", "--db", f"sqlite:{db}", "--strategy", "guarded_update",
+                     "--workers", "2", "--jobs", "300", "--calibrate", str(prof)]) == 0
+    capsys.readouterr()  # a profile jobsim wrote is replaced
+    assert hashlib.sha256(prof.read_bytes()).hexdigest() != first
+
+
+def test_an_unreachable_database_is_refused_and_no_profile_written(tmp_path, capsys):
+    prof = tmp_path / "p.yaml"
+    err = _refused(["race", "--db", "postgresql://jobsim@127.0.0.1:1/none", "--strategy",
+                    "guarded_update", "--workers", "2", "--jobs", "10", "--calibrate",
+                    str(prof)], capsys)
+    assert "cannot connect" in err and not prof.exists()
+
+
+def _one_job(tmp_path: Path, db) -> Path:
+    """A scenario file of one job with ``db`` as its database section."""
+    doc = {"name": "x", "until": "1s", "db": db, "nodes": 1,
+           "executor": {"acquisition": "read_then_write"},
+           "handlers": {"h": {"duration": "1s"}}, "workload": {"jobs": [{"handler": "h"}]}}
+    path = tmp_path / "x.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+@pytest.mark.parametrize("db, expected", [
+    ({"profile": "missing.yaml"}, "db.profile: expected a profile file"),
+    ({"profile": {**PROFILE, "strategies": {}}, "cpu": {}},
+     "executor.acquisition: expected a strategy the profile measured"),
+    ({"dialect": "postgres", "profile": PROFILE}, "db.dialect: expected sqlite, the profile's"),
+    ({"cpu": {"cores": 2}}, "db.cpu: expected db.dialect postgres or sqlite"),
+    ({"dialect": "sqlite", "cpu": {}}, "db.cpu.cores: expected a number of cores"),
+    ({"dialect": "postgres", "sqlite_busy": "sleep"}, "db.sqlite_busy: expected db.dialect "
+                                                      "sqlite"),
+])
+def test_a_scenarios_profile_and_cpu_are_checked(tmp_path, capsys, db, expected):
+    path = _one_job(tmp_path, db)
+    with pytest.raises(ScenarioError) as exc:
+        scenario.load(path)
+    assert expected in str(exc.value), str(exc.value)
+    assert cli.main(["run", str(path), "--out", str(tmp_path / "out")]) == 2
+    assert expected in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_malformed_profile_file_is_named_with_its_path_inside(tmp_path):
+    (tmp_path / "prof.yaml").write_text(yaml.safe_dump(
+        {**PROFILE, "strategies": {"read_then_write": {
+            **PROFILE["strategies"]["read_then_write"], "select": "fast"}}}))
+    path = _one_job(tmp_path, {"profile": "prof.yaml"})
+    with pytest.raises(ScenarioError) as exc:
+        scenario.load(path)
+    text = str(exc.value)
+    assert "prof.yaml: strategies.read_then_write.select: expected a duration" in text, text
