@@ -280,3 +280,38 @@ def test_a_malformed_profile_file_is_named_with_its_path_inside(tmp_path):
         scenario.load(path)
     text = str(exc.value)
     assert "prof.yaml: strategies.read_then_write.select: expected a duration" in text, text
+
+
+PG_PROFILE = {  # a PostgreSQL profile's shape (figures rounded from one calibration)
+    "dialect": "postgres", "machine": {"cores": 2, "quantum": "3.8ms"},
+    "strategies": {s: {
+        "select": {"lognormal": {"median": "0.19ms", "p99": "0.5ms"}},
+        "update": {"lognormal": {"median": "0.3ms", "p99": "0.6ms"}},
+        "select_per_row": "0.00025ms", "update_per_row": "0.0002ms",
+        "update_unchanged": {"lognormal": {"median": "0.07ms", "p99": "0.2ms"}},
+        "between_attempts": {"lognormal": {"median": "0.013ms", "p99": "0.04ms"}},
+        "between_statements": {"lognormal": {"median": "0.01ms", "p99": "0.03ms"}},
+        "client_cpu": 0.2, **({"commit": "0.1ms"} if s == "skip_locked" else {})}
+        for s in ("guarded_update", "unguarded_update", "read_then_write", "optimistic",
+                  "skip_locked")}}
+
+
+@pytest.mark.parametrize("strategy, safe", [
+    ("guarded_update", True), ("unguarded_update", False), ("read_then_write", False),
+    ("optimistic", True), ("skip_locked", True)])
+def test_a_postgres_profile_keeps_every_verdict(strategy, safe):
+    """Calibrated, each PostgreSQL strategy still shows what it shows uncalibrated: the
+    unguarded ones double, the others never; the optimistic one loses races; SKIP LOCKED's
+    batches are full and disjoint; every job is claimed; the workers wait for cores."""
+    from jobsim.tools.race import predict, verdict
+
+    o = predict("postgres", strategy, 4, 2000, 10, profile=PG_PROFILE)
+    v = verdict(o)
+    assert o.jobs_claimed == 2000 and v["safe"] is safe, o
+    assert 0 < o.cpu_wait < 1
+    if strategy == "optimistic":
+        assert v["lost_races"]
+    if strategy == "skip_locked":
+        assert v["full_share"] > 0.9 and o.partial <= o.workers
+    if strategy == "guarded_update":
+        assert o.partial == 0  # all or nothing

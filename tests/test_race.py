@@ -416,7 +416,7 @@ def test_race_progress_table_header_and_the_simulated_clock(tmp_path, capsys, mo
     assert len(runs) == 4 and {x.split(" | ")[3] for x in runs} == {"real", "simulated"}
     agreement = [x for x in lines if x.startswith("| guarded_update | ") and x not in runs]
     assert {x.split(" | ")[2] for x in agreement} == {"verdict", "doubled share", "claims/s",
-                                                     "CPU wait"}
+                                                     "CPU wait", "CPU µs per claim"}
     assert any("| verdict |" in x and x.endswith("| agrees |") for x in agreement)
     assert any(x.startswith("Expected to agree") or "Expected to agree" in x for x in lines)
     note = lines[lines.index(next(x for x in lines if x.startswith("claims/s:")))]

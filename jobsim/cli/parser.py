@@ -101,7 +101,8 @@ def _parser() -> argparse.ArgumentParser:
     rc.add_argument("--batch", type=race_mod.count_arg("rows", race_mod.MAX_BATCH),
                     default=10, help="rows per claim, at most 10,000")
     rc.add_argument("--repeat", type=race_mod.count_arg("runs", race_mod.MAX_REPEAT),
-                    default=1, help="runs of each race, at most 1,000")
+                    default=1, help="runs of each race (and, with --calibrate, of each "
+                                    "one-worker race it measures), at most 1,000")
     rc.add_argument("--isolation", default="read_committed",
                     help="PostgreSQL: read_committed, repeatable_read or serializable")
     rc.add_argument("--begin", default="autocommit",
@@ -113,8 +114,8 @@ def _parser() -> argparse.ArgumentParser:
                                                   "file, or a PNG to replace)")
     rc.add_argument("--calibrate", metavar="FILE",
                     help="first measure the database (one worker per strategy, every "
-                         "statement timed), write the profile to FILE (new, or a profile "
-                         "jobsim wrote) and predict with it too")
+                         "statement timed, --repeat races pooled), write the profile to FILE "
+                         "(new, or a profile jobsim wrote) and predict with it too")
     rc.add_argument("--profile", metavar="FILE",
                     help="predict with this measured profile too (from --calibrate)")
     b = sub.add_parser("bench", help="jobsim beside a bare SimPy M/M/c, as a ratio; or the "

@@ -51,6 +51,7 @@ def _race(args: argparse.Namespace) -> int:
                 cal = None if profile is None else predict(
                     kind, strategy, k, args.jobs, args.batch, isolation=args.isolation,
                     begin=args.begin, seed=1 + rep, profile=profile)
+                real.timings = []  # a race's timed statements: only a calibration's kept
                 rows.append((strategy, k, rep + 1, real, sim, cal))
                 bar.set(done + 1)
                 print(f"{strategy} K={k} run {rep + 1}: real {real.doubled_jobs} doubled "
@@ -84,13 +85,20 @@ def _calibrate(args: argparse.Namespace, kind: str) -> dict:
     from ..tools.race import profile as prof
 
     measured = {}
-    with Bar(len(args.strategy), "calibrate", unit="strategies") as bar:
-        for i, strategy in enumerate(args.strategy):
-            bar.set(i, strategy)
-            out = race(args.db, strategy, 1, args.jobs, args.batch, isolation=args.isolation,
-                       begin=args.begin, time_limit=args.time_limit, probe=200)
-            measured[strategy] = (out, prof.figures(kind, out.timings))
-            bar.set(i + 1)
+    runs = [(s, rep) for s in args.strategy for rep in range(args.repeat)]
+    with Bar(len(runs), "calibrate", unit="races") as bar:
+        for i, strategy in enumerate(args.strategy):  # --repeat R races pooled: a database's
+            outs = []  # speed moves from minute to minute, and the races span many
+            for rep in range(args.repeat):
+                bar.set(i * args.repeat + rep, f"{strategy} alone, run {rep + 1}")
+                outs.append(race(args.db, strategy, 1, args.jobs, args.batch,
+                                 isolation=args.isolation, begin=args.begin,
+                                 time_limit=args.time_limit, probe=200))
+            waits = [o.cpu_wait for o in outs if o.cpu_wait == o.cpu_wait]
+            outs[0].cpu_wait = sum(waits) / len(waits) if waits else float("nan")
+            measured[strategy] = (outs[0], prof.figures(kind, [t for o in outs
+                                                               for t in o.timings]))
+            bar.set((i + 1) * args.repeat)
     where = "a SQLite file" if kind == "sqlite" else "PostgreSQL"
     doc = prof.build(kind, measured, args.jobs, args.batch, where)
     for strategy in args.strategy:
@@ -98,7 +106,8 @@ def _calibrate(args: argparse.Namespace, kind: str) -> dict:
             {"isolation": args.isolation} if kind == "postgres" else {"begin": args.begin})
     prof.save(args.calibrate, doc)
     print(f"profile: {args.calibrate} ({doc['machine']['cores']} cores, a time slice of "
-          f"{doc['machine']['quantum']}; {', '.join(args.strategy)} measured with one worker)",
+          f"{doc['machine']['quantum']}; {', '.join(args.strategy)} measured with one worker, "
+          f"{args.repeat} race(s) each)",
           flush=True)
     return prof.load(args.calibrate, kind)
 
@@ -109,7 +118,7 @@ def _print_runs(args: argparse.Namespace, kind: str, rows: list) -> None:
     print(f"{kind}, {args.jobs:,} due jobs, batches of {args.batch}"
           + (f", {args.isolation}" if kind == "postgres" else f", {args.begin}"))
     head = ["strategy", "K", "run", "source", "doubled jobs (share)", "lost races", "errors",
-            "empty / partial / full attempts", "claims/s", "CPU wait"]
+            "empty / partial / full attempts", "claims/s", "CPU wait", "CPU µs per claim"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for strategy, k, rep, real, sim, cal in rows:
@@ -118,15 +127,19 @@ def _print_runs(args: argparse.Namespace, kind: str, rows: list) -> None:
                 continue
             a = max(o.attempts - o.errors, 1)
             wait = "—" if o.cpu_wait != o.cpu_wait else f"{o.cpu_wait:.2f}"
+            per = o.cpu_per_claim * 1e6
+            per = "—" if per != per else f"{per:,.0f}"
             print(f"| {strategy} | {k} | {rep} | {o.source} | {o.doubled_jobs} "
                   f"({o.double_share:.3f}) | {o.lost_races} | {o.errors} | "
                   f"{o.empty / a:.2f} / {o.partial / a:.2f} / {o.full / a:.2f} | "
-                  f"{o.per_second:,.0f} | {wait} |")
+                  f"{o.per_second:,.0f} | {wait} | {per} |")
     print("\nclaims/s: real rows per wall-clock second; simulated rows per SIMULATED second "
           "of an assumed database (statements of 0.2–2 ms on PostgreSQL, 20–100 µs on "
           "SQLite, no CPU: not comparable with the real figure); calibrated rows per "
           "simulated second of the measured database on this machine's cores (meant to be "
-          "compared). CPU wait: the share of the workers' time spent waiting for a core.")
+          "compared). CPU wait: the share of the workers' time spent waiting for a core; CPU µs "
+          "per claim: the whole machine's CPU (from /proc/stat; the model's: its cores' busy "
+          "time) over the rows claimed.")
 
 
 def _plot(path: str, rows: list) -> int:

@@ -64,6 +64,8 @@ class Timing:
     update_per_row: float = 0.0
     #: an UPDATE that changes no row (a lost race, a guarded loser): nothing to write
     update_unchanged: Distribution | None = None
+    #: PostgreSQL: CPU per statement after its answer, beside the client (``measured.py``)
+    server_tail: float = 0.0
 
     @cached_property
     def select_growth(self) -> float:

@@ -114,6 +114,7 @@ class Database:
         #: SQLite: a held write lock is waited for in the busy handler's sleeps, not a queue
         self.busy_sleep = busy_sleep
         self._think: dict[str, Any] = {}
+        self._tails: dict[str, list[Any]] = {}  # node -> [server CPU owed, its wake-up]
 
     def run(self, node: str, apply: Callable[[float], T], wakes: bool = False,
             rows: tuple[int, ...] | list[int] = ()) -> Generator[simpy.Event, Any, tuple[T, float]]:

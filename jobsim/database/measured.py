@@ -74,6 +74,8 @@ def serve(db: "Database", node: str, kind: str, changes: bool = True, part: str 
         cpu.release(node)
         yield from cpu.burst(server, lat * (1.0 - client))
         cpu.release(server)
+        if t is not None and t.server_tail > 0 and part in ("all", "post"):
+            _tail(db, node, t.server_tail)
         yield from cpu.burst(node, lat * client)
     if node in db._cut:
         raise StatementFailed(node)
@@ -110,6 +112,30 @@ def _cost(db: "Database", node: str, t: Timing, kind: str, changes: bool,
         if t.commit is not None and part == "all":
             lat += t.commit.sample(stream)
     return lat * db.factor
+
+
+def _tail(db: "Database", node: str, seconds: float) -> None:
+    """``seconds`` of server CPU after an answer, run beside the client: by one process per
+    node (its server's background), which works through what is owed, then waits."""
+    tails = db._tails
+    owed = tails.get(node)
+    if owed is None:
+        owed = tails[node] = [0.0, db.env.event()]
+        db.env.process(_background(db, node, owed))
+    owed[0] += seconds
+    if not owed[1].triggered:
+        owed[1].succeed()
+
+
+def _background(db: "Database", node: str, owed: list[Any]) -> Generator[simpy.Event, Any, None]:
+    cpu, who = db.cpu, f"{node}/background"
+    while True:
+        if owed[0] <= 0:
+            cpu.release(who)
+            owed[1] = db.env.event()
+            yield owed[1]
+        seconds, owed[0] = owed[0], 0.0
+        yield from cpu.burst(who, seconds)
 
 
 def blocks(db: "Database", node: str) -> None:

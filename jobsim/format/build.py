@@ -181,7 +181,8 @@ def _build_db(db: dict[str, Any], raw: dict[str, Any]) -> DbConfig:
                                  f.get("client_cpu", 1.0), f.get("select_per_row", 0.0),
                                  f.get("update_per_row", 0.0),
                                  _build_dist(f["update_unchanged"])
-                                 if "update_unchanged" in f else None))
+                                 if "update_unchanged" in f else None,
+                                 f.get("server_tail", 0.0)))
                    for name, f in sorted(profile.get("strategies", {}).items()))
     given = "latency" in (raw.get("db") or {})
     latency = db.get("latency") if given or "statement" not in profile else profile["statement"]

@@ -44,6 +44,9 @@ def profile_format(dist: Field) -> Obj:
         "select_per_row": Dur(0.0, hi=1.0, doc="a SELECT's time per locked row it passes"),
         "update_per_row": Dur(0.0, hi=1.0, doc="an UPDATE's time per locked row its "
                                                "subquery passes"),
+        "server_tail": Dur(0.0, hi=1.0, doc="PostgreSQL: CPU per statement after its answer "
+                                           "(the server's, its background processes', the "
+                                           "kernel's), beside the client"),
         "client_cpu": Num(1.0, "the client's own CPU in a statement's time (PostgreSQL)",
                           lo=0.0, hi=1.0),
         "cpu_wait": Num(0.0, "measured: the share of the time the worker waited for a core",

@@ -32,10 +32,14 @@ def _tally(results: list[dict[str, Any]], jobs: int, workers: int, batch: int,
             out.full += k == batch
             out.partial += 0 < k < batch
             np.add.at(count, np.asarray(ids, dtype=np.int64), 1)
+    machine = [r["machine"] for r in results if r.get("machine") is not None]
+    if machine:  # each worker's reading spans its own start to end: the longest, the race
+        out.cpu_seconds = max(machine)
     sched = [r["sched"] for r in results if r.get("sched") is not None]
     if sched and sum(s[2] for s in sched) > 0:
         out.cpu_wait = sum(s[1] for s in sched) / sum(s[2] for s in sched)
-    out.timings = [{"stmts": r["stmts"], "starts": r["starts"],
+    out.timings = [{"stmts": r["stmts"], "starts": r["starts"], "sched": r.get("sched"),
+                    "machine": r.get("machine"),
                     "got": [len(ids) for ids, _, _ in r["records"]]} for r in results]
     out.jobs_claimed = int((count[1:] > 0).sum())
     out.doubled_jobs = int((count[1:] > 1).sum())

@@ -31,6 +31,8 @@ class Outcome:
     error_kinds: dict[str, int] = field(default_factory=dict)
     #: the share of the workers' time spent runnable but waiting for a core (nan: unknown)
     cpu_wait: float = float("nan")
+    #: CPU seconds the machine (the model: its cores) spent while the race ran (nan: unknown)
+    cpu_seconds: float = float("nan")
     #: a real race's timed statements, per worker (``workers.Clock``): what a profile is
     #: drawn from
     timings: list[dict[str, Any]] = field(default_factory=list, repr=False)
@@ -39,6 +41,11 @@ class Outcome:
     def double_share(self) -> float:
         """Share of the jobs claimed more than once."""
         return self.doubled_jobs / self.jobs if self.jobs else 0.0
+
+    @property
+    def cpu_per_claim(self) -> float:
+        """CPU seconds per row claimed."""
+        return self.cpu_seconds / self.claims if self.claims else math.nan
 
     @property
     def per_second(self) -> float:

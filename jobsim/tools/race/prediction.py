@@ -114,6 +114,8 @@ def count(trace: Any, cpu: Any, jobs: int, workers: int, batch: int,
     hit = np.flatnonzero(got > 0)
     t = c["time"][acq]
     out.seconds = float(t[hit[-1]] - t[0]) if len(hit) else math.nan
+    if cpu is not None:
+        out.cpu_seconds = sum(cpu.busy.values())
     if cpu is not None and out.seconds > 0:  # the nodes' own processes, not the server's
         waited = sum(v for k, v in cpu.waited.items() if "/" not in k)
         out.cpu_wait = waited / (workers * out.seconds)

@@ -19,6 +19,10 @@ attempt's statements, as the model splits an attempt:
 - ``client_cpu``: the worker's own CPU time inside its statements over their wall time — on
   PostgreSQL the rest is the server's (and the socket's); SQLite's statements run in the
   worker's process, all of them its CPU;
+- ``server_tail`` (PostgreSQL): the CPU the whole machine spent per statement beyond the
+  worker's own and the server's during the statement (``/proc/stat`` over the race) — the
+  server's work after it answered, its background processes', the kernel's: it runs beside
+  the worker, so it costs a lone worker nothing, and costs cores once workers share them;
 - ``cpu_wait``: the share of the worker's time it was runnable but waited for a core
   (Linux's ``/proc/self/schedstat``), a check that the figures were taken on a quiet machine.
 
@@ -42,7 +46,7 @@ import numpy as np
 
 from ...base.dists import Z99
 from .settings import RaceError
-from .workers import BEGIN, COMMIT, SELECT, UNCHANGED
+from .workers import BEGIN, COMMIT, SELECT, UNCHANGED, UPDATE
 
 MARK = "# a database profile made by jobsim race --calibrate"
 
@@ -117,6 +121,24 @@ def per_row(times: list[float], held: list[int]) -> tuple[list[float], float]:
     return [float(v) for v in base * ratio], slope * float(np.median(ratio))
 
 
+def server_tail(timings: list[dict[str, Any]]) -> float:
+    """PostgreSQL: the CPU the machine spent per statement beyond what the statements' own
+    times account for — the worker's CPU, and the server's during each statement (its time
+    less the worker's CPU inside it). The rest is the server's work after its answer, its
+    background processes', the kernel's network work: it runs beside the worker's next
+    steps, so it costs the worker nothing alone, and cores once workers share them."""
+    extra, statements = 0.0, 0
+    for w in timings:
+        if w.get("machine") is None or w.get("sched") is None:
+            continue
+        stmts = [s for s in w["stmts"] if s[0] != UNCHANGED]
+        server = sum(t1 - t0 - c for _, t0, t1, c in stmts)
+        extra += w["machine"] - w["sched"][0] - server
+        statements += sum(1 for s in stmts if s[0] in (SELECT, UPDATE))  # as the model
+        # charges it: once per SELECT and UPDATE (a BEGIN, a COMMIT are parts of these)
+    return max(0.0, extra / statements) if statements else 0.0
+
+
 def figures(dialect: str, timings: list[dict[str, Any]]) -> dict[str, Any]:
     """One strategy's figures (the module's note) from one race's timed statements."""
     kinds: dict[str, list[float]] = {"select": [], "update": [], "commit": []}
@@ -181,6 +203,8 @@ def figures(dialect: str, timings: list[dict[str, Any]]) -> dict[str, Any]:
         out["update_unchanged"] = fit(unchanged)
     out["client_cpu"] = 1.0 if dialect == "sqlite" else round(min(1.0, cpu / inside), 3) \
         if inside > 0 else 0.0
+    if dialect == "postgres":
+        out["server_tail"] = _ms(server_tail(timings))
     out["attempts"] = attempts
     return out
 

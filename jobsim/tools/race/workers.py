@@ -10,6 +10,7 @@ for a core) is read at the start and the end. A profile (``profile``) is drawn f
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -45,6 +46,18 @@ def schedstat() -> tuple[float, float] | None:
             cpu, wait = f.read().split()[:2]
         return int(cpu) / 1e9, int(wait) / 1e9
     except (OSError, ValueError):
+        return None
+
+
+def machine_busy() -> float | None:
+    """The CPU seconds every process of this machine has used so far (``/proc/stat``: user,
+    nice, system, irq, softirq, steal), None where the system does not say."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+        ticks = os.sysconf("SC_CLK_TCK")
+        return sum(int(fields[i]) for i in (1, 2, 3, 6, 7, 8)) / ticks
+    except (OSError, ValueError, IndexError):
         return None
 
 
@@ -173,7 +186,7 @@ def _worker(args: tuple) -> dict[str, Any]:
     try:
         while time.time() < start_at:  # all workers start together
             time.sleep(0.0005)
-        sched0, wall0 = schedstat(), time.perf_counter()
+        sched0, wall0, busy0 = schedstat(), time.perf_counter(), machine_busy()
         attempts = 0
         while time.time() < deadline and attempts < max_attempts:
             attempts += 1
@@ -197,7 +210,7 @@ def _worker(args: tuple) -> dict[str, Any]:
                     left = conn.execute(POSTGRES["ANY_LEFT"]).fetchone()[0]
                 if not left:
                     break
-        sched1, wall1 = schedstat(), time.perf_counter()
+        sched1, wall1, busy1 = schedstat(), time.perf_counter(), machine_busy()
         ck.starts.append(len(ck.stmts))  # the probe's statements: after the last attempt
         sql = SQLITE if kind == "sqlite" else POSTGRES
         p = {"me": me, "now": time.time(), "n": n, "id": 1, "v": -1}
@@ -207,5 +220,6 @@ def _worker(args: tuple) -> dict[str, Any]:
         conn.close()
     sched = None if sched0 is None or sched1 is None else \
         (sched1[0] - sched0[0], sched1[1] - sched0[1], wall1 - wall0)
+    machine = None if busy0 is None or busy1 is None else busy1 - busy0
     return {"me": me, "records": records, "stmts": ck.stmts, "starts": ck.starts,
-            "sched": sched}
+            "sched": sched, "machine": machine}
