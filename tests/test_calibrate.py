@@ -315,3 +315,25 @@ def test_a_postgres_profile_keeps_every_verdict(strategy, safe):
         assert v["full_share"] > 0.9 and o.partial <= o.workers
     if strategy == "guarded_update":
         assert o.partial == 0  # all or nothing
+
+
+def test_faults_with_the_cpu_model_leave_no_core_held():
+    """A partition, a crash with a restart and a pause, with the CPU model on one core for
+    three PostgreSQL nodes whose jobs complete: no node keeps the core while it waits, so
+    the run drains — every job done — and is deterministic."""
+    doc = {"name": "faults-measured", "seed": 5, "until": "drained",
+           "db": {"profile": PG_PROFILE, "cpu": {"cores": 1}},
+           "executor": {"acquisition": "skip_locked", "poll_interval": "5ms",
+                        "lock_time": "10s", "threads": 2},
+           "nodes": 3, "handlers": {"h": {"duration": "3ms"}},
+           "workload": {"streams": [{"handler": "h", "count": 300, "rate": "2000/s"}]},
+           "faults": [{"at": "20ms", "partition": "node-1", "for": "50ms", "timeout": "5ms"},
+                      {"at": "30ms", "crash": "node-2", "restart_after": "20ms"},
+                      {"at": "40ms", "pause": "node-3", "for": "30ms"}]}
+    first = run(scenario.from_dict(doc, "<faults>"))
+    assert first.drained
+    done = first.trace.arrays()
+    from jobsim.base.trace import K
+
+    assert int(((done["kind"] == K["completed"]) & (done["a"] == 1)).sum()) == 300
+    assert run(scenario.from_dict(doc, "<faults>")).trace.sha256() == first.trace.sha256()

@@ -24,8 +24,8 @@ statement that scans the table in its claim order, a time per locked row it pass
 claimed rows sit at the head of that order, so a claim's scan grows with them (counted as
 the rows of the job table holding a lock, valid or expired: ``Store.held``) — the client's
 time before a statement — ``between_attempts`` before an attempt's first, ``between_statements``
-before the others — and on PostgreSQL the share of a statement's time that is the client's
-own CPU (``client_cpu``; the rest is the server's). ``jobsim race --calibrate`` measures them.
+before the others — and the share of a statement's time that is the client's own CPU
+(``client_cpu``; on PostgreSQL the rest is the server's, on SQLite waiting for the disk). ``jobsim race --calibrate`` measures them.
 
 Only the claim statements are timed this way; every other statement (completion, heartbeat,
 reset…) keeps the database's ``latency``.
@@ -34,14 +34,13 @@ reset…) keeps the database's ``latency``.
 from __future__ import annotations
 
 from collections.abc import Generator
-import math
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
 import simpy
 
-from ..base.dists import Constant, Distribution, LogNormal, Uniform
+from ..base.dists import Distribution
 
 #: SQLite's busy handler with ``usleep`` (``sqliteDefaultBusyCallback``): the sleeps between
 #: tries for a lock that is held, in seconds; the last repeats until the busy timeout
@@ -69,23 +68,14 @@ class Timing:
 
     @cached_property
     def select_growth(self) -> float:
-        """How a SELECT's time grows per locked row, as a share of its median at none: a
-        statement's draw is scaled by ``1 + growth × rows`` (its spread grows with it)."""
-        return self.select_per_row / _median(self.select) if self.select_per_row else 0.0
+        """How a SELECT's time grows per locked row, as a share of its mean at none: a
+        statement's draw is scaled by ``1 + growth × rows`` (its spread grows with it), so
+        that its mean is ``mean + select_per_row × rows``."""
+        return self.select_per_row / self.select.mean if self.select_per_row else 0.0
 
     @cached_property
     def update_growth(self) -> float:
-        return self.update_per_row / _median(self.update) if self.update_per_row else 0.0
-
-
-def _median(d: Distribution) -> float:
-    if isinstance(d, LogNormal):
-        return d.median
-    if isinstance(d, Constant):
-        return d.value
-    if isinstance(d, Uniform):
-        return (d.low + d.high) / 2
-    return d.mean * math.log(2)  # exponential
+        return self.update_per_row / self.update.mean if self.update_per_row else 0.0
 
 
 class Cpu:

@@ -46,7 +46,8 @@ def think(db: "Database", node: str, first: bool) -> Generator[simpy.Event, Any,
 def serve(db: "Database", node: str, kind: str, changes: bool = True, part: str = "all"
           ) -> Generator[simpy.Event, Any, float]:
     """A claim statement's own time, or a part of it: on SQLite CPU in the client's
-    process, on PostgreSQL first the server's CPU, then the client's share. If the node
+    process (the rest of a measured one waiting for the disk), on PostgreSQL first the
+    server's CPU, then the client's share. If the node
     was cut off meanwhile the statement never arrives. Returns the time.
 
     ``kind``: select or update (an update includes its commit where a transaction
@@ -67,8 +68,11 @@ def serve(db: "Database", node: str, kind: str, changes: bool = True, part: str 
     if cpu is None:
         if lat > 0:
             yield db.env.timeout(lat)
-    elif db.dialect == "sqlite":  # a library call: the client's own process runs it
-        yield from cpu.burst(node, lat)
+    elif db.dialect == "sqlite":  # a library call: the client's own process runs it, then
+        yield from cpu.burst(node, lat * client)  # waits for the disk (its core free)
+        if client < 1.0 and t is not None:
+            cpu.release(node)
+            yield db.env.timeout(lat * (1.0 - client))
     else:  # the connection's server process, then the client with the answer
         server = f"{node}/server"
         cpu.release(node)

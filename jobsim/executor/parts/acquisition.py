@@ -163,6 +163,8 @@ def loop(node: Node, table: str = JOB) -> Generator[Any, Any, None]:
                     yield from release_global_lock(node, table)
             except StatementFailed:
                 node._failed("acquire")
+                if cpu is not None:
+                    cpu.release(me)  # it waits before it tries again: its core is free
                 yield env.timeout(cfg.poll_interval)
                 on_grid = False
                 continue

@@ -62,22 +62,27 @@ def predict(dialect: str, strategy: str, workers: int, jobs: int, batch: int = 1
     doc = race_scenario(dialect, strategy, workers, jobs, batch, isolation, begin, seed,
                         profile)
     world = World(from_dict(doc, "<race prediction>"), None, True)
-    store, done_at = world.store, []
+    store, done_at, cpu = world.store, [], world.db.cpu
 
     def stop_when_claimed(_events: int, now: float) -> None:
         if not done_at:
             soonest = store.next_eligible(now, JOB)
             if soonest is None or soonest > now + 3600:
-                done_at.append(now)
+                done_at.append(now)  # the CPU spent so far: the race's (as a real one's)
+                busy.append(sum(cpu.busy.values()) if cpu is not None else math.nan)
         elif now > done_at[0] + 0.05:  # every node's attempt in flight has ended by now
             raise _Claimed
 
+    busy: list[float] = []
     try:
         world.run(guard=stop_when_claimed)
     except _Claimed:
         pass
-    return count(world.trace, world.db.cpu, jobs, workers, batch,
-                 "simulated" if profile is None else "calibrated")
+    out = count(world.trace, cpu, jobs, workers, batch,
+                "simulated" if profile is None else "calibrated")
+    if busy:
+        out.cpu_seconds = busy[0]
+    return out
 
 
 def count(trace: Any, cpu: Any, jobs: int, workers: int, batch: int,

@@ -17,8 +17,8 @@ attempt's statements, as the model splits an attempt:
 - ``between_attempts``: from an attempt's last statement's end to the next attempt's first
   statement (a BEGIN and the time after it count here: no row is read or locked yet);
 - ``client_cpu``: the worker's own CPU time inside its statements over their wall time — on
-  PostgreSQL the rest is the server's (and the socket's); SQLite's statements run in the
-  worker's process, all of them its CPU;
+  PostgreSQL the rest is the server's (and the socket's); on SQLite, whose statements run in
+  the worker's process, the rest is waiting for the disk (a commit's write and sync);
 - ``server_tail`` (PostgreSQL): the CPU the whole machine spent per statement beyond the
   worker's own and the server's during the statement (``/proc/stat`` over the race) — the
   server's work after it answered, its background processes', the kernel's: it runs beside
@@ -118,7 +118,7 @@ def per_row(times: list[float], held: list[int]) -> tuple[list[float], float]:
     base = max(base, 0.05 * float(np.median(y)))  # never below a twentieth of the median
     ratio = y / (base + slope * x)
     ratio /= ratio.mean()  # the line keeps the times' mean
-    return [float(v) for v in base * ratio], slope * float(np.median(ratio))
+    return [float(v) for v in base * ratio], slope
 
 
 def server_tail(timings: list[dict[str, Any]]) -> float:
@@ -201,8 +201,7 @@ def figures(dialect: str, timings: list[dict[str, Any]]) -> dict[str, Any]:
         out["commit"] = fit(kinds["commit"])
     if unchanged:
         out["update_unchanged"] = fit(unchanged)
-    out["client_cpu"] = 1.0 if dialect == "sqlite" else round(min(1.0, cpu / inside), 3) \
-        if inside > 0 else 0.0
+    out["client_cpu"] = round(min(1.0, cpu / inside), 3) if inside > 0 else 0.0
     if dialect == "postgres":
         out["server_tail"] = _ms(server_tail(timings))
     out["attempts"] = attempts
