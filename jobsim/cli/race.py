@@ -37,6 +37,12 @@ def _race(args: argparse.Namespace) -> int:
             raise RaceError("--calibrate FILE measures a profile, --profile FILE reads one: "
                             "give one of them")
         profile = prof.load(args.profile, kind) if args.profile else None
+        missing = [s for s in args.strategy if profile and s not in profile["strategies"]]
+        if missing:
+            raise RaceError(f"--profile {args.profile} has no figures for "
+                            f"{', '.join(missing)} (it measured "
+                            f"{', '.join(profile['strategies'])}): jobsim race --calibrate "
+                            "FILE --strategy S measures them")
         if args.calibrate:
             prof.check_target(args.calibrate)
             profile = _calibrate(args, kind)
@@ -105,6 +111,12 @@ def _calibrate(args: argparse.Namespace, kind: str) -> dict:
         doc["strategies"][strategy].update(
             {"isolation": args.isolation} if kind == "postgres" else {"begin": args.begin})
     prof.save(args.calibrate, doc)
+    busy = {s: f["cpu_wait"] for s, f in doc["strategies"].items() if f.get("cpu_wait", 0) > 0.02}
+    if busy:
+        print("warning: the one-worker races waited for a core ("
+              + ", ".join(f"{s} {w:.0%} of the time" for s, w in busy.items())
+              + "): something else was running, and the profile measured a busier machine "
+              "than a quiet one", file=sys.stderr, flush=True)
     print(f"profile: {args.calibrate} ({doc['machine']['cores']} cores, a time slice of "
           f"{doc['machine']['quantum']}; {', '.join(args.strategy)} measured with one worker, "
           f"{args.repeat} race(s) each)",

@@ -35,12 +35,16 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from dataclasses import dataclass
+from heapq import heappush
 from functools import cached_property
 from typing import Any
 
 import simpy
 
 from ..base.dists import Distribution
+
+#: a priority after SimPy's NORMAL (1): an event that fires once all else at its instant has
+_AFTER_ALL = 2
 
 #: SQLite's busy handler with ``usleep`` (``sqliteDefaultBusyCallback``): the sleeps between
 #: tries for a lock that is held, in seconds; the last repeats until the busy timeout
@@ -79,40 +83,51 @@ class Timing:
 
 
 class Cpu:
-    """``cores`` cores shared through one run queue (see the module's note). Who ran and who
-    waited how long is kept per process (``busy``, ``waited``)."""
+    """``cores`` cores shared through one run queue (see the module's note). A core is held
+    by a SimPy process (a node's acquisition loop, its timer loop, a server's background),
+    named ``who`` for the accounts of who ran and who waited how long (``busy``,
+    ``waited``). A process that holds a core and, once everything at the current instant
+    has happened, is not running a burst, is waiting for something else — a thread, a lock,
+    a sleep, an answer — and its core is freed then (``_settled``): no wait anywhere can
+    keep a core from the others."""
 
-    __slots__ = ("env", "cores", "quantum", "held", "busy", "waited")
+    __slots__ = ("env", "cores", "quantum", "held", "running", "busy", "waited")
 
     def __init__(self, env: simpy.Environment, cores: int, quantum: float):
         self.env = env
         self.cores = simpy.Resource(env, capacity=cores)
         self.quantum = quantum
-        self.held: dict[str, list[Any]] = {}  # process -> [its core's request, time run]
+        #: process -> [its core's request, time run in this slice, its name]
+        self.held: dict[Any, list[Any]] = {}
+        self.running: set[Any] = set()  # processes inside a burst's time
         self.busy: dict[str, float] = {}
         self.waited: dict[str, float] = {}
 
     def burst(self, who: str, seconds: float) -> Generator[simpy.Event, Any, None]:
-        """``who`` runs ``seconds`` of CPU: a core first (the run queue), then the time. A
-        slice that ends inside the burst while others wait preempts it there: the rest runs
-        once the process has a core again (a lock it holds stays held meanwhile)."""
-        held = self.held.get(who)
+        """The active process (named ``who``) runs ``seconds`` of CPU: a core first (the run
+        queue), then the time. A slice that ends inside the burst while others wait preempts
+        it there: the rest runs once the process has a core again (a lock it holds stays
+        held meanwhile)."""
+        me = self.env.active_process
+        held = self.held.get(me)
         if held is None:
-            held = yield from self._core(who)
-        if seconds > 0:
+            held = yield from self._core(me, who)
+        while seconds > 0:
             left = self.quantum - held[1]
-            if seconds > left and self.cores.queue:
-                if left > 0:
-                    yield from self._run(who, left)
-                    seconds -= left
-                self.release(who)
-                held = yield from self._core(who)
-            yield from self._run(who, seconds)
-            held[1] += seconds
+            step = seconds if seconds <= left or not self.cores.queue else max(left, 0.0)
+            if step > 0:
+                yield from self._run(me, who, step)
+                held[1] += step
+                seconds -= step
+            if seconds > 0:  # preempted inside the burst: to the back of the queue
+                self._free(me)
+                held = yield from self._core(me, who)
         if held[1] >= self.quantum and self.cores.queue:
-            self.release(who)  # its slice is over: to the back of the queue
+            self._free(me)  # its slice is over: to the back of the queue
+        else:
+            self._settled(me)
 
-    def _core(self, who: str) -> Generator[simpy.Event, Any, list[Any]]:
+    def _core(self, me: Any, who: str) -> Generator[simpy.Event, Any, list[Any]]:
         """Wait in the run queue for a core; a new slice begins."""
         env = self.env
         since = env.now
@@ -126,19 +141,36 @@ class Cpu:
                 req.cancel()
             raise
         self.waited[who] = self.waited.get(who, 0.0) + env.now - since
-        held = self.held[who] = [req, 0.0]
+        held = self.held[me] = [req, 0.0, who]
         return held
 
-    def _run(self, who: str, seconds: float) -> Generator[simpy.Event, Any, None]:
+    def _run(self, me: Any, who: str, seconds: float) -> Generator[simpy.Event, Any, None]:
+        self.running.add(me)
         try:
             yield self.env.timeout(seconds)
         except BaseException:  # crashed while running: its core is free
-            self.release(who)
+            self.running.discard(me)
+            self._free(me)
             raise
+        self.running.discard(me)
         self.busy[who] = self.busy.get(who, 0.0) + seconds
 
-    def release(self, who: str) -> None:
-        """``who`` blocks (or its slice ended): its core goes to the next in the queue."""
-        held = self.held.pop(who, None)
+    def _settled(self, me: Any) -> None:
+        """After everything at this instant (a priority below SimPy's normal one): free the
+        core of ``me`` unless it is running its next burst by then."""
+        ev = simpy.Event(self.env)
+        ev.callbacks.append(lambda _: self._free(me) if me not in self.running else None)
+        ev._ok, ev._value = True, None
+        heappush(self.env._queue, (self.env._now, _AFTER_ALL,  # type: ignore[attr-defined]
+                                   next(self.env._eid), ev))  # type: ignore[attr-defined]
+
+    def _free(self, me: Any) -> None:
+        held = self.held.pop(me, None)
         if held is not None:
             self.cores.release(held[0])
+
+    def release(self, who: str) -> None:
+        """Every process named ``who`` blocks (or its node died): their cores go to the next
+        in the queue."""
+        for me in [m for m, h in self.held.items() if h[2] == who and m not in self.running]:
+            self._free(me)  # (one inside a burst frees its core as the burst ends)

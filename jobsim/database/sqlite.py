@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 def _write_lock(db: "Database", me: str = "") -> Generator[Any, Any, Any]:
     lock = db.write_lock
-    if db.timed and (lock.count or lock.queue):
+    if (db.timed or db.busy_sleep) and (lock.count or lock.queue):
         blocks(db, me)  # the process waits: its core is free
         if db.busy_sleep:  # SQLite's busy handler: sleep, try again, sleep longer
             tries = 0

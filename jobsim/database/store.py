@@ -56,8 +56,11 @@ class Store(Indexes):
     def count(self, table: str) -> int:
         return self._count[table]
 
-    def held(self, table: str = JOB) -> int:
-        """How many rows of ``table`` carry a lock (valid or expired)."""
+    def in_table(self, table: str) -> list[Row]:
+        """Rows of a table in id order (for end-of-run reports, not for polls)."""
+        return in_table(self, table)
+
+    def held(self, table: str = JOB) -> int:  # rows of ``table`` locked (valid or expired)
         return self._held[table]
 
     # --- writes -----------------------------------------------------------------------------

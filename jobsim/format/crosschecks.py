@@ -302,6 +302,12 @@ def _distributions(v: dict[str, Any], problems: list[Problem]) -> None:
     dists_at = [(f"handlers.{n}.duration", _d(h).get("duration"))
                 for n, h in _d(v.get("handlers")).items()]
     dists_at.append(("db.latency", _d(v.get("db")).get("latency")))
+    profile = _d(_d(v.get("db")).get("profile"))
+    dists_at.append(("db.profile.statement", profile.get("statement")))
+    dists_at += [(f"db.profile.strategies.{s}.{k}", d) for s, f in
+                 _d(profile.get("strategies")).items() for k, d in _d(f).items()
+                 if k in ("select", "update", "commit", "update_unchanged",
+                          "between_attempts", "between_statements")]
     for where, d in dists_at:
         ln = _d(_d(d).get("lognormal"))
         if isinstance(ln.get("median"), float) and isinstance(ln.get("p99"), float) \

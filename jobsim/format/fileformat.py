@@ -288,9 +288,10 @@ FORMAT = Obj({
                                     "sqlite only: how read_then_write opens its "
                                     "transaction"),
                "sqlite_busy": Enum(("queue", "sleep"), "queue",
-                                   "sqlite only: a held write lock is waited for in a queue, "
-                                   "or as SQLite's busy handler does, in sleeps of 1, 2, 5 … "
-                                   "100 ms between tries"),
+                                   "sqlite only: a claim that finds the write lock held "
+                                   "waits in a queue, or as SQLite's busy handler does, in "
+                                   "sleeps of 1, 2, 5 … 100 ms between tries (other "
+                                   "statements queue)"),
                "profile": Either([(lambda v: isinstance(v, str), Str(
                                       doc="a profile file (jobsim race --calibrate), relative "
                                           "to the scenario's folder")),

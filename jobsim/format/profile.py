@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ..base.errors import Problem, ScenarioError
-from .spec import Dur, Enum, Field, Int, MapOf, Num, Obj, Str, show
+from .spec import Dur, Enum, Field, Int, MapOf, Num, Obj, Str, show, suggest
 
 PROFILE_DIALECTS = ("postgres", "sqlite")
 PROFILE_STRATEGIES = ("guarded_update", "unguarded_update", "read_then_write", "optimistic",
@@ -112,6 +112,20 @@ def profile_checks(v: dict[str, Any], strategies: list[tuple[str, str]],
             problems.append(Problem("db.dialect", f"{profile['dialect']}, the profile's "
                                     "database", show(dialect)))
         measured = profile.get("strategies") or {}
+        for name, fig in measured.items() if isinstance(measured, dict) else ():
+            if name not in PROFILE_STRATEGIES:
+                problems.append(Problem(f"db.profile.strategies.{name}", "a claim strategy "
+                                        "a race measures (" + ", ".join(PROFILE_STRATEGIES)
+                                        + ")", show(name), suggest(name, PROFILE_STRATEGIES)))
+            fig = fig if isinstance(fig, dict) else {}
+            for key, mine in (("isolation", db.get("isolation", "read_committed")),
+                              ("begin", db.get("sqlite_begin", "autocommit"))):
+                if key in fig and fig[key] != mine and any(s == name for _, s in strategies):
+                    setting = "isolation" if key == "isolation" else "sqlite_begin"
+                    problems.append(Problem(f"db.{setting}", f"{fig[key]}, as the profile "
+                                            f"measured {name}", show(mine), "measure it with "
+                                            f"--{'isolation' if key == 'isolation' else 'begin'}"
+                                            f" {mine}"))
         for where, strategy in strategies:
             if isinstance(measured, dict) and strategy not in measured:
                 problems.append(Problem(where, "a strategy the profile measured ("
@@ -119,6 +133,8 @@ def profile_checks(v: dict[str, Any], strategies: list[tuple[str, str]],
                                         show(strategy), "jobsim race --calibrate --strategy "
                                         f"{strategy} measures it"))
                 break
+    if "cpu" in db and not isinstance(db["cpu"], dict):
+        return  # the field check has said what it expected
     if "cpu" in db and dialect == "atomic":
         problems.append(Problem("db.cpu", "db.dialect postgres or sqlite (the atomic dialect's "
                                 "statements take no CPU)", "db.dialect atomic"))

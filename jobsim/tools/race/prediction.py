@@ -68,20 +68,24 @@ def predict(dialect: str, strategy: str, workers: int, jobs: int, batch: int = 1
         if not done_at:
             soonest = store.next_eligible(now, JOB)
             if soonest is None or soonest > now + 3600:
-                done_at.append(now)  # the CPU spent so far: the race's (as a real one's)
-                busy.append(sum(cpu.busy.values()) if cpu is not None else math.nan)
+                done_at.append(now)  # the CPU spent and waited for so far: the race's
+                if cpu is not None:
+                    busy.append((sum(cpu.busy.values()), sum(
+                        v for k, v in cpu.waited.items() if "/" not in k), now))
         elif now > done_at[0] + 0.05:  # every node's attempt in flight has ended by now
             raise _Claimed
 
-    busy: list[float] = []
+    busy: list[tuple[float, float, float]] = []
     try:
         world.run(guard=stop_when_claimed)
     except _Claimed:
         pass
     out = count(world.trace, cpu, jobs, workers, batch,
                 "simulated" if profile is None else "calibrated")
-    if busy:
-        out.cpu_seconds = busy[0]
+    if busy:  # to the instant every job had been claimed (the guard saw it then)
+        out.cpu_seconds, waited, at = busy[0]
+        if at > 0:
+            out.cpu_wait = waited / (workers * at)
     return out
 
 
