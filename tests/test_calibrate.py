@@ -422,3 +422,23 @@ def test_sqlite_busy_sleep_without_a_profile_changes_the_run():
                                    "<s>"))
     assert queue.drained and sleep.drained
     assert sleep.trace.sha256() != queue.trace.sha256()
+
+
+def test_the_docs_profile_and_scenario_run(tmp_path):
+    """docs/measured-database.md's profile file and scenario section, as a reader copies
+    them: the scenario reads the profile, and its jobs get done."""
+    import re
+
+    text = (Path(__file__).parent.parent / "docs" / "measured-database.md").read_text()
+    section, profile = re.findall(r"```yaml\n(.*?)```", text, re.S)[:2]
+    (tmp_path / "profile.yaml").write_text(profile)
+    (tmp_path / "sc.yaml").write_text(
+        "name: doc\nuntil: 60s\n" + section + "nodes: 2\nhandlers: {h: {duration: 10ms}}\n"
+        "workload: {streams: [{handler: h, count: 100, rate: 100/s}]}\n")
+    sc = scenario.load(tmp_path / "sc.yaml")
+    assert sc.db.dialect == "sqlite" and sc.db.cores == 2 and sc.db.sqlite_busy == "sleep"
+    r = run(sc)
+    from jobsim.base.trace import K
+
+    c = r.trace.arrays()
+    assert int(((c["kind"] == K["completed"]) & (c["a"] == 1)).sum()) == 100
