@@ -5,12 +5,12 @@ needs one: each node's client (its time between statements, and a statement's ow
 SQLite, which runs inside the client's process) and, on PostgreSQL, each connection's server
 process (the statement's work there). A process that needs the CPU and holds no core waits
 in one FIFO run queue. Once it has a core it keeps it across its next bursts, as a process
-does that never blocks, until either it blocks — it waits for the server's answer, sleeps in
-SQLite's busy handler, waits for a row lock, or its node sleeps between polls — or it has run
-``quantum`` seconds while others wait; then it goes to the back of the queue. A slice that
-ends inside a burst preempts it there (whether others wait is looked at as the burst begins):
-a process preempted inside a statement keeps what it holds — SQLite's write lock, PostgreSQL's
-row locks — until it runs again, as a real one does.
+does that never blocks, until either it blocks — it waits for anything that is not CPU: the
+server's answer, a sleep in SQLite's busy handler, a lock, a connection, a thread, its node's
+sleep between polls — or it has run ``quantum`` seconds while others wait; then it goes to
+the back of the queue. A slice that ends inside a burst preempts it there: a process
+preempted inside a statement keeps what it holds — SQLite's write lock, PostgreSQL's row
+locks — until it runs again, as a real one does.
 
 Why not processor sharing: with processor sharing eight processes on two cores would each
 run at a quarter speed, all at once, and their statements would interleave at every
@@ -25,7 +25,8 @@ claimed rows sit at the head of that order, so a claim's scan grows with them (c
 the rows of the job table holding a lock, valid or expired: ``Store.held``) — the client's
 time before a statement — ``between_attempts`` before an attempt's first, ``between_statements``
 before the others — and the share of a statement's time that is the client's own CPU
-(``client_cpu``; on PostgreSQL the rest is the server's, on SQLite waiting for the disk). ``jobsim race --calibrate`` measures them.
+(``client_cpu``; on PostgreSQL the rest is the server's, on SQLite waiting for the disk).
+``jobsim race --calibrate`` measures them.
 
 Only the claim statements are timed this way; every other statement (completion, heartbeat,
 reset…) keeps the database's ``latency``.
@@ -170,7 +171,7 @@ class Cpu:
             self.cores.release(held[0])
 
     def release(self, who: str) -> None:
-        """Every process named ``who`` blocks (or its node died): their cores go to the next
-        in the queue."""
+        """The processes named ``who`` hand their cores over (one SimPy process that stands
+        for a client and then for its server changes sides)."""
         for me in [m for m, h in self.held.items() if h[2] == who and m not in self.running]:
             self._free(me)  # (one inside a burst frees its core as the burst ends)

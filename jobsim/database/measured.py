@@ -1,7 +1,7 @@
 """A claim statement on a measured database or with a CPU (``db.profile``, ``db.cpu``; the
 model is described in ``cpu.py``): the client's time before it (``think``), its own time on
-the server's and the client's cores (``serve``), and a node that blocks giving its core back
-(``blocks``). The claim strategies (``postgres``, ``sqlite``) call these where
+the server's and the client's cores (``serve``). A process that waits for anything else frees its
+core by itself (``Cpu``). The claim strategies (``postgres``, ``sqlite``) call these where
 ``Database.timed`` holds; every other scenario never reaches them.
 """
 
@@ -28,7 +28,7 @@ def measure(db: "Database", node: str, timing: Timing) -> None:
 def think(db: "Database", node: str, first: bool) -> Generator[simpy.Event, Any, None]:
     """The client's own time before a claim statement (``first``: an attempt's first):
     CPU in the node's process. On PostgreSQL the client then sends the statement and
-    waits for the answer: its core is free meanwhile."""
+    waits for the answer (``serve`` hands the core over)."""
     t = db.timing.get(node)
     if t is not None:
         stream = db._think.get(node)
@@ -39,8 +39,6 @@ def think(db: "Database", node: str, first: bool) -> Generator[simpy.Event, Any,
             yield from db.cpu.burst(node, gap)
         elif gap > 0:
             yield db.env.timeout(gap)
-    if db.cpu is not None and db.dialect != "sqlite":
-        db.cpu.release(node)
 
 
 def serve(db: "Database", node: str, kind: str, changes: bool = True, part: str = "all"
@@ -71,10 +69,9 @@ def serve(db: "Database", node: str, kind: str, changes: bool = True, part: str 
     elif db.dialect == "sqlite":  # a library call: the client's own process runs it, then
         yield from cpu.burst(node, lat * client)  # waits for the disk (its core free)
         if client < 1.0 and t is not None:
-            cpu.release(node)
             yield db.env.timeout(lat * (1.0 - client))
-    else:  # the connection's server process, then the client with the answer
-        server = f"{node}/server"
+    else:  # the connection's server process, then the client with the answer: the one
+        server = f"{node}/server"  # SimPy process hands its core over as it changes sides
         cpu.release(node)
         yield from cpu.burst(server, lat * (1.0 - client))
         cpu.release(server)
@@ -135,14 +132,8 @@ def _background(db: "Database", node: str, owed: list[Any]) -> Generator[simpy.E
     cpu, who = db.cpu, f"{node}/background"
     while True:
         if owed[0] <= 0:
-            cpu.release(who)
             owed[1] = db.env.event()
             yield owed[1]
         seconds, owed[0] = owed[0], 0.0
         yield from cpu.burst(who, seconds)
 
-
-def blocks(db: "Database", node: str) -> None:
-    """``node``'s process waits (a lock, a sleep): its core, if it holds one, is free."""
-    if db.cpu is not None:
-        db.cpu.release(node)

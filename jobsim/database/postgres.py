@@ -24,7 +24,7 @@ import simpy
 from .claims import Attempt
 from .rows import JOB
 from .db import StatementFailed, delay
-from .measured import blocks, serve, think
+from .measured import serve, think
 from .transactions import (Gen, SerializationFailure, Txn, _finish, _hold, _lock_row, _open,
                            _statement, _wait_row)
 
@@ -46,7 +46,7 @@ def pg_update(db: "Database", me: str, n: int, lock_time: float, *, guard: bool,
     env, store = db.env, db.store
     # BEGIN, the row waits, the statement and the hold are written out for their common
     # case (no pool, no lock to wait for, not cut off, no hold): this is every poll's path
-    txn = Txn(env) if db.pool is None else (yield from _open(db, me))
+    txn = Txn(env) if db.pool is None else (yield from _open(db))
     timed, pre = db.timed, 0.0
     if timed:  # measured: the client's time, then the statement's way to the server
         yield from think(db, me, ids is None)
@@ -78,8 +78,6 @@ def pg_update(db: "Database", me: str, n: int, lock_time: float, *, guard: bool,
         got: list[int] = []
         for rid in cands:
             other = row_locks.get(rid) if row_locks else None
-            if other is not None and other is not txn and timed:
-                blocks(db, me)  # waiting for the lock: the client's core is free
             waited = None if other is None or other is txn else \
                 (yield from _wait_row(db, rid, txn))
             row = store.get(rid)
@@ -99,11 +97,12 @@ def pg_update(db: "Database", me: str, n: int, lock_time: float, *, guard: bool,
             row_locks[rid] = txn
             txn.rows.append(rid)
             got.append(rid)
-        if timed and got:
-            att.latency += yield from serve(db, me, "update", part="write")
-        elif not timed and me in cut:
+        if timed:
+            if got:
+                att.latency += yield from serve(db, me, "update", part="write")
+        elif me in cut:
             att.latency += yield from _statement(db, me)
-        elif not timed:  # _statement: counted, its latency, and cut off while in flight?
+        else:  # _statement: counted, its latency, and cut off while in flight?
             db.statements += 1
             lat = db.sample_latency(me)
             if lat > 0:
@@ -141,7 +140,7 @@ def pg_update(db: "Database", me: str, n: int, lock_time: float, *, guard: bool,
 def pg_select(db: "Database", me: str, n: int,
               table: str = JOB) -> Generator[Any, Any, tuple[list, float]]:
     """A plain SELECT: the snapshot at its start; no locks, never blocks."""
-    txn = yield from _open(db, me)
+    txn = yield from _open(db)
     try:
         if not db.timed:
             seen = db.store.select(db.env.now, n, table, who=me)
@@ -212,7 +211,7 @@ def pg_skip_locked(db, me, n, lock_time, hold=None, table=JOB):
     """``SELECT … FOR UPDATE SKIP LOCKED LIMIT n`` then ``UPDATE … WHERE id = ANY(ids)`` in
     one transaction: rows locked by open transactions are skipped, the LIMIT keeps pulling."""
     env, store = db.env, db.store
-    txn = yield from _open(db, me)
+    txn = yield from _open(db)
     att = Attempt(n)
     try:
         if db.timed:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from .claims import Attempt
 from .cpu import BUSY_SLEEPS
-from .measured import blocks, think
+from .measured import think
 from .postgres import pg_select
 from .rows import JOB
 from .transactions import _finish, _hold, _open, _statement
@@ -24,15 +24,13 @@ if TYPE_CHECKING:
     from .db import Database
 
 
-def _write_lock(db: "Database", me: str = "") -> Generator[Any, Any, Any]:
+def _write_lock(db: "Database") -> Generator[Any, Any, Any]:
     lock = db.write_lock
-    if (db.timed or db.busy_sleep) and (lock.count or lock.queue):
-        blocks(db, me)  # the process waits: its core is free
-        if db.busy_sleep:  # SQLite's busy handler: sleep, try again, sleep longer
-            tries = 0
-            while lock.count or lock.queue:
-                yield db.env.timeout(BUSY_SLEEPS[min(tries, len(BUSY_SLEEPS) - 1)])
-                tries += 1
+    if db.busy_sleep:  # SQLite's busy handler: sleep, try again, sleep longer
+        tries = 0
+        while lock.count or lock.queue:
+            yield db.env.timeout(BUSY_SLEEPS[min(tries, len(BUSY_SLEEPS) - 1)])
+            tries += 1
     req = lock.request()
     try:
         yield req  # the busy handler waits
@@ -50,11 +48,11 @@ def sq_write(db, me, n, lock_time, *, guard, ids=None, versions=None, hold=None,
     """An autocommit write: take the write lock, read the newest state, write, commit
     (``all_or_nothing``: one row whose version moved rolls the whole write back)."""
     env, store = db.env, db.store
-    txn = yield from _open(db, me)
+    txn = yield from _open(db)
     try:
         if db.timed:
             yield from think(db, me, ids is None)
-        req = yield from _write_lock(db, me)
+        req = yield from _write_lock(db)
     except BaseException:
         _finish(db, txn, False)
         raise
@@ -99,12 +97,12 @@ def sq_read_then_write(db, me, n, lock_time, hold=None, table=JOB):
     env, store = db.env, db.store
     begin = db.sqlite_begin
     req = None
-    txn = yield from _open(db, me)
+    txn = yield from _open(db)
     try:
         if db.timed:
             yield from think(db, me, True)
         if begin == "immediate":
-            req = yield from _write_lock(db, me)
+            req = yield from _write_lock(db)
         snapshot = db.commits
         seen = store.select(env.now, n, table, who=me)
         lat = yield from _statement(db, me, "select")
@@ -125,7 +123,7 @@ def sq_read_then_write(db, me, n, lock_time, hold=None, table=JOB):
                 att = Attempt(n, [], 0, 1, lat, errors=1)
                 att.error = "SQLITE_BUSY" if db.write_lock.count else "SQLITE_BUSY_SNAPSHOT"
                 return att
-            req = yield from _write_lock(db, me)
+            req = yield from _write_lock(db)
         lat += yield from _statement(db, me)
         commit = yield from _hold(hold)
         att = Attempt(n, [], 0, 2, lat)

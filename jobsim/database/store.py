@@ -229,7 +229,6 @@ class Store(Indexes):
         row.due, row.retries, row.error = due, retries, error
         row.failures += 1
         row.last_delay = delay
-        row.locked_by, row.lock_until = None, -math.inf
         row.version += 1
         self._reindex(row)
         return True
@@ -248,7 +247,6 @@ class Store(Indexes):
             row.failures += 1
         if retries is not None:
             row.retries = retries
-        row.locked_by, row.lock_until = None, -math.inf
         row.version += 1
         self._reindex(row)
         return True
@@ -272,7 +270,6 @@ class Store(Indexes):
             return False
         self._retable(row, JOB)
         row.due, row.retries, row.failures, row.last_delay = now, retries, 0, None
-        row.locked_by, row.lock_until = None, -math.inf
         row.version += 1
         self._reindex(row, now)
         return True

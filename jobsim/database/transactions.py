@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import simpy
 
 from .claims import Attempt
-from .measured import blocks, serve
+from .measured import serve
 
 if TYPE_CHECKING:
     from .db import Database
@@ -49,14 +49,11 @@ class Txn:
 Gen = Generator[Any, Any, Attempt]
 
 
-def _open(db: "Database", me: str = "") -> Generator[Any, Any, Txn]:
-    """BEGIN: take a connection from the pool (if bounded) for the whole transaction (the
-    node ``me`` waiting for one frees its core, if it holds one)."""
+def _open(db: "Database") -> Generator[Any, Any, Txn]:
+    """BEGIN: take a connection from the pool (if bounded) for the whole transaction."""
     txn = Txn(db.env)
     if db.pool is not None:
         req = db.pool.request()
-        if not req.triggered:
-            blocks(db, me)
         try:
             yield req
         except BaseException:

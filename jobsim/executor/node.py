@@ -152,9 +152,6 @@ class Node:
             if proc.is_alive:
                 proc.interrupt("crash")
         self._procs = []
-        if self.db.cpu is not None:  # its processes are gone, and their cores free
-            self.db.cpu.release(self.name)
-            self.db.cpu.release(f"{self.name}/server")
         self.alive = False
         self.queue.clear()
         self.idle.clear()

@@ -75,7 +75,6 @@ def loop(node: Node, table: str = JOB) -> Generator[Any, Any, None]:
     put, k_acquire, code = node.trace.put, K["acquire"], node.code
     strategy_text = node._timer_text if timers else node._strategy_text
     global_lock = cfg.global_lock
-    cpu = db.cpu
     watch_rejects, rejected = cfg.on_queue_full == "unacquire", 0
     sized = bool(size) and not timers
     if timers:
@@ -128,8 +127,6 @@ def loop(node: Node, table: str = JOB) -> Generator[Any, Any, None]:
         world.rank_now = (first, salt)
     while True:
         if node._paused is not None:
-            if cpu is not None:
-                cpu.release(me)
             yield node._paused
             on_grid = False
         if sized:
@@ -163,14 +160,9 @@ def loop(node: Node, table: str = JOB) -> Generator[Any, Any, None]:
                     yield from release_global_lock(node, table)
             except StatementFailed:
                 node._failed("acquire")
-                if cpu is not None:
-                    cpu.release(me)  # it waits before it tries again: its core is free
                 yield env.timeout(cfg.poll_interval)
                 on_grid = False
                 continue
-            if cpu is not None and (len(att.locked) < asked or att.errors) and not (
-                    att.errors and not cfg.error_wait):
-                cpu.release(me)  # the node waits before its next poll: its core is free
             if att.locked or not reply:
                 trace_attempt(att, strategy_text)
             if timers and node._timers_locked:

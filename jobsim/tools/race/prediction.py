@@ -62,31 +62,34 @@ def predict(dialect: str, strategy: str, workers: int, jobs: int, batch: int = 1
     doc = race_scenario(dialect, strategy, workers, jobs, batch, isolation, begin, seed,
                         profile)
     world = World(from_dict(doc, "<race prediction>"), None, True)
-    store, done_at, cpu = world.store, [], world.db.cpu
+    store, cpu = world.store, world.db.cpu
+    claimed: list[tuple[float, float, float]] = []  # (when, CPU spent, CPU waited for)
 
     def stop_when_claimed(_events: int, now: float) -> None:
-        if not done_at:
+        if not claimed:
             soonest = store.next_eligible(now, JOB)
-            if soonest is None or soonest > now + 3600:
-                done_at.append(now)  # the CPU spent and waited for so far: the race's
-                if cpu is not None:
-                    busy.append((sum(cpu.busy.values()), sum(
-                        v for k, v in cpu.waited.items() if "/" not in k), now))
-        elif now > done_at[0] + 0.05:  # every node's attempt in flight has ended by now
+            if soonest is None or soonest > now + 3600:  # the race's CPU: to this instant
+                claimed.append((now, *_cpu_spent(cpu)))
+        elif now > claimed[0][0] + 0.05:  # every node's attempt in flight has ended by now
             raise _Claimed
 
-    busy: list[tuple[float, float, float]] = []
     try:
         world.run(guard=stop_when_claimed)
     except _Claimed:
         pass
     out = count(world.trace, cpu, jobs, workers, batch,
                 "simulated" if profile is None else "calibrated")
-    if busy:  # to the instant every job had been claimed (the guard saw it then)
-        out.cpu_seconds, waited, at = busy[0]
-        if at > 0:
-            out.cpu_wait = waited / (workers * at)
+    if claimed and cpu is not None and claimed[0][0] > 0:
+        at, out.cpu_seconds, waited = claimed[0]
+        out.cpu_wait = waited / (workers * at)
     return out
+
+
+def _cpu_spent(cpu: Any) -> tuple[float, float]:
+    """(CPU seconds run, seconds the nodes' own processes waited for a core) so far."""
+    if cpu is None:
+        return math.nan, math.nan
+    return sum(cpu.busy.values()), sum(v for k, v in cpu.waited.items() if "/" not in k)
 
 
 def count(trace: Any, cpu: Any, jobs: int, workers: int, batch: int,
@@ -123,9 +126,8 @@ def count(trace: Any, cpu: Any, jobs: int, workers: int, batch: int,
     hit = np.flatnonzero(got > 0)
     t = c["time"][acq]
     out.seconds = float(t[hit[-1]] - t[0]) if len(hit) else math.nan
-    if cpu is not None:
-        out.cpu_seconds = sum(cpu.busy.values())
-    if cpu is not None and out.seconds > 0:  # the nodes' own processes, not the server's
-        waited = sum(v for k, v in cpu.waited.items() if "/" not in k)
-        out.cpu_wait = waited / (workers * out.seconds)
+    if cpu is not None:  # a whole run's (``predict`` counts to the race's end instead)
+        out.cpu_seconds, waited = _cpu_spent(cpu)
+        if out.seconds > 0:
+            out.cpu_wait = waited / (workers * out.seconds)
     return out

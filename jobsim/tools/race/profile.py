@@ -46,7 +46,7 @@ import numpy as np
 
 from ...base.dists import Z99
 from .settings import RaceError
-from .workers import BEGIN, COMMIT, SELECT, UNCHANGED, UPDATE
+from .workers import BEGIN, COMMIT, SELECT, UNCHANGED, UPDATE, schedstat
 
 MARK = "# a database profile made by jobsim race --calibrate"
 
@@ -63,12 +63,8 @@ def _spin(seconds: float) -> tuple[float, int] | None:
     end = time.perf_counter() + seconds
     while time.perf_counter() < end:
         pass
-    try:
-        with open("/proc/self/schedstat") as f:
-            cpu, _, slices = f.read().split()[:3]
-        return int(cpu) / 1e9, int(slices)
-    except (OSError, ValueError):
-        return None
+    got = schedstat()
+    return None if got is None else (got[0], got[2])
 
 
 def quantum(n_cores: int) -> float:
@@ -234,20 +230,11 @@ def build(dialect: str, measured: dict[str, tuple[Any, dict[str, Any]]], jobs: i
 
 def save(path: str, doc: dict[str, Any]) -> None:
     """Write the profile to ``path`` whole (a temporary file renamed), never over a file
-    jobsim did not write (one that does not start with its mark)."""
+    jobsim did not write (``check_target``, again: the races took a while)."""
     import yaml
 
+    check_target(path)
     p = Path(path)
-    if p.exists():
-        try:
-            head = p.read_text(errors="replace")[:len(MARK)]
-        except OSError as exc:
-            raise RaceError(f"--calibrate {path}: cannot read it: {exc}") from None
-        if not p.is_file() or head != MARK:
-            raise RaceError(f"--calibrate {path}: the file exists and is not a profile jobsim "
-                            "wrote; it is left as it is (name another file)")
-    if not p.parent.is_dir():
-        raise RaceError(f"--calibrate {path}: no folder {p.parent}")
     text = (f"{MARK} (the claim statements' times on this machine; a scenario reads it with "
             "db: {profile: FILE})\n" + yaml.safe_dump(doc, sort_keys=False))
     tmp = p.with_name(f".{p.name}.tmp{os.getpid()}")
@@ -260,11 +247,18 @@ def save(path: str, doc: dict[str, Any]) -> None:
 
 
 def check_target(path: str) -> None:
-    """Before any race: ``--calibrate``'s file can be written (or is a profile of ours)."""
+    """``--calibrate``'s file can be written: a new one in a folder that exists, or a
+    profile jobsim wrote (its first line carries the mark)."""
     p = Path(path)
-    if p.exists() and (not p.is_file() or p.read_text(errors="replace")[:len(MARK)] != MARK):
-        raise RaceError(f"--calibrate {path}: the file exists and is not a profile jobsim "
-                        "wrote; it is left as it is (name another file)")
+    if p.exists():
+        try:
+            with open(p, "rb") as f:
+                head = f.read(len(MARK.encode())).decode(errors="replace")
+        except OSError as exc:  # a folder, no permission
+            raise RaceError(f"--calibrate {path}: cannot read it: {exc}") from None
+        if head != MARK:
+            raise RaceError(f"--calibrate {path}: the file exists and is not a profile jobsim "
+                            "wrote; it is left as it is (name another file)")
     if not p.parent.is_dir():
         raise RaceError(f"--calibrate {path}: no folder {p.parent}")
 

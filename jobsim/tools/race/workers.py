@@ -38,13 +38,13 @@ def _error_kind(exc: Exception) -> str | None:
     return None
 
 
-def schedstat() -> tuple[float, float] | None:
-    """(CPU seconds, seconds runnable but waiting for a core) of this process so far, from
-    Linux's scheduler statistics; None where the system does not give them."""
+def schedstat() -> tuple[float, float, int] | None:
+    """(CPU seconds, seconds runnable but waiting for a core, time slices) of this process
+    so far, from Linux's scheduler statistics; None where the system does not give them."""
     try:
         with open("/proc/self/schedstat") as f:
-            cpu, wait = f.read().split()[:2]
-        return int(cpu) / 1e9, int(wait) / 1e9
+            cpu, wait, slices = f.read().split()[:3]
+        return int(cpu) / 1e9, int(wait) / 1e9, int(slices)
     except (OSError, ValueError):
         return None
 
