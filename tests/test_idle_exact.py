@@ -14,6 +14,7 @@ import os
 import random
 
 import numpy as np
+import pytest
 
 from jobsim.base.trace import COLUMNS, K
 from jobsim.format.scenario import loads
@@ -121,7 +122,8 @@ def _compare(seed: int, generate=None, replay: str = "") -> bool:
     return sum(on.polls_skipped.values()) > 0
 
 
-def test_the_idle_sleep_is_exact_on_240_random_scenarios():
+@pytest.mark.slow  # fixed seeds that once passed: the fresh-seed test below runs 40 new
+def test_the_idle_sleep_is_exact_on_240_random_scenarios():  # ones each time
     slept = sum(_compare(seed) for seed in range(240))
     assert slept >= 60  # the sleep was taken, not only allowed
 
