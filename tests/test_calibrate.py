@@ -339,6 +339,23 @@ def test_a_postgres_profile_keeps_every_verdict(strategy, safe):
         assert o.partial == 0  # all or nothing
 
 
+def test_a_postgres_servers_snapshot_is_taken_while_it_runs():
+    """A server process takes its snapshot and scans on the core it got when its client
+    handed over: eight guarded workers on two cores are not in lock step — a statement that
+    waits for a core has no snapshot yet, so few attempts see rows another is claiming
+    (measured on PostgreSQL 15 on two cores: 1.2 empty attempts per claiming one). On
+    eight cores, where all run at once, they are in lock step."""
+    from jobsim.tools.race import predict
+
+    two = predict("postgres", "guarded_update", 8, 2000, 10, profile=PG_PROFILE)
+    eight = predict("postgres", "guarded_update", 8, 2000, 10,
+                    profile={**PG_PROFILE, "machine": {"cores": 8, "quantum": "3.8ms"}})
+    assert two.jobs_claimed == eight.jobs_claimed == 2000
+    assert two.full == eight.full == 200
+    assert two.empty / two.full < 2.0, two
+    assert eight.empty / eight.full > 3.0, eight
+
+
 def test_faults_with_the_cpu_model_leave_no_core_held():
     """A partition, a crash with a restart and a pause, with the CPU model on one core for
     three PostgreSQL nodes whose jobs complete: no node keeps the core while it waits, so

@@ -70,14 +70,23 @@ def serve(db: "Database", node: str, kind: str, changes: bool = True, part: str 
         yield from cpu.burst(node, lat * client)  # waits for the disk (its core free)
         if client < 1.0 and t is not None:
             yield db.env.timeout(lat * (1.0 - client))
-    else:  # the connection's server process, then the client with the answer: the one
-        server = f"{node}/server"  # SimPy process hands its core over as it changes sides
-        cpu.release(node)
-        yield from cpu.burst(server, lat * (1.0 - client))
-        cpu.release(server)
-        if t is not None and t.server_tail > 0 and part in ("all", "post"):
-            _tail(db, node, t.server_tail)
-        yield from cpu.burst(node, lat * client)
+    else:  # the connection's server process runs the statement's parts back to back, on
+        # the core it got when the client handed over (it loses it only if it blocks or
+        # its slice ends): its snapshot is taken while it runs. The client's share runs
+        # once the answer is back. The one SimPy process hands its core over as it changes
+        # sides.
+        server, mine = f"{node}/server", lat * client
+        if part in ("all", "pre"):
+            db._owed[node] = 0.0
+            cpu.release(node)
+        yield from cpu.burst(server, lat - mine)
+        if part in ("all", "post"):
+            cpu.release(server)
+            if t is not None and t.server_tail > 0:
+                _tail(db, node, t.server_tail)
+            yield from cpu.burst(node, mine + db._owed.pop(node, 0.0))
+        else:
+            db._owed[node] = db._owed.get(node, 0.0) + mine
     if node in db._cut:
         raise StatementFailed(node)
     return lat

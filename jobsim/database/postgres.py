@@ -213,9 +213,11 @@ def pg_skip_locked(db, me, n, lock_time, hold=None, table=JOB):
     env, store = db.env, db.store
     txn = yield from _open(db)
     att = Attempt(n)
+    timed = db.timed
     try:
-        if db.timed:
+        if timed:  # the client's time, the way there; the snapshot once the server runs
             yield from think(db, me, True)
+            att.latency += yield from _statement(db, me, "select", part="pre")
             txn.start = env.now
         skip = sum(1 for t in db.row_locks.values() if t is not txn)
         got = []
@@ -226,10 +228,14 @@ def pg_skip_locked(db, me, n, lock_time, hold=None, table=JOB):
             got.append(rid)
             if len(got) == n:
                 break
-        att.latency += yield from _statement(db, me, "select")  # the SELECT … FOR UPDATE
+        if timed:  # the SELECT … FOR UPDATE's scan, then its way back
+            att.latency += yield from serve(db, me, "select", part="scan")
+            att.latency += yield from serve(db, me, "select", part="post")
+        else:
+            att.latency += yield from _statement(db, me, "select")
         att.statements += 1
         if got:
-            if db.timed:
+            if timed:
                 yield from think(db, me, False)
             att.latency += yield from _statement(db, me)  # the UPDATE and COMMIT
             att.statements += 1
