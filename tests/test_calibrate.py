@@ -67,6 +67,10 @@ def test_calibrate_on_sqlite_and_a_scenario_with_the_profile_reproduces_the_race
     assert doc["dialect"] == "sqlite" and doc["machine"]["cores"] >= 1
     figures = doc["strategies"]["read_then_write"]
     assert figures["attempts"] > JOBS / 10 and figures["begin"] == "autocommit"
+    # a cold database is slower: the calibration warms it first and says so
+    assert doc["measured"]["warm_up"].startswith("2 one-worker races of read_then_write, "
+                                                 "not measured: ")
+    assert "after a warm-up of 2 one-worker races" in out
 
     # the profile round-trips: the file's figures are the scenario's
     path = _scenario_file(tmp_path, "profile.yaml", 4, JOBS)

@@ -12,6 +12,7 @@ whether it is inside the tolerance (``tools/race/agreement.py``).
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 
 from .status import BAD_INPUT, OK
@@ -92,11 +93,18 @@ def _calibrate(args: argparse.Namespace, kind: str) -> dict:
 
     measured = {}
     runs = [(s, rep) for s in args.strategy for rep in range(args.repeat)]
-    with Bar(len(runs), "calibrate", unit="races") as bar:
+    first, warm = args.strategy[0], []
+    with Bar(prof.WARM_UP + len(runs), "calibrate", unit="races") as bar:
+        for w in range(prof.WARM_UP):  # a cold database is slower: not measured
+            bar.set(w, f"warm-up: {first} alone, run {w + 1}")
+            out = race(args.db, first, 1, args.jobs, args.batch, isolation=args.isolation,
+                       begin=args.begin, time_limit=args.time_limit)
+            warm.append(out.claims / out.seconds if out.seconds > 0 else math.nan)
         for i, strategy in enumerate(args.strategy):  # --repeat R races pooled: a database's
             outs = []  # speed moves from minute to minute, and the races span many
             for rep in range(args.repeat):
-                bar.set(i * args.repeat + rep, f"{strategy} alone, run {rep + 1}")
+                bar.set(prof.WARM_UP + i * args.repeat + rep,
+                        f"{strategy} alone, run {rep + 1}")
                 outs.append(race(args.db, strategy, 1, args.jobs, args.batch,
                                  isolation=args.isolation, begin=args.begin,
                                  time_limit=args.time_limit, probe=200))
@@ -104,9 +112,11 @@ def _calibrate(args: argparse.Namespace, kind: str) -> dict:
             outs[0].cpu_wait = sum(waits) / len(waits) if waits else float("nan")
             measured[strategy] = (outs[0], prof.figures(kind, [t for o in outs
                                                                for t in o.timings]))
-            bar.set((i + 1) * args.repeat)
+            bar.set(prof.WARM_UP + (i + 1) * args.repeat)
     where = "a SQLite file" if kind == "sqlite" else "PostgreSQL"
     doc = prof.build(kind, measured, args.jobs, args.batch, where)
+    doc["measured"]["warm_up"] = (f"{len(warm)} one-worker races of {first}, not measured: "
+                                  + ", ".join(f"{r:,.0f}" for r in warm) + " claims/s")
     for strategy in args.strategy:
         doc["strategies"][strategy].update(
             {"isolation": args.isolation} if kind == "postgres" else {"begin": args.begin})
@@ -119,7 +129,7 @@ def _calibrate(args: argparse.Namespace, kind: str) -> dict:
               "than a quiet one", file=sys.stderr, flush=True)
     print(f"profile: {args.calibrate} ({doc['machine']['cores']} cores, a time slice of "
           f"{doc['machine']['quantum']}; {', '.join(args.strategy)} measured with one worker, "
-          f"{args.repeat} race(s) each)",
+          f"{args.repeat} race(s) each, after a warm-up of {doc['measured']['warm_up']})",
           flush=True)
     return prof.load(args.calibrate, kind)
 

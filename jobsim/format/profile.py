@@ -65,7 +65,8 @@ def profile_format(dist: Field) -> Obj:
         "statement": dist,
         "measured": Obj({"at": Str("", nonempty=False), "jobs": Int(0, lo=0, hi=10 ** 9),
                          "batch": Int(0, lo=0, hi=10 ** 9),
-                         "database": Str("", nonempty=False)}),
+                         "database": Str("", nonempty=False),
+                         "warm_up": Str("", nonempty=False)}),
         "strategies": MapOf(figures, doc="per claim strategy"),
     }, ("dialect", "machine", "strategies"))
 
