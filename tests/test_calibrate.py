@@ -360,6 +360,50 @@ def test_a_postgres_servers_snapshot_is_taken_while_it_runs():
     assert eight.empty / eight.full > 3.0, eight
 
 
+def test_a_servers_time_off_the_cores_costs_time_alone_and_no_core_when_shared():
+    """``server_cpu`` / ``unchanged_cpu`` below 1: a lone worker's race takes as long (the
+    time passes either way), but workers that share one core claim faster, for the idle part
+    of each statement holds no core."""
+    from jobsim.tools.race import predict
+
+    def with_share(share):
+        return {**PG_PROFILE, "strategies": {s: {**f, "server_cpu": share,
+                                                 "unchanged_cpu": share}
+                                             for s, f in PG_PROFILE["strategies"].items()}}
+
+    busy, idle = with_share(1.0), with_share(0.3)
+    alone = [predict("postgres", "skip_locked", 1, 1000, 10, profile=p) for p in (busy, idle)]
+    assert alone[0].seconds == pytest.approx(alone[1].seconds, rel=0.02)
+    one_core = [predict("postgres", "skip_locked", 4, 1000, 10,
+                        profile={**p, "machine": {"cores": 1, "quantum": "3.8ms"}})
+                for p in (busy, idle)]
+    assert one_core[1].per_second > 1.3 * one_core[0].per_second, one_core
+    assert one_core[1].cpu_per_claim < 0.8 * one_core[0].cpu_per_claim
+
+
+def test_the_servers_cpu_share_is_read_from_the_machines_cpu():
+    """``server_cpu``: the machine's CPU beyond the worker's, over the statements' server
+    time less one round trip each (at the probe's share); more than all of it is a tail."""
+    from jobsim.tools.race.profile import server_cpu
+    from jobsim.tools.race.workers import UNCHANGED, UPDATE
+
+    # 100 UPDATEs of 1 ms with 0.1 ms of the worker's CPU each; 100 no-ops of 0.2 ms with
+    # 0.1 ms: their server time 0.1 ms, of which the machine ran 0.05 ms (share 0.5)
+    stmts = [(UPDATE, i * 0.01, i * 0.01 + 0.001, 0.0001) for i in range(100)] + \
+        [(UNCHANGED, 2 + i * 0.01, 2 + i * 0.01 + 0.0002, 0.0001) for i in range(100)]
+
+    def share(machine):
+        w = {"stmts": stmts, "sched": (0.02, 0.0, 1.0), "machine": 0.02 + machine,
+             "probe": (0.01 + 0.005, 0.01)}
+        return server_cpu([w])
+
+    # server time 100 × 0.9 ms; one round trip each 0.1 ms at 0.5: 5 ms; own work 80 ms
+    own, tail, trip = share(0.005 + 0.040)
+    assert trip == pytest.approx(0.5) and own == pytest.approx(0.5) and tail == 0.0
+    own, tail, trip = share(0.005 + 0.080 + 0.010)
+    assert own == 1.0 and tail == pytest.approx(0.0001)
+
+
 def test_faults_with_the_cpu_model_leave_no_core_held():
     """A partition, a crash with a restart and a pause, with the CPU model on one core for
     three PostgreSQL nodes whose jobs complete: no node keeps the core while it waits, so

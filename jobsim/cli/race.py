@@ -2,9 +2,12 @@
 strategy's SQL, each race beside the simulator's prediction.
 
 Every setting (the plot's path, the profile to read or write) is checked before any race.
-With ``--calibrate FILE`` the database is measured first (``tools/race/profile.py``) and the
-profile written; with it (or ``--profile FILE``) each race is also predicted calibrated. Each
-race prints a line as it ends, then a table of every run, then the agreement table: per
+With ``--calibrate FILE`` the database is measured (``tools/race/profile.py``): after a
+warm-up, each strategy's one-worker races alternate with its K-worker races, so that the
+profile and the races it predicts see the same minutes; the profile is written once they are
+done, and each race is then also predicted calibrated (as it is at once with ``--profile
+FILE``). Each race prints a line as it ends, then a table of every run, then the agreement
+table: per
 strategy and K, the real runs' mean and range beside each prediction, the difference and
 whether it is inside the tolerance (``tools/race/agreement.py``).
 """
@@ -12,7 +15,6 @@ whether it is inside the tolerance (``tools/race/agreement.py``).
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 
 from .status import BAD_INPUT, OK
@@ -24,8 +26,18 @@ def _race(args: argparse.Namespace) -> int:
     from ..tools.race import profile as prof
 
     workers = args.workers or [2, 4, 8]
-    races = [(s, k, rep) for s in args.strategy for k in workers for rep in range(args.repeat)]
-    rows = []
+    calibrating = bool(args.calibrate)
+    # the races in the order run; calibrating, each strategy's one-worker races (its
+    # profile) alternate with its K-worker races, so that both see the database and the
+    # machine of the same minutes (their speed drifts), after a warm-up of the database
+    plan = [("warm-up", args.strategy[0], 1, w) for w in range(prof.WARM_UP if calibrating
+                                                                 else 0)]
+    for strategy in args.strategy:
+        for rep in range(args.repeat):
+            plan += [("alone", strategy, 1, rep)] if calibrating else []
+            plan += [("race", strategy, k, rep) for k in workers]
+    rows: list = []
+    done = 0
     try:
         for strategy in args.strategy:  # every setting and the plot's path, before any race
             for k in workers:
@@ -44,37 +56,58 @@ def _race(args: argparse.Namespace) -> int:
                             f"{', '.join(missing)} (it measured "
                             f"{', '.join(profile['strategies'])}): jobsim race --calibrate "
                             "FILE --strategy S measures them")
-        if args.calibrate:
+        if calibrating:
             prof.check_target(args.calibrate)
-            profile = _calibrate(args, kind)
-        with Bar(len(races), "race", unit="races") as bar:
-            for done, (strategy, k, rep) in enumerate(races):
-                bar.set(done, f"{strategy} K={k} run {rep + 1}")
+        warm: list[float] = []
+        alone: dict[str, list] = {s: [] for s in args.strategy}
+        with Bar(len(plan), "race", unit="races") as bar:
+            for what, strategy, k, rep in plan:
+                bar.set(done, f"{strategy} " + (f"K={k} run {rep + 1}" if what == "race"
+                                                else f"alone, {what} {rep + 1}"))
                 real = race(args.db, strategy, k, args.jobs, args.batch,
                             isolation=args.isolation, begin=args.begin,
-                            time_limit=args.time_limit)
+                            time_limit=args.time_limit, probe=prof.PROBE if what == "alone" else 0)
+                done += 1
+                bar.set(done)
+                if what == "warm-up":
+                    warm.append(real.per_second)
+                    continue
+                if what == "alone":
+                    alone[strategy].append(real)
+                    continue
                 sim = predict(kind, strategy, k, args.jobs, args.batch,
                               isolation=args.isolation, begin=args.begin, seed=1 + rep)
                 cal = None if profile is None else predict(
                     kind, strategy, k, args.jobs, args.batch, isolation=args.isolation,
                     begin=args.begin, seed=1 + rep, profile=profile)
                 real.timings = []  # a race's timed statements: only a calibration's kept
-                rows.append((strategy, k, rep + 1, real, sim, cal))
-                bar.set(done + 1)
+                rows.append([strategy, k, rep + 1, real, sim, cal])
                 print(f"{strategy} K={k} run {rep + 1}: real {real.doubled_jobs} doubled "
                       f"jobs, {real.errors} errors, {real.lost_races} lost races; "
                       f"simulated {sim.doubled_jobs}, {sim.errors}, {sim.lost_races}"
                       + ("" if cal is None else f"; calibrated {cal.doubled_jobs}, "
                          f"{cal.errors}, {cal.lost_races}"), flush=True)
+        if calibrating:
+            profile = _calibrated(args, kind, alone, warm)
+            with Bar(len(rows), "predict", unit="races") as bar:
+                for i, row in enumerate(rows):
+                    strategy, k, rep = row[:3]
+                    bar.set(i, f"{strategy} K={k} run {rep}, calibrated")
+                    row[5] = predict(kind, strategy, k, args.jobs, args.batch,
+                                     isolation=args.isolation, begin=args.begin,
+                                     seed=rep, profile=profile)
+                bar.set(len(rows))
     except RaceError as exc:
         print(f"jobsim: {exc}", file=sys.stderr)
         return BAD_INPUT
     except KeyboardInterrupt as exc:  # Ctrl-C: race() stopped its workers and cleaned up
         left = (f"but {' '.join(str(exc).split())}" if str(exc) else
                 "its table dropped and the database left as it was")
-        print(f"jobsim: interrupted after {len(rows)} of {len(races)} races: the workers "
-              f"were stopped, {left}", file=sys.stderr)
+        print(f"jobsim: interrupted after {done} of {len(plan)} races: the workers "
+              f"were stopped, {left}" + ("; no profile was written" if calibrating and
+                                         done < len(plan) else ""), file=sys.stderr)
         return BAD_INPUT
+    rows = [tuple(r) for r in rows]
     _print_runs(args, kind, rows)
     from ..tools.race.agreement import table
 
@@ -85,38 +118,23 @@ def _race(args: argparse.Namespace) -> int:
     return OK
 
 
-def _calibrate(args: argparse.Namespace, kind: str) -> dict:
-    """One worker per strategy, every statement timed: the profile, written whole."""
-    from ..base.progress import Bar
-    from ..tools.race import race
+def _calibrated(args: argparse.Namespace, kind: str, alone: dict[str, list],
+                warm: list[float]) -> dict:
+    """The profile of the one-worker races (``--repeat`` of them pooled per strategy),
+    written whole, and read back as a scenario reads it."""
     from ..tools.race import profile as prof
 
     measured = {}
-    runs = [(s, rep) for s in args.strategy for rep in range(args.repeat)]
-    first, warm = args.strategy[0], []
-    with Bar(prof.WARM_UP + len(runs), "calibrate", unit="races") as bar:
-        for w in range(prof.WARM_UP):  # a cold database is slower: not measured
-            bar.set(w, f"warm-up: {first} alone, run {w + 1}")
-            out = race(args.db, first, 1, args.jobs, args.batch, isolation=args.isolation,
-                       begin=args.begin, time_limit=args.time_limit)
-            warm.append(out.claims / out.seconds if out.seconds > 0 else math.nan)
-        for i, strategy in enumerate(args.strategy):  # --repeat R races pooled: a database's
-            outs = []  # speed moves from minute to minute, and the races span many
-            for rep in range(args.repeat):
-                bar.set(prof.WARM_UP + i * args.repeat + rep,
-                        f"{strategy} alone, run {rep + 1}")
-                outs.append(race(args.db, strategy, 1, args.jobs, args.batch,
-                                 isolation=args.isolation, begin=args.begin,
-                                 time_limit=args.time_limit, probe=200))
-            waits = [o.cpu_wait for o in outs if o.cpu_wait == o.cpu_wait]
-            outs[0].cpu_wait = sum(waits) / len(waits) if waits else float("nan")
-            measured[strategy] = (outs[0], prof.figures(kind, [t for o in outs
-                                                               for t in o.timings]))
-            bar.set(prof.WARM_UP + (i + 1) * args.repeat)
+    for strategy, outs in alone.items():
+        waits = [o.cpu_wait for o in outs if o.cpu_wait == o.cpu_wait]
+        outs[0].cpu_wait = sum(waits) / len(waits) if waits else float("nan")
+        measured[strategy] = (outs[0], prof.figures(kind, [t for o in outs
+                                                           for t in o.timings]))
     where = "a SQLite file" if kind == "sqlite" else "PostgreSQL"
     doc = prof.build(kind, measured, args.jobs, args.batch, where)
-    doc["measured"]["warm_up"] = (f"{len(warm)} one-worker races of {first}, not measured: "
-                                  + ", ".join(f"{r:,.0f}" for r in warm) + " claims/s")
+    doc["measured"]["warm_up"] = (f"{len(warm)} one-worker races of {args.strategy[0]}, not "
+                                  "measured: " + ", ".join(f"{r:,.0f}" for r in warm)
+                                  + " claims/s")
     for strategy in args.strategy:
         doc["strategies"][strategy].update(
             {"isolation": args.isolation} if kind == "postgres" else {"begin": args.begin})
@@ -127,10 +145,12 @@ def _calibrate(args: argparse.Namespace, kind: str) -> dict:
               + ", ".join(f"{s} {w:.0%} of the time" for s, w in busy.items())
               + "): something else was running, and the profile measured a busier machine "
               "than a quiet one", file=sys.stderr, flush=True)
+    rates = "; ".join(f"{s} " + ", ".join(f"{o.per_second:,.0f}" for o in outs)
+                      for s, outs in alone.items())
     print(f"profile: {args.calibrate} ({doc['machine']['cores']} cores, a time slice of "
-          f"{doc['machine']['quantum']}; {', '.join(args.strategy)} measured with one worker, "
-          f"{args.repeat} race(s) each, after a warm-up of {doc['measured']['warm_up']})",
-          flush=True)
+          f"{doc['machine']['quantum']}; each strategy measured with one worker, "
+          f"{args.repeat} race(s) each between its K-worker races: {rates} claims/s; after "
+          f"a warm-up of {doc['measured']['warm_up']})", flush=True)
     return prof.load(args.calibrate, kind)
 
 

@@ -70,6 +70,13 @@ class Timing:
     update_unchanged: Distribution | None = None
     #: PostgreSQL: CPU per statement after its answer, beside the client (``measured.py``)
     server_tail: float = 0.0
+    #: PostgreSQL: the share of a statement's server time (its time less the client's CPU)
+    #: spent on a core; the rest is waiting with no core (a process waking, the sockets)
+    server_cpu: float = 1.0
+    #: ``client_cpu`` of the SELECTs alone (``client_cpu`` is then the other statements')
+    select_cpu: float = 1.0
+    #: PostgreSQL: ``server_cpu`` of a statement's way there and back (``update_unchanged``)
+    unchanged_cpu: float = 1.0
 
     @cached_property
     def select_growth(self) -> float:

@@ -115,7 +115,7 @@ class Database:
         self.busy_sleep = busy_sleep
         self._think: dict[str, Any] = {}
         self._tails: dict[str, list[Any]] = {}  # node -> [server CPU owed, its wake-up]
-        self._owed: dict[str, float] = {}  # node -> its client's CPU owed for a statement
+        self._owed: dict[str, list[float]] = {}  # node -> [client CPU, idle] a statement owes
 
     def run(self, node: str, apply: Callable[[float], T], wakes: bool = False,
             rows: tuple[int, ...] | list[int] = ()) -> Generator[simpy.Event, Any, tuple[T, float]]:

@@ -61,7 +61,7 @@ def serve(db: "Database", node: str, kind: str, changes: bool = True, part: str 
         client = 1.0 if db.dialect == "sqlite" else 0.0
     else:
         lat = _cost(db, node, t, kind, changes, part)
-        client = t.client_cpu
+        client = t.select_cpu if kind == "select" else t.client_cpu
     cpu = db.cpu
     if cpu is None:
         if lat > 0:
@@ -75,18 +75,30 @@ def serve(db: "Database", node: str, kind: str, changes: bool = True, part: str 
         # its slice ends): its snapshot is taken while it runs. The client's share runs
         # once the answer is back. The one SimPy process hands its core over as it changes
         # sides.
+        # The server's time off any core (``server_cpu`` below 1: waking up, the sockets)
+        # falls at the two hand-overs: before it runs, and on the answer's way back.
         server, mine = f"{node}/server", lat * client
+        run = lat - mine if t is None else _on_core(t, part, lat - mine, client)
+        idle = lat - mine - run
         if part in ("all", "pre"):
-            db._owed[node] = 0.0
+            db._owed[node] = [0.0, 0.0]  # the client's CPU, and the idle time, still owed
             cpu.release(node)
-        yield from cpu.burst(server, lat - mine)
+            if idle > 0:
+                yield db.env.timeout(idle)
+            idle = 0.0
+        yield from cpu.burst(server, run)
+        owed = db._owed.setdefault(node, [0.0, 0.0])
         if part in ("all", "post"):
             cpu.release(server)
             if t is not None and t.server_tail > 0:
                 _tail(db, node, t.server_tail)
-            yield from cpu.burst(node, mine + db._owed.pop(node, 0.0))
+            del db._owed[node]
+            if idle + owed[1] > 0:
+                yield db.env.timeout(idle + owed[1])
+            yield from cpu.burst(node, mine + owed[0])
         else:
-            db._owed[node] = db._owed.get(node, 0.0) + mine
+            owed[0] += mine
+            owed[1] += idle
     if node in db._cut:
         raise StatementFailed(node)
     return lat
@@ -122,6 +134,18 @@ def _cost(db: "Database", node: str, t: Timing, kind: str, changes: bool,
         if t.commit is not None and part == "all":
             lat += t.commit.sample(stream)
     return lat * db.factor
+
+
+def _on_core(t: Timing, part: str, server: float, client: float) -> float:
+    """Of a PostgreSQL statement part's ``server`` seconds, those on a core: the way there
+    and back at ``unchanged_cpu``, the statement's own work at ``server_cpu`` (a whole
+    statement holds one round trip of the mean no-op's time)."""
+    if part in ("pre", "post"):
+        return server * t.unchanged_cpu
+    if part != "all" or t.update_unchanged is None:
+        return server * t.server_cpu
+    trip = min(server, t.update_unchanged.mean * (1.0 - client))
+    return trip * t.unchanged_cpu + (server - trip) * t.server_cpu
 
 
 def _tail(db: "Database", node: str, seconds: float) -> None:

@@ -182,7 +182,9 @@ def _build_db(db: dict[str, Any], raw: dict[str, Any]) -> DbConfig:
                                  f.get("update_per_row", 0.0),
                                  _build_dist(f["update_unchanged"])
                                  if "update_unchanged" in f else None,
-                                 f.get("server_tail", 0.0)))
+                                 f.get("server_tail", 0.0), f.get("server_cpu", 1.0),
+                                 f.get("select_cpu", f.get("client_cpu", 1.0)),
+                                 f.get("unchanged_cpu", f.get("server_cpu", 1.0))))
                    for name, f in sorted(profile.get("strategies", {}).items()))
     given = "latency" in (raw.get("db") or {})
     latency = db.get("latency") if given or "statement" not in profile else profile["statement"]

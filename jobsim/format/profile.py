@@ -47,6 +47,13 @@ def profile_format(dist: Field) -> Obj:
         "server_tail": Dur(0.0, hi=1.0, doc="PostgreSQL: CPU per statement after its answer "
                                            "(the server's, its background processes', the "
                                            "kernel's), beside the client"),
+        "select_cpu": Num(1.0, "the client's own CPU in a SELECT's time (client_cpu is then "
+                          "the other statements')", lo=0.0, hi=1.0),
+        "unchanged_cpu": Num(1.0, "PostgreSQL: the share of a statement's way there and "
+                             "back (update_unchanged) spent on a core", lo=0.0, hi=1.0),
+        "server_cpu": Num(1.0, "PostgreSQL: the share of a statement's server time (its "
+                          "time less the client's CPU) spent on a core; the rest waits "
+                          "with no core (waking up, the sockets)", lo=0.0, hi=1.0),
         "client_cpu": Num(1.0, "the client's own CPU in a statement's time (PostgreSQL)",
                           lo=0.0, hi=1.0),
         "cpu_wait": Num(0.0, "measured: the share of the time the worker waited for a core",

@@ -39,7 +39,7 @@ def _tally(results: list[dict[str, Any]], jobs: int, workers: int, batch: int,
     if sched and sum(s[2] for s in sched) > 0:
         out.cpu_wait = sum(s[1] for s in sched) / sum(s[2] for s in sched)
     out.timings = [{"stmts": r["stmts"], "starts": r["starts"], "sched": r.get("sched"),
-                    "machine": r.get("machine"),
+                    "machine": r.get("machine"), "probe": r.get("probe"),
                     "got": [len(ids) for ids, _, _ in r["records"]]} for r in results]
     out.jobs_claimed = int((count[1:] > 0).sum())
     out.doubled_jobs = int((count[1:] > 1).sum())

@@ -9,7 +9,7 @@ attempt's statements, as the model splits an attempt:
   part that grows with the rows the worker has locked (``select_per_row``,
   ``update_per_row``: a least-squares line over the race; its scan passes them);
 - ``update_unchanged``: a single-row UPDATE that changes nothing (its version never matches:
-  a lost race), timed 200 times after the race — it writes and commits nothing, so it is far
+  a lost race), timed ``PROBE`` times after the race — it writes and commits nothing, so it is far
   cheaper than one that does;
 - ``commit``: a transaction's COMMIT, from the end of the statement before it (the locks are
   held until it returns);
@@ -18,11 +18,21 @@ attempt's statements, as the model splits an attempt:
   statement (a BEGIN and the time after it count here: no row is read or locked yet);
 - ``client_cpu``: the worker's own CPU time inside its statements over their wall time — on
   PostgreSQL the rest is the server's (and the socket's); on SQLite, whose statements run in
-  the worker's process, the rest is waiting for the disk (a commit's write and sync);
-- ``server_tail`` (PostgreSQL): the CPU the whole machine spent per statement beyond the
-  worker's own and the server's during the statement (``/proc/stat`` over the race) — the
-  server's work after it answered, its background processes', the kernel's: it runs beside
-  the worker, so it costs a lone worker nothing, and costs cores once workers share them;
+  the worker's process, the rest is waiting for the disk (a commit's write and sync).
+  ``select_cpu`` is the same share for the SELECTs alone (a SQLite SELECT is nearly all
+  CPU, an autocommit UPDATE waits for its commit), ``client_cpu`` then that of the others;
+- ``unchanged_cpu`` and ``server_cpu`` (PostgreSQL): the share of the statements' server
+  time (a statement's time less the worker's CPU inside it) that the whole machine spent
+  on a CPU (``/proc/stat``, less the worker's own CPU) — ``unchanged_cpu`` for the way
+  there and back (from the probe's no-op UPDATEs, measured alone: about 0.3–0.5 on the
+  machine this was written on), ``server_cpu`` for a statement's own work (the race's
+  statements, less one round trip each). The rest is time no core ran anything for the
+  statement — a process waking up, the answer's way through the sockets — which costs a
+  lone worker time but no core once workers share them;
+- ``server_tail`` (PostgreSQL, where that share is 1): the CPU the whole machine spent per
+  statement beyond the worker's own and the server's during the statement — the server's
+  work after it answered, its background processes', the kernel's: it runs beside the
+  worker, so it costs a lone worker nothing, and costs cores once workers share them;
 - ``cpu_wait``: the share of the worker's time it was runnable but waited for a core
   (Linux's ``/proc/self/schedstat``), a check that the figures were taken on a quiet machine.
 
@@ -58,6 +68,9 @@ MARK = "# a database profile made by jobsim race --calibrate"
 
 #: one-worker races run and not measured before a calibration (the module's note)
 WARM_UP = 2
+#: no-op UPDATEs timed after each one-worker race: enough for ``/proc/stat``'s 10 ms ticks to
+#: measure their CPU (about a third of a second on PostgreSQL)
+PROBE = 2000
 
 
 def cores() -> int:
@@ -126,22 +139,49 @@ def per_row(times: list[float], held: list[int]) -> tuple[list[float], float]:
     return [float(v) for v in base * ratio], slope
 
 
-def server_tail(timings: list[dict[str, Any]]) -> float:
-    """PostgreSQL: the CPU the machine spent per statement beyond what the statements' own
-    times account for — the worker's CPU, and the server's during each statement (its time
-    less the worker's CPU inside it). The rest is the server's work after its answer, its
-    background processes', the kernel's network work: it runs beside the worker's next
-    steps, so it costs the worker nothing alone, and cores once workers share them."""
-    extra, statements = 0.0, 0
+def server_cpu(timings: list[dict[str, Any]]) -> tuple[float, float, float | None]:
+    """PostgreSQL: how much of its statements' server time — a statement's time less the
+    worker's CPU inside it — the machine spent on a CPU, from the whole machine's CPU
+    (``/proc/stat``) less the worker's own: (the share for a statement's own work, the CPU
+    per statement beyond it, the share for the way there and back — ``None`` without the
+    probe). The probe's no-op UPDATEs are nearly all way there and back, and their share
+    (``unchanged_cpu``) is well below one: a process waking up, the sockets, no core
+    running anything; each SELECT and UPDATE of the race has one such round trip (the
+    model's ``pre`` and ``post`` halves), the rest of its server time is its own work. A
+    share below 1 is time that costs a lone worker time and no core once workers share
+    them. Beyond a share of 1, the rest is the server's work after its answer, its
+    background processes', the kernel's: ``server_tail``, run beside the worker's next
+    steps."""
+    spent = server = 0.0
+    statements = 0
+    probe_spent = probe_server = 0.0
     for w in timings:
+        stmts = [s for s in w["stmts"] if s[0] != UNCHANGED]
+        if w.get("probe") is not None:
+            machine, mine = w["probe"]
+            probe_spent += machine - mine
+            probe_server += sum(t1 - t0 - c for k, t0, t1, c in w["stmts"] if k == UNCHANGED)
         if w.get("machine") is None or w.get("sched") is None:
             continue
-        stmts = [s for s in w["stmts"] if s[0] != UNCHANGED]
-        server = sum(t1 - t0 - c for _, t0, t1, c in stmts)
-        extra += w["machine"] - w["sched"][0] - server
+        server += sum(t1 - t0 - c for _, t0, t1, c in stmts)
+        spent += w["machine"] - w["sched"][0]
         statements += sum(1 for s in stmts if s[0] in (SELECT, UPDATE))  # as the model
         # charges it: once per SELECT and UPDATE (a BEGIN, a COMMIT are parts of these)
-    return max(0.0, extra / statements) if statements else 0.0
+    unchanged = None
+    trip = 0.0
+    n_probe = sum(1 for w in timings for s in w["stmts"] if s[0] == UNCHANGED)
+    if probe_server > 0 and n_probe:
+        unchanged = min(1.0, max(0.0, probe_spent / probe_server))
+        trip = min(server, statements * probe_server / n_probe)  # the race's round trips
+    if server <= 0 or not statements:
+        return 1.0, 0.0, unchanged
+    own = server - trip
+    rest = spent - (unchanged or 0.0) * trip
+    if own <= 0:
+        return 1.0, max(0.0, rest / statements), unchanged
+    if rest < own:
+        return max(0.0, rest / own), 0.0, unchanged
+    return 1.0, (rest - own) / statements, unchanged
 
 
 def figures(dialect: str, timings: list[dict[str, Any]]) -> dict[str, Any]:
@@ -150,7 +190,8 @@ def figures(dialect: str, timings: list[dict[str, Any]]) -> dict[str, Any]:
     held: dict[str, list[int]] = {"select": [], "update": []}
     between_s: list[float] = []
     between_a: list[float] = []
-    inside = cpu = 0.0
+    inside = {"select": 0.0, "other": 0.0}  # statements' time, and the CPU inside it
+    cpu = {"select": 0.0, "other": 0.0}
     attempts = 0
     unchanged = [t1 - t0 for w in timings for kind, t0, t1, _ in w["stmts"]
                  if kind == UNCHANGED]
@@ -171,8 +212,9 @@ def figures(dialect: str, timings: list[dict[str, Any]]) -> dict[str, Any]:
             prev_end = None
             first = True
             for kind, t0, t1, c in attempt:
-                inside += t1 - t0
-                cpu += c
+                part = "select" if kind == SELECT else "other"
+                inside[part] += t1 - t0
+                cpu[part] += c
                 if kind == BEGIN:
                     pre += t1 - t0
                 elif kind == COMMIT:
@@ -206,9 +248,18 @@ def figures(dialect: str, timings: list[dict[str, Any]]) -> dict[str, Any]:
         out["commit"] = fit(kinds["commit"])
     if unchanged:
         out["update_unchanged"] = fit(unchanged)
-    out["client_cpu"] = round(min(1.0, cpu / inside), 3) if inside > 0 else 0.0
+    # a SELECT only reads (on SQLite all CPU), an UPDATE's commit waits for the disk (SQLite)
+    # or the server's write: their shares apart
+    out["client_cpu"] = round(min(1.0, cpu["other"] / inside["other"]), 3) \
+        if inside["other"] > 0 else 0.0
+    if inside["select"] > 0:
+        out["select_cpu"] = round(min(1.0, cpu["select"] / inside["select"]), 3)
     if dialect == "postgres":
-        out["server_tail"] = _ms(server_tail(timings))
+        share, tail, trip = server_cpu(timings)
+        out["server_cpu"] = round(share, 3)
+        if trip is not None:
+            out["unchanged_cpu"] = round(trip, 3)
+        out["server_tail"] = _ms(tail)
     out["attempts"] = attempts
     return out
 

@@ -214,12 +214,17 @@ def _worker(args: tuple) -> dict[str, Any]:
         ck.starts.append(len(ck.stmts))  # the probe's statements: after the last attempt
         sql = SQLITE if kind == "sqlite" else POSTGRES
         p = {"me": me, "now": time.time(), "n": n, "id": 1, "v": -1}
+        probe0 = schedstat(), machine_busy()
         for _ in range(probe):
             ck.count(UNCHANGED, sql["D_UPD"], p)
+        probe1 = schedstat(), machine_busy()
     finally:
         conn.close()
     sched = None if sched0 is None or sched1 is None else \
         (sched1[0] - sched0[0], sched1[1] - sched0[1], wall1 - wall0)
     machine = None if busy0 is None or busy1 is None else busy1 - busy0
+    # the probe's (machine CPU, this worker's CPU): what its no-op statements cost the cores
+    probed = None if not probe or None in (*probe0, *probe1) else \
+        (probe1[1] - probe0[1], probe1[0][0] - probe0[0][0])
     return {"me": me, "records": records, "stmts": ck.stmts, "starts": ck.starts,
-            "sched": sched, "machine": machine}
+            "sched": sched, "machine": machine, "probe": probed}
