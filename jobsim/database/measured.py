@@ -70,13 +70,13 @@ def serve(db: "Database", node: str, kind: str, changes: bool = True, part: str 
         yield from cpu.burst(node, lat * client)  # waits for the disk (its core free)
         if client < 1.0 and t is not None:
             yield db.env.timeout(lat * (1.0 - client))
-    else:  # the connection's server process runs the statement's parts back to back, on
+    else:  # The connection's server process runs the statement's parts back to back on
         # the core it got when the client handed over (it loses it only if it blocks or
         # its slice ends): its snapshot is taken while it runs. The client's share runs
-        # once the answer is back. The one SimPy process hands its core over as it changes
-        # sides.
-        # The server's time off any core (``server_cpu`` below 1: waking up, the sockets)
-        # falls at the two hand-overs: before it runs, and on the answer's way back.
+        # once the answer is back; the one SimPy process hands its core over as it changes
+        # sides. The server's time off any core (``server_cpu``, ``unchanged_cpu`` below 1:
+        # waking up, the sockets) falls at the two hand-overs: before the server runs, and
+        # on the answer's way back.
         server, mine = f"{node}/server", lat * client
         run = lat - mine if t is None else _on_core(t, part, lat - mine, client)
         idle = lat - mine - run
