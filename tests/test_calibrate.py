@@ -381,6 +381,20 @@ def test_a_servers_time_off_the_cores_costs_time_alone_and_no_core_when_shared()
     assert one_core[1].cpu_per_claim < 0.8 * one_core[0].cpu_per_claim
 
 
+def test_a_busy_machine_hands_over_faster():
+    """``machine.handover``: a lone worker's race is as measured (no other core is busy as
+    it hands over), workers that keep the cores busy each save it twice a statement."""
+    from jobsim.tools.race import predict
+
+    fast = {**PG_PROFILE, "machine": {**PG_PROFILE["machine"], "handover": "0.05ms"}}
+    alone = [predict("postgres", "optimistic", 1, 500, 10, profile=p)
+             for p in (PG_PROFILE, fast)]
+    assert alone[0].seconds == alone[1].seconds
+    four = [predict("postgres", "optimistic", 4, 500, 10, profile=p)
+            for p in (PG_PROFILE, fast)]
+    assert four[1].per_second > 1.1 * four[0].per_second, four
+
+
 def test_the_servers_cpu_share_is_read_from_the_machines_cpu():
     """``server_cpu``: the machine's CPU beyond the worker's, over the statements' server
     time less one round trip each (at the probe's share); more than all of it is a tail."""

@@ -147,3 +147,16 @@ def test_bad_targets_and_foreign_tables_are_refused(tmp_path, capsys):
     with pytest.raises(RaceError, match="guarded UPDATE on PostgreSQL only"):
         race(f"sqlite:{tmp_path / 'r.db'}", "read_then_write", 2, 10,
              isolation="serializable")
+
+
+def test_the_handover_probe_on_real_postgres_leaves_nothing_behind(pg):
+    """``handover``: no-op UPDATEs alone and one prober per core; a duration of at most the
+    lone statement's, and the database as it was (no race table left)."""
+    import psycopg
+
+    from jobsim.tools.race import handover
+
+    saved = handover(pg, 2, statements=300)
+    assert 0.0 <= saved < 0.01
+    with psycopg.connect(pg) as conn:
+        assert conn.execute("SELECT to_regclass('job')").fetchone()[0] is None

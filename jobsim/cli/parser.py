@@ -113,9 +113,10 @@ def _parser() -> argparse.ArgumentParser:
     rc.add_argument("--plot", metavar="PNG", help="also draw real beside simulated (a new "
                                                   "file, or a PNG to replace)")
     rc.add_argument("--calibrate", metavar="FILE",
-                    help="first measure the database (one worker per strategy, every "
-                         "statement timed, --repeat races pooled), write the profile to FILE "
-                         "(new, or a profile jobsim wrote) and predict with it too")
+                    help="also measure the database (after a warm-up, one worker per "
+                         "strategy alone between its K-worker races, every statement timed, "
+                         "--repeat races pooled), write the profile to FILE (new, or a "
+                         "profile jobsim wrote) and predict with it too")
     rc.add_argument("--profile", metavar="FILE",
                     help="predict with this measured profile too (from --calibrate)")
     b = sub.add_parser("bench", help="jobsim beside a bare SimPy M/M/c, as a ratio; or the "

@@ -22,7 +22,7 @@ from .status import BAD_INPUT, OK
 
 def _race(args: argparse.Namespace) -> int:
     from ..base.progress import Bar
-    from ..tools.race import RaceError, check, check_plot, predict, race
+    from ..tools.race import RaceError, check, check_plot, handover, predict, race
     from ..tools.race import profile as prof
 
     workers = args.workers or [2, 4, 8]
@@ -32,6 +32,7 @@ def _race(args: argparse.Namespace) -> int:
     # machine of the same minutes (their speed drifts), after a warm-up of the database
     plan = [("warm-up", args.strategy[0], 1, w) for w in range(prof.WARM_UP if calibrating
                                                                  else 0)]
+    plan += [("hand-over", args.strategy[0], 1, 0)] if calibrating else []
     for strategy in args.strategy:
         for rep in range(args.repeat):
             plan += [("alone", strategy, 1, rep)] if calibrating else []
@@ -59,11 +60,16 @@ def _race(args: argparse.Namespace) -> int:
         if calibrating:
             prof.check_target(args.calibrate)
         warm: list[float] = []
+        hand = 0.0
         alone: dict[str, list] = {s: [] for s in args.strategy}
         with Bar(len(plan), "race", unit="races") as bar:
             for what, strategy, k, rep in plan:
                 bar.set(done, f"{strategy} " + (f"K={k} run {rep + 1}" if what == "race"
                                                 else f"alone, {what} {rep + 1}"))
+                if what == "hand-over":  # no-op UPDATEs alone, then one prober per core
+                    hand = handover(args.db, prof.cores())
+                    done += 1
+                    continue
                 real = race(args.db, strategy, k, args.jobs, args.batch,
                             isolation=args.isolation, begin=args.begin,
                             time_limit=args.time_limit, probe=prof.PROBE if what == "alone" else 0)
@@ -88,7 +94,7 @@ def _race(args: argparse.Namespace) -> int:
                       + ("" if cal is None else f"; calibrated {cal.doubled_jobs}, "
                          f"{cal.errors}, {cal.lost_races}"), flush=True)
         if calibrating:
-            profile = _calibrated(args, kind, alone, warm)
+            profile = _calibrated(args, kind, alone, warm, hand)
             with Bar(len(rows), "predict", unit="races") as bar:
                 for i, row in enumerate(rows):
                     strategy, k, rep = row[:3]
@@ -119,7 +125,7 @@ def _race(args: argparse.Namespace) -> int:
 
 
 def _calibrated(args: argparse.Namespace, kind: str, alone: dict[str, list],
-                warm: list[float]) -> dict:
+                warm: list[float], hand: float) -> dict:
     """The profile of the one-worker races (``--repeat`` of them pooled per strategy),
     written whole, and read back as a scenario reads it."""
     from ..tools.race import profile as prof
@@ -131,7 +137,8 @@ def _calibrated(args: argparse.Namespace, kind: str, alone: dict[str, list],
         measured[strategy] = (outs[0], prof.figures(kind, [t for o in outs
                                                            for t in o.timings]))
     where = "a SQLite file" if kind == "sqlite" else "PostgreSQL"
-    doc = prof.build(kind, measured, args.jobs, args.batch, where)
+    doc = prof.build(kind, measured, args.jobs, args.batch, where,
+                     hand if kind == "postgres" else None)
     doc["measured"]["warm_up"] = (f"{len(warm)} one-worker races of {args.strategy[0]}, not "
                                   "measured: " + ", ".join(f"{r:,.0f}" for r in warm)
                                   + " claims/s")

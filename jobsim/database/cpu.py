@@ -25,11 +25,18 @@ claimed rows sit at the head of that order, so a claim's scan grows with them (c
 the rows of the job table holding a lock, valid or expired: ``Store.held``) — the client's
 time before a statement — ``between_attempts`` before an attempt's first, ``between_statements``
 before the others — and the share of a statement's time that is the client's own CPU
-(``client_cpu``, and ``select_cpu`` for SELECTs; on PostgreSQL the rest is the server's, on
-SQLite waiting for the disk) and, on PostgreSQL, the share of the server's part spent on a
+(``client_cpu``; on PostgreSQL the rest is the server's, on SQLite waiting for the disk) and, on PostgreSQL, the share of the server's part spent on a
 core (``unchanged_cpu`` for a statement's way there and back, ``server_cpu`` for its own
 work; the rest is waiting with no core: a process waking up, the sockets).
 ``jobsim race --calibrate`` measures them.
+
+**A busy machine hands over faster.** A process woken on an idle core runs slower than one
+that takes a core another has just left: a lone PostgreSQL worker's single-row UPDATE took
+190 µs, two workers' 101 µs. A one-worker calibration measures the idle machine; the
+profile's ``machine.handover`` is what each hand-over between client and server (two per
+statement) saves when the other cores are busy, measured with no-op UPDATEs alone and with
+one prober per core. A statement's way there and its way back are that much shorter, in
+proportion to how busy the other cores are as it starts (``busy_share``).
 
 Only the claim statements are timed this way; every other statement (completion, heartbeat,
 reset…) keeps the database's ``latency``.
@@ -76,8 +83,6 @@ class Timing:
     #: PostgreSQL: the share of a statement's server time (its time less the client's CPU)
     #: spent on a core; the rest is waiting with no core (a process waking, the sockets)
     server_cpu: float = 1.0
-    #: ``client_cpu`` of the SELECTs alone (``client_cpu`` is then the other statements')
-    select_cpu: float = 1.0
     #: PostgreSQL: ``server_cpu`` of a statement's way there and back (``update_unchanged``)
     unchanged_cpu: float = 1.0
 
@@ -102,17 +107,26 @@ class Cpu:
     a sleep, an answer — and its core is freed then (``_settled``): no wait anywhere can
     keep a core from the others."""
 
-    __slots__ = ("env", "cores", "quantum", "held", "running", "busy", "waited")
+    __slots__ = ("env", "cores", "quantum", "handover", "held", "running", "busy", "waited")
 
-    def __init__(self, env: simpy.Environment, cores: int, quantum: float):
+    def __init__(self, env: simpy.Environment, cores: int, quantum: float,
+                 handover: float = 0.0):
         self.env = env
         self.cores = simpy.Resource(env, capacity=cores)
         self.quantum = quantum
+        self.handover = handover
         #: process -> [its core's request, time run in this slice, its name]
         self.held: dict[Any, list[Any]] = {}
         self.running: set[Any] = set()  # processes inside a burst's time
         self.busy: dict[str, float] = {}
         self.waited: dict[str, float] = {}
+
+    def busy_share(self) -> float:
+        """How busy the other cores are now: the processes inside a burst over the cores
+        but one (1 on a single core whenever one runs)."""
+        others = self.cores.capacity - 1
+        return min(1.0, len(self.running) / others) if others > 0 else \
+            float(bool(self.running))
 
     def burst(self, who: str, seconds: float) -> Generator[simpy.Event, Any, None]:
         """The active process (named ``who``) runs ``seconds`` of CPU: a core first (the run

@@ -61,8 +61,12 @@ def serve(db: "Database", node: str, kind: str, changes: bool = True, part: str 
         client = 1.0 if db.dialect == "sqlite" else 0.0
     else:
         lat = _cost(db, node, t, kind, changes, part)
-        client = t.select_cpu if kind == "select" else t.client_cpu
+        client = t.client_cpu
     cpu = db.cpu
+    if cpu is not None and cpu.handover > 0 and part in ("pre", "post", "all") and \
+            db.dialect == "postgres":
+        # a hand-over between client and server is faster when the other cores are busy
+        lat = max(0.0, lat - cpu.handover * (2 if part == "all" else 1) * cpu.busy_share())
     if cpu is None:
         if lat > 0:
             yield db.env.timeout(lat)

@@ -37,6 +37,9 @@ class DbConfig:
     #: the CPU model: cores shared by the nodes and the server (None: off), and its slice
     cores: int | None = None
     quantum: float = 0.003
+    #: PostgreSQL: the seconds a hand-over between client and server saves when the other
+    #: cores are busy (a process woken on an idle core is slower: ``database/cpu.py``)
+    handover: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -183,7 +183,6 @@ def _build_db(db: dict[str, Any], raw: dict[str, Any]) -> DbConfig:
                                  _build_dist(f["update_unchanged"])
                                  if "update_unchanged" in f else None,
                                  f.get("server_tail", 0.0), f.get("server_cpu", 1.0),
-                                 f.get("select_cpu", f.get("client_cpu", 1.0)),
                                  f.get("unchanged_cpu", f.get("server_cpu", 1.0))))
                    for name, f in sorted(profile.get("strategies", {}).items()))
     given = "latency" in (raw.get("db") or {})
@@ -193,4 +192,5 @@ def _build_db(db: dict[str, Any], raw: dict[str, Any]) -> DbConfig:
                     db.get("connections") or None, db.get("isolation", "read_committed"),
                     db.get("sqlite_begin", "autocommit"), db.get("sqlite_busy", "queue"),
                     timing, None if cpu is None else cpu.get("cores", machine.get("cores")),
-                    0.003 if cpu is None else cpu.get("quantum", machine.get("quantum", 0.003)))
+                    0.003 if cpu is None else cpu.get("quantum", machine.get("quantum", 0.003)),
+                    0.0 if cpu is None else machine.get("handover", 0.0))

@@ -47,10 +47,9 @@ def profile_format(dist: Field) -> Obj:
         "server_tail": Dur(0.0, hi=1.0, doc="PostgreSQL: CPU per statement after its answer "
                                            "(the server's, its background processes', the "
                                            "kernel's), beside the client"),
-        "select_cpu": Num(1.0, "the client's own CPU in a SELECT's time (client_cpu is then "
-                          "the other statements')", lo=0.0, hi=1.0),
-        "unchanged_cpu": Num(1.0, "PostgreSQL: the share of a statement's way there and "
-                             "back (update_unchanged) spent on a core", lo=0.0, hi=1.0),
+        "unchanged_cpu": Num(doc="PostgreSQL: the share of a statement's way there and back "
+                             "(update_unchanged) spent on a core (without it, server_cpu)",
+                             lo=0.0, hi=1.0),
         "server_cpu": Num(1.0, "PostgreSQL: the share of a statement's server time (its "
                           "time less the client's CPU) spent on a core; the rest waits "
                           "with no core (waking up, the sockets)", lo=0.0, hi=1.0),
@@ -67,7 +66,10 @@ def profile_format(dist: Field) -> Obj:
         "dialect": Enum(PROFILE_DIALECTS, doc="the database measured"),
         "machine": Obj({"cores": Int(lo=1, hi=4096, doc="the measuring machine's cores"),
                         "quantum": Dur(0.003, positive=True, hi=1.0,
-                                       doc="how long a process ran while others waited")},
+                                       doc="how long a process ran while others waited"),
+                        "handover": Dur(0.0, hi=1.0, doc="PostgreSQL: what a hand-over "
+                                        "between client and server saves when the other "
+                                        "cores are busy")},
                        ("cores",)),
         "statement": dist,
         "measured": Obj({"at": Str("", nonempty=False), "jobs": Int(0, lo=0, hi=10 ** 9),

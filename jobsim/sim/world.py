@@ -84,7 +84,8 @@ class World:
                            isolation=scenario.db.isolation,
                            sqlite_begin=scenario.db.sqlite_begin,
                            cpu=None if scenario.db.cores is None else
-                           Cpu(self.env, scenario.db.cores, scenario.db.quantum),
+                           Cpu(self.env, scenario.db.cores, scenario.db.quantum,
+                               scenario.db.handover),
                            busy_sleep=scenario.db.sqlite_busy == "sleep")
         #: the boundary timers' timer jobs, when they go through the timer table (Flowable)
         self.boundary = boundary_jobs.BoundaryTimers(scenario.handlers) \

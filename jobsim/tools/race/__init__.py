@@ -45,12 +45,12 @@ from .settings import (BEGINS, ISOLATIONS, MAX_BATCH, MAX_JOBS, MAX_REPEAT, MAX_
                        MAX_WORKERS, STRATEGIES, RaceError, check, count_arg, seconds_arg)
 from .table import (_LEGACY_MARKER_SQLITE, _LEGACY_SQLITE, _SQLITE_CREATE, MARK, TABLE, load,
                     own_table)
-from .workers import _worker
+from .workers import _prober, _worker
 
 __all__ = ["BEGINS", "ISOLATIONS", "MARK", "MAX_BATCH", "MAX_JOBS", "MAX_REPEAT", "MAX_SECONDS",
            "MAX_WORKERS", "STRATEGIES", "TABLE", "Outcome", "RaceError", "check",
-           "check_plot", "count_arg", "load", "own_table", "predict", "race", "save_plot",
-           "seconds_arg", "two_sessions_pg", "verdict"]
+           "check_plot", "count_arg", "handover", "load", "own_table", "predict", "race",
+           "save_plot", "seconds_arg", "two_sessions_pg", "verdict"]
 
 # the race's own table as its SQLite text, and an older jobsim's: the tests make them by hand
 _OWN_TABLES = (_SQLITE_CREATE, _LEGACY_SQLITE, _LEGACY_MARKER_SQLITE)
@@ -66,9 +66,9 @@ def _collect(pending: Any, timeout: float) -> list[dict[str, Any]]:
     return pending.get(timeout)
 
 
-def _run_workers(args: list[tuple], timeout: float) -> list[dict[str, Any]]:
-    """The workers, one process each; on any way out (Ctrl-C too) they are stopped and
-    reaped before this returns."""
+def _run_workers(args: list[tuple], timeout: float, work: Any = _worker) -> list[Any]:
+    """The workers (``work`` of each of ``args``), one process each; on any way out (Ctrl-C
+    too) they are stopped and reaped before this returns."""
     ctx = multiprocessing.get_context("fork" if "fork" in
                                       multiprocessing.get_all_start_methods() else "spawn")
     main = threading.current_thread() is threading.main_thread()
@@ -79,7 +79,7 @@ def _run_workers(args: list[tuple], timeout: float) -> list[dict[str, Any]]:
         if main:
             signal.signal(signal.SIGINT, old)
     try:
-        return _collect(pool.map_async(_worker, args), timeout)
+        return _collect(pool.map_async(work, args), timeout)
     except multiprocessing.TimeoutError:
         raise RaceError(f"the workers did not stop within {timeout:,.0f} seconds") from None
     except RaceError:
@@ -110,3 +110,18 @@ def race(db: str, strategy: str, workers: int, jobs: int, batch: int = 10,
         out = _tally(results, jobs, workers, batch, wall)
         _check(kind, target, out)
     return out
+
+
+def handover(db: str, cores: int, statements: int = 2000) -> float:
+    """PostgreSQL: the seconds a hand-over between client and server saves when the other
+    cores are busy: ``statements`` no-op UPDATEs timed on one connection alone, then on one
+    connection per core at once (each pair of client and server keeps about a core busy);
+    half the difference of their mean times (two hand-overs a statement), never below 0."""
+    kind, target = check(db, "optimistic", 1, 10, 10, "read_committed", "autocommit", 60.0)
+    if kind != "postgres":
+        return 0.0
+    with own_table(kind, target, 10):
+        alone = _run_workers([(target, statements, time.time() + 0.3)], 120.0, _prober)
+        start_at = time.time() + 0.3 + 0.05 * cores
+        busy = _run_workers([(target, statements, start_at)] * max(2, cores), 120.0, _prober)
+    return max(0.0, (alone[0] - sum(busy) / len(busy)) / 2)

@@ -18,9 +18,7 @@ attempt's statements, as the model splits an attempt:
   statement (a BEGIN and the time after it count here: no row is read or locked yet);
 - ``client_cpu``: the worker's own CPU time inside its statements over their wall time — on
   PostgreSQL the rest is the server's (and the socket's); on SQLite, whose statements run in
-  the worker's process, the rest is waiting for the disk (a commit's write and sync).
-  ``select_cpu`` is the same share for the SELECTs alone (a SQLite SELECT is nearly all
-  CPU, an autocommit UPDATE waits for its commit), ``client_cpu`` then that of the others;
+  the worker's process, the rest is waiting for the disk (a commit's write and sync);
 - ``unchanged_cpu`` and ``server_cpu`` (PostgreSQL): the share of the statements' server
   time (a statement's time less the worker's CPU inside it) that the whole machine spent
   on a CPU (``/proc/stat``, less the worker's own CPU) — ``unchanged_cpu`` for the way
@@ -190,8 +188,7 @@ def figures(dialect: str, timings: list[dict[str, Any]]) -> dict[str, Any]:
     held: dict[str, list[int]] = {"select": [], "update": []}
     between_s: list[float] = []
     between_a: list[float] = []
-    inside = {"select": 0.0, "other": 0.0}  # statements' time, and the CPU inside it
-    cpu = {"select": 0.0, "other": 0.0}
+    inside = cpu = 0.0
     attempts = 0
     unchanged = [t1 - t0 for w in timings for kind, t0, t1, _ in w["stmts"]
                  if kind == UNCHANGED]
@@ -212,9 +209,8 @@ def figures(dialect: str, timings: list[dict[str, Any]]) -> dict[str, Any]:
             prev_end = None
             first = True
             for kind, t0, t1, c in attempt:
-                part = "select" if kind == SELECT else "other"
-                inside[part] += t1 - t0
-                cpu[part] += c
+                inside += t1 - t0
+                cpu += c
                 if kind == BEGIN:
                     pre += t1 - t0
                 elif kind == COMMIT:
@@ -248,12 +244,7 @@ def figures(dialect: str, timings: list[dict[str, Any]]) -> dict[str, Any]:
         out["commit"] = fit(kinds["commit"])
     if unchanged:
         out["update_unchanged"] = fit(unchanged)
-    # a SELECT only reads (on SQLite all CPU), an UPDATE's commit waits for the disk (SQLite)
-    # or the server's write: their shares apart
-    out["client_cpu"] = round(min(1.0, cpu["other"] / inside["other"]), 3) \
-        if inside["other"] > 0 else 0.0
-    if inside["select"] > 0:
-        out["select_cpu"] = round(min(1.0, cpu["select"] / inside["select"]), 3)
+    out["client_cpu"] = round(min(1.0, cpu / inside), 3) if inside > 0 else 0.0
     if dialect == "postgres":
         share, tail, trip = server_cpu(timings)
         out["server_cpu"] = round(share, 3)
@@ -265,9 +256,9 @@ def figures(dialect: str, timings: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def build(dialect: str, measured: dict[str, tuple[Any, dict[str, Any]]], jobs: int,
-          batch: int, database: str) -> dict[str, Any]:
+          batch: int, database: str, handover: float | None = None) -> dict[str, Any]:
     """The profile's document: ``measured`` maps a strategy to (its K = 1 race's outcome,
-    its figures)."""
+    its figures); ``handover``: PostgreSQL's (``race.handover``)."""
     n = cores()
     strategies = {}
     for name, (outcome, fig) in measured.items():
@@ -277,7 +268,8 @@ def build(dialect: str, measured: dict[str, tuple[Any, dict[str, Any]]], jobs: i
         strategies[name] = fig
     doc: dict[str, Any] = {
         "dialect": dialect,
-        "machine": {"cores": n, "quantum": _ms(quantum(n))},
+        "machine": {"cores": n, "quantum": _ms(quantum(n)),
+                    **({} if handover is None else {"handover": _ms(handover)})},
         "measured": {"at": datetime.datetime.now(datetime.timezone.utc)
                      .strftime("%Y-%m-%dT%H:%M:%SZ"), "jobs": jobs, "batch": batch,
                      "database": database},

@@ -177,6 +177,23 @@ def _skip_locked(ck: Clock, p: dict[str, Any]) -> list[int]:
     return [r[0] for r in ck.rows(UPDATE, POSTGRES["E_UPD"], {**p, "ids": ids})] if ids else []
 
 
+def _prober(args: tuple) -> float:
+    """A PostgreSQL connection's mean wall time of ``n`` no-op UPDATEs (a version that never
+    matches), from ``start_at`` on: beside others, how fast a busy machine hands over."""
+    target, n, start_at = args
+    conn = _connect("postgres", target)
+    try:
+        while time.time() < start_at:
+            time.sleep(0.0005)
+        p = {"me": "probe", "n": 1, "id": 1, "v": -1}
+        t0 = time.perf_counter()
+        for _ in range(n):
+            conn.execute(POSTGRES["D_UPD"], p)
+        return (time.perf_counter() - t0) / n
+    finally:
+        conn.close()
+
+
 def _worker(args: tuple) -> dict[str, Any]:
     (kind, target, strategy, me, n, isolation, begin, start_at, deadline,
      max_attempts, probe) = args
