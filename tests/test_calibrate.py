@@ -17,7 +17,6 @@ from jobsim import cli
 from jobsim.base.errors import ScenarioError
 from jobsim.format import scenario
 from jobsim.sim.world import run
-from jobsim.tools.race import race
 from jobsim.tools.race.agreement import within
 from jobsim.tools.race.prediction import count, race_scenario
 from jobsim.tools.race.profile import MARK
@@ -52,13 +51,15 @@ def _scenario_file(tmp_path, profile_ref, workers, jobs, until="4s"):
 
 def test_calibrate_on_sqlite_and_a_scenario_with_the_profile_reproduces_the_race(tmp_path,
                                                                                   capsys):
-    """Calibrate (one worker), then three real races at K = 4; a scenario file that names
-    the profile (a path relative to it) and turns the CPU model on claims the same jobs
-    with a doubled share within 0.10 of the real mean, or inside the real runs' range."""
+    """Calibrate with three one-worker races between three real races at K = 4 (the
+    command's own); a scenario file that names the profile (a path relative to it) and
+    turns the CPU model on claims the same jobs with a doubled share within 0.10 of the real
+    mean, or inside the real runs' range."""
     db = tmp_path / "race.db"
     prof = tmp_path / "profile.yaml"
-    assert cli.main(["race", "--db", f"sqlite:{db}", "--strategy", "read_then_write",
-                     "--workers", "4", "--jobs", str(JOBS), "--calibrate", str(prof)]) == 0
+    command = ["race", "--db", f"sqlite:{db}", "--strategy", "read_then_write", "--workers",
+               "4", "--jobs", str(JOBS), "--repeat", "3", "--calibrate", str(prof)]
+    assert cli.main(command) == 0
     out = capsys.readouterr().out
     assert f"profile: {prof}" in out and "| read_then_write | 4 | verdict |" in out
     text = prof.read_text()
@@ -85,10 +86,12 @@ def test_calibrate_on_sqlite_and_a_scenario_with_the_profile_reproduces_the_race
                                         "sqlite_busy": "sleep"}}, "<inline>")
     assert inline.db.timing == sc.db.timing and inline.db.cores == sc.db.cores
 
-    # the calibrating command's own race at K = 4, and two more
-    first = re.search(r"\| read_then_write \| 4 \| 1 \| real \| \d+ \((\d\.\d+)\)", out)
-    reals = [float(first.group(1))] + [
-        race(f"sqlite:{db}", "read_then_write", 4, JOBS, 10).double_share for _ in range(2)]
+    def own_races(text):  # the calibrating command's three races at K = 4
+        return [float(m) for m in re.findall(
+            r"\| read_then_write \| 4 \| \d \| real \| \d+ \((\d\.\d+)\)", text)]
+
+    reals = own_races(out)
+    assert len(reals) == 3
     simulated = _doubled(sc, 4, JOBS)
     if not within("doubled share", simulated, reals):
         # Real processes on a busy 2-core machine: a calibration taken while something else
@@ -96,12 +99,8 @@ def test_calibrate_on_sqlite_and_a_scenario_with_the_profile_reproduces_the_race
         # machine that the three races did not see. Measured again, and raced again, it
         # must then hold.
         print(f"first calibration: simulated {simulated:.3f}, real {reals}; measuring again")
-        assert cli.main(["race", "--db", f"sqlite:{db}", "--strategy", "read_then_write",
-                         "--workers", "4", "--jobs", str(JOBS), "--calibrate",
-                         str(prof)]) == 0
-        capsys.readouterr()
-        reals = [race(f"sqlite:{db}", "read_then_write", 4, JOBS, 10).double_share
-                 for _ in range(3)]
+        assert cli.main(command) == 0
+        reals = own_races(capsys.readouterr().out)
         simulated = _doubled(scenario.load(path), 4, JOBS)
     assert within("doubled share", simulated, reals), (simulated, reals, prof.read_text())
 

@@ -64,15 +64,17 @@ def _race(args: argparse.Namespace) -> int:
         alone: dict[str, list] = {s: [] for s in args.strategy}
         with Bar(len(plan), "race", unit="races") as bar:
             for what, strategy, k, rep in plan:
-                bar.set(done, f"{strategy} " + (f"K={k} run {rep + 1}" if what == "race"
-                                                else f"alone, {what} {rep + 1}"))
+                bar.set(done, f"{strategy} K={k} run {rep + 1}" if what == "race" else
+                        "hand-over probe" if what == "hand-over" else
+                        f"{strategy} alone, {what} {rep + 1}")
                 if what == "hand-over":  # no-op UPDATEs alone, then one prober per core
                     hand = handover(args.db, prof.cores())
                     done += 1
                     continue
                 real = race(args.db, strategy, k, args.jobs, args.batch,
                             isolation=args.isolation, begin=args.begin,
-                            time_limit=args.time_limit, probe=prof.PROBE if what == "alone" else 0)
+                            time_limit=args.time_limit,
+                            probe=prof.PROBE if what == "alone" else 0)
                 done += 1
                 bar.set(done)
                 if what == "warm-up":

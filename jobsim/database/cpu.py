@@ -25,9 +25,10 @@ claimed rows sit at the head of that order, so a claim's scan grows with them (c
 the rows of the job table holding a lock, valid or expired: ``Store.held``) — the client's
 time before a statement — ``between_attempts`` before an attempt's first, ``between_statements``
 before the others — and the share of a statement's time that is the client's own CPU
-(``client_cpu``; on PostgreSQL the rest is the server's, on SQLite waiting for the disk) and, on PostgreSQL, the share of the server's part spent on a
-core (``unchanged_cpu`` for a statement's way there and back, ``server_cpu`` for its own
-work; the rest is waiting with no core: a process waking up, the sockets).
+(``client_cpu``; on PostgreSQL the rest is the server's, on SQLite waiting for the disk)
+and, on PostgreSQL, the share of the server's part spent on a core (``unchanged_cpu`` for a
+statement's way there and back, ``server_cpu`` for its own work; the rest is waiting with
+no core: a process waking up, the sockets).
 ``jobsim race --calibrate`` measures them.
 
 **A busy machine hands over faster.** A process woken on an idle core runs slower than one

@@ -115,7 +115,7 @@ class Database:
         self.busy_sleep = busy_sleep
         self._think: dict[str, Any] = {}
         self._tails: dict[str, list[Any]] = {}  # node -> [server CPU owed, its wake-up]
-        self._owed: dict[str, list[float]] = {}  # node -> [client CPU, idle] a statement owes
+        self._owed: dict[str, list[float]] = {}  # node -> [client CPU, idle] owed to its end
 
     def run(self, node: str, apply: Callable[[float], T], wakes: bool = False,
             rows: tuple[int, ...] | list[int] = ()) -> Generator[simpy.Event, Any, tuple[T, float]]:

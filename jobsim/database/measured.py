@@ -18,6 +18,8 @@ from .db import StatementFailed
 if TYPE_CHECKING:
     from .db import Database
 
+_NONE_OWED = (0.0, 0.0)
+
 
 def measure(db: "Database", node: str, timing: Timing) -> None:
     """``node``'s claim statements take the times of ``timing``."""
@@ -84,23 +86,24 @@ def serve(db: "Database", node: str, kind: str, changes: bool = True, part: str 
         server, mine = f"{node}/server", lat * client
         run = lat - mine if t is None else _on_core(t, part, lat - mine, client)
         idle = lat - mine - run
+        if part == "pre":  # a statement in parts: the client's CPU and the idle time owed
+            db._owed[node] = [0.0, 0.0]  # until its way back
         if part in ("all", "pre"):
-            db._owed[node] = [0.0, 0.0]  # the client's CPU, and the idle time, still owed
             cpu.release(node)
             if idle > 0:
                 yield db.env.timeout(idle)
             idle = 0.0
         yield from cpu.burst(server, run)
-        owed = db._owed.setdefault(node, [0.0, 0.0])
         if part in ("all", "post"):
+            owed = db._owed.pop(node, _NONE_OWED) if part == "post" else _NONE_OWED
             cpu.release(server)
             if t is not None and t.server_tail > 0:
                 _tail(db, node, t.server_tail)
-            del db._owed[node]
             if idle + owed[1] > 0:
                 yield db.env.timeout(idle + owed[1])
             yield from cpu.burst(node, mine + owed[0])
         else:
+            owed = db._owed.setdefault(node, [0.0, 0.0])
             owed[0] += mine
             owed[1] += idle
     if node in db._cut:

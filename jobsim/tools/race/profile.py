@@ -9,8 +9,8 @@ attempt's statements, as the model splits an attempt:
   part that grows with the rows the worker has locked (``select_per_row``,
   ``update_per_row``: a least-squares line over the race; its scan passes them);
 - ``update_unchanged``: a single-row UPDATE that changes nothing (its version never matches:
-  a lost race), timed ``PROBE`` times after the race — it writes and commits nothing, so it is far
-  cheaper than one that does;
+  a lost race), timed ``PROBE`` times after the race — it writes and commits nothing, so it
+  is far cheaper than one that does;
 - ``commit``: a transaction's COMMIT, from the end of the statement before it (the locks are
   held until it returns);
 - ``between_statements``: the client's time from one statement's end to the next's start;
@@ -153,12 +153,15 @@ def server_cpu(timings: list[dict[str, Any]]) -> tuple[float, float, float | Non
     spent = server = 0.0
     statements = 0
     probe_spent = probe_server = 0.0
+    n_probe = 0
     for w in timings:
         stmts = [s for s in w["stmts"] if s[0] != UNCHANGED]
         if w.get("probe") is not None:
             machine, mine = w["probe"]
             probe_spent += machine - mine
-            probe_server += sum(t1 - t0 - c for k, t0, t1, c in w["stmts"] if k == UNCHANGED)
+            probe = [t1 - t0 - c for k, t0, t1, c in w["stmts"] if k == UNCHANGED]
+            probe_server += sum(probe)
+            n_probe += len(probe)
         if w.get("machine") is None or w.get("sched") is None:
             continue
         server += sum(t1 - t0 - c for _, t0, t1, c in stmts)
@@ -167,7 +170,6 @@ def server_cpu(timings: list[dict[str, Any]]) -> tuple[float, float, float | Non
         # charges it: once per SELECT and UPDATE (a BEGIN, a COMMIT are parts of these)
     unchanged = None
     trip = 0.0
-    n_probe = sum(1 for w in timings for s in w["stmts"] if s[0] == UNCHANGED)
     if probe_server > 0 and n_probe:
         unchanged = min(1.0, max(0.0, probe_spent / probe_server))
         trip = min(server, statements * probe_server / n_probe)  # the race's round trips
