@@ -60,6 +60,20 @@ def make_dir(path: Path) -> None:
                 raise OutputError(f"cannot make the folder {path}: {d} is a file") from None
 
 
+#: what jobsim writes into a folder of throwaway output it makes (what-if runs, sweeps)
+IGNORE_ALL = "# made by jobsim: what-if runs and sweeps, not for version control\n*\n"
+
+
+def ignored_dir(path: Path) -> None:
+    """Make ``path`` (and its parents) for throwaway output, with a ``.gitignore`` that
+    ignores all of it, if it does not exist yet; an existing folder is left as it is."""
+    path = Path(path)
+    if path.exists():
+        return
+    make_dir(path)
+    (path / ".gitignore").write_text(IGNORE_ALL, encoding="utf-8")
+
+
 def sha256_of(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:

@@ -27,11 +27,18 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     r = sub.add_parser("run", help="run a scenario and write its report folder")
     r.add_argument("scenario", help="a scenario YAML file")
-    r.add_argument("--out", help="the report folder (default: reports/<scenario name>)")
-    r.add_argument("--seed", type=_seed, help="override the scenario's seed")
+    r.add_argument("--out", help="the report folder (default: reports/<scenario name>; a "
+                                 "what-if run — --set, --seed or --no-expect — goes to "
+                                 "reports/_scratch/<scenario name>/<its overrides>, a "
+                                 "git-ignored folder)")
+    r.add_argument("--seed", type=_seed, help="override the scenario's seed (default: the "
+                                              "file's)")
     r.add_argument("--set", dest="sets", action="append", default=[], metavar="PATH=VALUE",
                    help="override one value by its dotted path, e.g. executor.lock_time=30s "
                         "(repeatable)")
+    r.add_argument("--no-expect", action="store_true",
+                   help="skip the file's expectations (and its variants'): a what-if run "
+                        "whose exit status says only whether the invariants hold")
     r.add_argument("--quiet", action="store_true", help="print only the summary")
     r.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     r.add_argument("--every-poll", action="store_true",
@@ -73,7 +80,8 @@ def _parser() -> argparse.ArgumentParser:
                     help="local worker processes (default: the machine's cores)")
     sw.add_argument("--dask", metavar="ADDRESS",
                     help="run on an existing Dask cluster, e.g. tcp://10.0.0.5:8786")
-    sw.add_argument("--out", help="the sweep folder (default: sweeps/<scenario name>)")
+    sw.add_argument("--out", help="the sweep folder (default: sweeps/<scenario name>, in a "
+                                  "sweeps/ folder git ignores)")
     sw.add_argument("--plot", action="append", default=[], metavar="FIGURE",
                     help="a summary figure to plot against the first axis (repeatable)")
     sw.add_argument("--precision", metavar="FIGURE:PCT",

@@ -8,6 +8,7 @@ invariant violations. ``reports`` regenerates the report folder of every shipped
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from .status import BAD_INPUT, FAILED, OK
 
 
 def _run(args: argparse.Namespace) -> int:
+    from ..base.outdir import ignored_dir
     from ..base.phases import Phases, TimingsError, check_file, write_file
     from ..format import scenario as scenario_mod
     from ..format.lint import lint_runs
@@ -27,6 +29,9 @@ def _run(args: argparse.Namespace) -> int:
 
     phases = Phases() if args.timings else None
     runs = scenario_mod.load_variants(args.scenario, seed=args.seed, sets=args.sets)
+    if args.no_expect:
+        runs = [dataclasses.replace(sc, expect=(), overrides=sc.overrides + ("--no-expect",))
+                for sc in runs]
     warnings = lint_runs(runs)  # known traps: warned of before the run, refused by --strict
     for w in warnings:
         print(w.format(args.scenario, "error" if args.strict else "warning"), file=sys.stderr)
@@ -35,7 +40,7 @@ def _run(args: argparse.Namespace) -> int:
               f"{'s' if len(warnings) != 1 else ''} about known traps, refused by --strict; "
               f"nothing was run", file=sys.stderr)
         return BAD_INPUT
-    out = Path(args.out) if args.out else Path("reports") / runs[0].name
+    out = Path(args.out) if args.out else default_folder(runs[0])
     try:
         check_target(out)  # before the work, not after it
         if args.timings:
@@ -56,6 +61,8 @@ def _run(args: argparse.Namespace) -> int:
     with Bar(100, "report", unit="%", show=not args.quiet) as bar:
         bar.stage(f"writing {out}")
         try:
+            if not args.out and runs[0].overrides:
+                ignored_dir(SCRATCH)
             write(analyses, out, with_plots=not args.no_plots, phases=phases)
         except ReportError as exc:
             print(f"jobsim: {exc}", file=sys.stderr)
@@ -74,6 +81,27 @@ def _run(args: argparse.Namespace) -> int:
                   file=sys.stderr)
             return BAD_INPUT
     return OK if all(a.ok for a in analyses) else FAILED
+
+
+#: where what-if runs go unless ``--out`` says otherwise: git-ignored (``outdir.ignored_dir``)
+SCRATCH = Path("reports") / "_scratch"
+
+
+def default_folder(sc: Any) -> Path:
+    """``reports/<name>`` for a scenario as its file says; a what-if run (``overrides``) goes
+    to ``reports/_scratch/<name>/<the overrides>``, so that it never replaces the file's own
+    report (a committed one, say) and two different what-ifs do not replace each other."""
+    if not sc.overrides:
+        return Path("reports") / sc.name
+    import hashlib
+    import re
+
+    words = [re.sub(r"[^A-Za-z0-9._=,-]+", "_", o.removeprefix("--").replace(" ", "=", 1))
+             for o in sc.overrides]
+    slug = "+".join(words)
+    if len(slug) > 80:
+        slug = slug[:60] + "-" + hashlib.sha256("\n".join(sc.overrides).encode()).hexdigest()[:10]
+    return SCRATCH / sc.name / slug
 
 
 def _check_timings(path: Path, out: Path, check_file: Any) -> None:

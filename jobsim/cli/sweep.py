@@ -35,6 +35,14 @@ class _Stopped(BaseException):  # not an Exception: no run records it as its own
 def _sweep(args: argparse.Namespace) -> int:
     settings = _settings(args)
     out = Path(args.out) if args.out else Path("sweeps") / settings.base.name
+    if not args.out:  # the default folder holds throwaway output: git-ignored
+        from ..base.outdir import OutputError, ignored_dir
+
+        try:
+            ignored_dir(out.parent)
+        except (OutputError, OSError) as exc:
+            print(f"jobsim: cannot make the folder {out.parent}: {exc}", file=sys.stderr)
+            return BAD_INPUT
     result = _execute(args, settings, out)
     if result is None:
         return BAD_INPUT

@@ -258,6 +258,9 @@ class Scenario:
     services: dict[str, ServiceSpec] = field(default_factory=dict)
     source: str = "<scenario>"
     document: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    #: what changed the file's values for this run, as given: ``--set PATH=VALUE``,
+    #: ``--seed N``, ``--no-expect`` (empty: the file as written)
+    overrides: tuple[str, ...] = ()
 
     @property
     def end(self) -> float:

@@ -81,6 +81,13 @@ def variants_of(doc: Any, source: str = "<scenario>", seed: int | None = None,
         doc["seed"] = seed
     if problems:
         raise ScenarioError(problems, source)
+    given = tuple(f"--set {item}" for item in sets) + \
+        ((f"--seed {seed}",) if seed is not None else ())
+    return [dataclasses.replace(sc, overrides=given) if given else sc
+            for sc in _variants(doc, source, base_only)]
+
+
+def _variants(doc: dict[str, Any], source: str, base_only: bool) -> list[Scenario]:
     base = _validated(doc, source, None)
     variants = doc.get("variants") or {}
     if base_only or not variants:

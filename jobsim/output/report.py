@@ -104,6 +104,8 @@ def analyse(result: RunResult) -> Analysis:
                 polls_skipped=result.polls_skipped, nodes=result.scenario.nodes,
                 boundary_jobs=result.scenario.boundary_timer_jobs,
                 services=tuple(result.scenario.services))
+    if result.scenario.overrides:  # a what-if: said in its summary (absent otherwise)
+        s["overrides"] = list(result.scenario.overrides)
     return Analysis(result, hist, violations, s, evaluate(result.scenario.expect, s))
 
 
@@ -203,6 +205,9 @@ def markdown(analyses: list[Analysis], plots_of: dict[str, list[tuple[str, str]]
     out += [f"Scenario `{Path(sc.source).name}` · seed {', '.join(map(str, seeds))}"
             + (f" · variants: {', '.join(a.name for a in analyses)}"
                if sc.variant is not None else ""), ""]
+    if sc.overrides:
+        out += ["> **A what-if run**, not the file as written: "
+                + " · ".join(f"`{o}`" for o in sc.overrides) + ".", ""]
     note = python_note(sc, "> ")
     out += [note] if note else []
     out += [f"> ⚠ **Idle node{f' ({a.name})' if sc.variant is not None else ''}:** "
@@ -295,8 +300,13 @@ def _write_run(a: Analysis, folder: Path, with_plots: bool,
         memory.release()
     doc = dict(result.scenario.document)
     doc["seed"] = result.seed
-    (folder / "scenario.yaml").write_text(python_note(result.scenario, "# ") + yaml.safe_dump(
-        doc, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    overrides = result.scenario.overrides
+    if "--no-expect" in overrides:
+        doc.pop("expect", None)
+    said = f"# a what-if run: {' '.join(overrides)} (applied below)\n" if overrides else ""
+    (folder / "scenario.yaml").write_text(said + python_note(result.scenario, "# ") +
+                                          yaml.safe_dump(doc, sort_keys=False,
+                                                         allow_unicode=True), encoding="utf-8")
     if a.violations:
         tdf = trace_frame(result.trace)
         (folder / "violations.txt").write_text(

@@ -65,5 +65,8 @@ def told(analyses: list[Analysis], out: Path, quiet: bool) -> list[str]:
             where = out / a.name if a.result.scenario.variant is not None else out
             lines.append(f"(all of them: {where}/violations.txt)")
         lines.append("")
+    overrides = analyses[0].result.scenario.overrides
+    if overrides:
+        lines.append("what-if: " + " ".join(overrides))
     lines.append(f"report: {out}/report.md")
     return lines
