@@ -5,10 +5,13 @@ The public API, for notebooks and scripts (the command line is ``jobsim``):
 - scenarios: ``load(path)``, ``load_variants(path)``, ``loads(yaml_text)``,
   ``from_dict(document, sets=["executor.lock_time=30s"])``;
 - a run: ``run(scenario, seed=None)`` → a ``RunResult`` (its ``trace``, final ``store``…);
+  the scenario may be a ``Scenario``, a file's path or a parsed document (a dict);
 - what it means: ``analyse(result)`` → an ``Analysis`` (``.summary`` figures,
-  ``.violations`` of the invariants, ``.histories``), ``jobs_frame(analysis.histories)`` and
-  ``trace_frame(result.trace)`` as pandas tables, ``narrate(result.trace)`` as the lesson's
-  transcript, ``write(analyses, folder)`` as a report;
+  ``.violations`` of the invariants, ``.histories``), ``jobs_frame(result)`` and
+  ``trace_frame(result)`` as pandas tables, ``narrate(result)`` as the lesson's
+  transcript, ``write(analyses, folder)`` as a report — each of these, and every figure of
+  ``plots``, takes a ``RunResult`` or an ``Analysis`` (or the part it needs: a ``Trace``, a
+  ``Histories``, a frame);
 - handlers in Python: ``with_handler(scenario, name, generator_function)``; the function
   gets a ``Context`` (the job, its attempt, ``call`` a service, ``wait``, ``random``,
   ``memory``) and fails the execution with ``raise JobFailed(error)``;
@@ -20,21 +23,32 @@ The public API, for notebooks and scripts (the command line is ``jobsim``):
 from __future__ import annotations
 
 import os
+import sys
 
+from .base.outdir import version
+from .api import analyse, histories, jobs_frame, narrate, run, trace_frame
 from .output import plots
 from .tools.bench import erlang_c_wait, mean_ci, mmc_scenario
-from .analysis.history import histories
-from .analysis.metrics import jobs_frame, trace_frame
-from .analysis.narrative import narrate
-from .output.report import Analysis, analyse, write
+from .output.report import Analysis, write
 from .format.scenario import from_dict, load, load_variants, loads, with_handler
 from .executor.context import Context, HandlerError, JobFailed
 from .executor.services import Reply
-from .sim.world import RunResult, run
+from .sim.world import RunResult
 
-__all__ = ["Analysis", "Context", "HandlerError", "JobFailed", "Reply", "RunResult", "analyse",
-           "erlang_c_wait", "fast", "from_dict", "histories", "jobs_frame", "load", "load_variants", "loads", "mean_ci",
-           "mmc_scenario", "narrate", "plots", "run", "trace_frame", "with_handler", "write"]
+__all__ = ["Analysis", "Context", "HandlerError", "JobFailed", "Reply", "RunResult",
+           "__version__", "analyse", "erlang_c_wait", "fast", "from_dict", "histories",
+           "jobs_frame", "load", "load_variants", "loads", "mean_ci", "mmc_scenario", "narrate",
+           "plots", "run", "trace_frame", "with_handler", "write"]
+
+
+__version__ = version()
+# ``import jobsim.plots`` works too: the figures live in ``output.plots``
+sys.modules.setdefault(f"{__name__}.plots", plots)
+
+
+def __dir__() -> list[str]:
+    """The public API only (``dir(jobsim)``), not the modules it is made of."""
+    return sorted(__all__)
 
 
 def fast() -> bool:

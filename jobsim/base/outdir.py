@@ -179,18 +179,20 @@ def _tmp_dir(parent: Path, name: str) -> Path:
     raise OutputError(f"cannot make a temporary folder in {parent}")
 
 
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
+def version() -> str:
+    """The installed jobsim's version (``unknown`` run from a checkout never installed)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
 
     try:
-        return version("jobsim")
+        return installed("jobsim")
     except PackageNotFoundError:
         return "unknown"
 
 
 def _write_manifest(folder: Path, kind: str, files: dict[str, str],
                     dirs: list[str] | tuple[str, ...] = ()) -> None:
-    doc = {"format": FORMAT, "kind": kind, "jobsim": _version(),
+    doc = {"format": FORMAT, "kind": kind, "jobsim": version(),
            "files": dict(sorted(files.items())), "dirs": sorted(dirs),
            "note": "written by jobsim: it replaces only the files listed here, and only "
                    "while they hold what it wrote"}

@@ -17,13 +17,35 @@ class _UsageError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        kwargs.setdefault("formatter_class", _Defaults)
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+
     def error(self, message: str) -> None:  # type: ignore[override]
         raise _UsageError(f"{self.prog}: {message}")
+
+
+class _Defaults(argparse.HelpFormatter):
+    """Every option's help ends with its default, unless it has none to show (a flag that
+    is off, an empty list, no value) or its help already says it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        if (default in (None, False, [], argparse.SUPPRESS) or "default" in text
+                or not action.option_strings):
+            return text
+        shown = f"{default:,}" if isinstance(default, int) and not isinstance(default, bool) \
+            else f"{default:g}" if isinstance(default, float) else str(default)
+        return f"{text} (default: {shown})".replace("%", "%%")
 
 
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="jobsim", description="A deterministic simulator of database-backed "
                                            "job executors.")
+    from ..base.outdir import version
+
+    p.add_argument("--version", action="version", version=f"jobsim {version()}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     r = sub.add_parser("run", help="run a scenario and write its report folder")
     r.add_argument("scenario", help="a scenario YAML file")
@@ -73,9 +95,11 @@ def _parser() -> argparse.ArgumentParser:
                                      "gives the defaults)")
     sw.add_argument("--grid", action="append", default=[], metavar="PATH=V1,V2,…",
                     help="an axis of the grid, e.g. executor.lock_time=10s,30s,2m "
-                         "(repeatable; replaces the file's grid)")
+                         "(repeatable; replaces the file's grid; default: the file's "
+                         "sweep.grid)")
     sw.add_argument("--replications", type=_positive,
-                    help="runs per grid point (with --precision: the most per point)")
+                    help="runs per grid point (with --precision: the most per point; "
+                         "default: the file's sweep.replications, else 10)")
     sw.add_argument("--workers", type=_positive,
                     help="local worker processes (default: the machine's cores)")
     sw.add_argument("--dask", metavar="ADDRESS",
@@ -83,7 +107,8 @@ def _parser() -> argparse.ArgumentParser:
     sw.add_argument("--out", help="the sweep folder (default: sweeps/<scenario name>, in a "
                                   "sweeps/ folder git ignores)")
     sw.add_argument("--plot", action="append", default=[], metavar="FIGURE",
-                    help="a summary figure to plot against the first axis (repeatable)")
+                    help="a summary figure to plot against the first axis (repeatable; "
+                         "default: the file's sweep.plot)")
     sw.add_argument("--precision", metavar="FIGURE:PCT",
                     help="replicate each point until the 95%% CI half-width of FIGURE is "
                          "within PCT of its mean, e.g. duplicate_executions.total:5%%")
@@ -148,7 +173,7 @@ def _parser() -> argparse.ArgumentParser:
                         "with a spread)")
     b.add_argument("--only", type=_bench_cases, metavar="CASE,…",
                    help="run only these of the suite's cases: mmc, ciw, full, growth, idle, "
-                        "backlog, report")
+                        "backlog, report (default: all of them)")
     return p
 
 

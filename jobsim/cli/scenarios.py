@@ -86,10 +86,13 @@ def _schema() -> int:
 
 
 def _scenario_folder(given: str | None) -> Path | None:
+    from ..format.reading import shipped_folder
+
     folder = Path(given) if given else Path("scenarios")
     if not folder.is_dir():
-        shipped = Path(__file__).resolve().parents[2] / "scenarios"
-        if given is None and shipped.is_dir():
+        shipped = shipped_folder()
+        if given is None and shipped is not None:
+            print(f"(no scenarios/ here: the shipped scenarios, in {shipped})", file=sys.stderr)
             return shipped
         print(f"jobsim: {folder}: expected a folder of scenario files (got none)",
               file=sys.stderr)

@@ -25,6 +25,37 @@ class _TooBig(Exception):
     pass
 
 
+def shipped_folder() -> Path | None:
+    """The folder of the scenarios that come with jobsim: the checkout's ``scenarios/`` (a
+    checkout, or an editable install), else the copy an install puts in its data folder
+    (``share/jobsim/scenarios``); None if neither is there."""
+    import sysconfig
+
+    candidates = [Path(__file__).resolve().parents[2] / "scenarios"]
+    for scheme in (None, f"{os.name}_user"):
+        try:
+            data = sysconfig.get_path("data", scheme) if scheme else sysconfig.get_path("data")
+        except KeyError:
+            continue
+        candidates.append(Path(data) / "share" / "jobsim" / "scenarios")
+    for folder in candidates:
+        if (folder / "lesson.yaml").is_file():
+            return folder
+    return None
+
+
+def _shipped_hint(path: Path) -> str:
+    """For a file that is not there: the shipped scenario of that name, if there is one."""
+    folder = shipped_folder()
+    if folder is None or len(path.parts) > 2:
+        return ""
+    name = path.name if path.suffix == ".yaml" else f"{path.name}.yaml"
+    there = folder / name
+    if there.is_file():
+        return f"a shipped scenario has that name: {there} (jobsim list shows them all)"
+    return ""
+
+
 def _key_problems(node: yaml.Node, path: str, problems: list[Problem],
                   budget: list[int]) -> None:
     """Walk the composed YAML: duplicate keys, keys that are not plain scalars, and a node
@@ -72,8 +103,8 @@ def read(path: str | Path) -> Any:
         # of at most MAX_FILE_BYTES is read (not /dev/zero, not a pipe, not a socket)
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
-        raise ScenarioError([Problem("", "an existing scenario file", "no such file")],
-                            source) from None
+        raise ScenarioError([Problem("", "an existing scenario file", "no such file",
+                                     _shipped_hint(path))], source) from None
     except IsADirectoryError:
         raise ScenarioError([Problem("", "a scenario file", "a directory")], source) from None
     except OSError as exc:

@@ -32,3 +32,8 @@ from .timeline import node_timeline
 
 __all__ = ["DPI", "compare_bars", "duplicates_by_cause", "latency_cdf", "node_timeline",
            "race_bars", "save", "service_load", "start_delay_by_variant", "sweep_bands", "table_depth"]
+
+
+def __dir__() -> list[str]:
+    """The figures only (``dir(jobsim.plots)``), not the modules they are drawn in."""
+    return sorted(__all__)

@@ -27,6 +27,28 @@ def save(fig: Figure, path: str | Path) -> Path:
     return path
 
 
+def _trace_rows(data: Any) -> pd.DataFrame:
+    """The trace table a figure reads: a frame as given (``trace_frame``'s columns), or the
+    trace of a ``RunResult``, an ``Analysis`` or a ``Trace``."""
+    if isinstance(data, pd.DataFrame):
+        return data
+    from ...analysis.inputs import as_trace
+    from ..columns import plot_frame
+
+    return plot_frame(as_trace(data))
+
+
+def _job_rows(data: Any) -> pd.DataFrame:
+    """The per-job table a figure reads: a frame as given (``jobs_frame``), or that of a
+    ``RunResult``, an ``Analysis``, a ``Trace`` or a ``Histories``."""
+    if isinstance(data, pd.DataFrame):
+        return data
+    from ...analysis.inputs import as_histories
+    from ...analysis.metrics import jobs_frame
+
+    return jobs_frame(as_histories(data))
+
+
 def _figure(width: float = 9.0, height: float = 5.0) -> tuple[Figure, Axes]:
     fig = Figure(figsize=(width, height), layout="constrained")
     return fig, fig.add_subplot()

@@ -8,7 +8,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-from .common import _CRASH, _figure, _kind_is, _no_data, _seconds
+from .common import _CRASH, _figure, _kind_is, _no_data, _seconds, _trace_rows
 
 
 def _last_per_time(t: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -106,6 +106,7 @@ def table_depth(trace_df: pd.DataFrame) -> Figure:
     """
     title = "Jobs in the table over time"
     fig, ax = _figure(10.0, 5.0)
+    trace_df = None if trace_df is None else _trace_rows(trace_df)
     if trace_df is None or len(trace_df) == 0:
         return _no_data(fig, ax, title, "empty trace")
     df = trace_df

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import textwrap
 from collections import Counter
-from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -14,15 +13,24 @@ from matplotlib.ticker import MaxNLocator
 from .common import _figure, _no_data
 
 
-def duplicates_by_cause(duplicates: Iterable[Any], causes: tuple[str, ...]) -> Figure:
+def duplicates_by_cause(duplicates: Any, causes: tuple[str, ...] | None = None) -> Figure:
     """Grouped bars: duplicate executions and duplicate side effects per cause.
 
-    ``duplicates`` are ``history.Duplicate`` objects (anything with ``what`` and ``cause``).
+    ``duplicates`` are ``history.Duplicate`` objects (anything with ``what`` and ``cause``),
+    or a run's: a ``RunResult``, an ``Analysis``, a ``Trace`` or a ``Histories``. ``causes``
+    defaults to every cause the analysis knows (``history.CAUSES``).
     Every cause of ``causes`` is shown, in that order, zeros included; a cause found in the
     duplicates but not in ``causes`` is added after them (sorted). Tick labels are the cause
     names with spaces for underscores, wrapped.
     """
     title = "Duplicates by cause"
+    if hasattr(duplicates, "trace") or hasattr(duplicates, "histories") or \
+            hasattr(duplicates, "arrays") or hasattr(duplicates, "duplicates"):
+        from ...analysis.inputs import as_histories
+
+        duplicates = as_histories(duplicates).duplicates
+    if causes is None:
+        from ...analysis.history import CAUSES as causes
     dups = list(duplicates or [])
     ex = Counter(d.cause for d in dups if d.what == "execution")
     se = Counter(d.cause for d in dups if d.what == "side_effect")

@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
-from .common import _figure, _no_data, _plural, _seconds
+from .common import _figure, _job_rows, _no_data, _plural, _seconds
 
 
 def _delay_axis(ax: Axes, d_all: np.ndarray) -> None:
@@ -73,6 +73,7 @@ def latency_cdf(jobs: pd.DataFrame) -> Figure:
     """
     title = "Start delay (first start − due): empirical CDF"
     fig, ax = _figure(9.0, 5.0)
+    jobs = None if jobs is None else _job_rows(jobs)
     if jobs is None or len(jobs) == 0:
         return _no_data(fig, ax, title, "no jobs")
     delay = (jobs["first_start"].to_numpy(dtype=float) - jobs["due"].to_numpy(dtype=float))

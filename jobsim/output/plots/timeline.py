@@ -20,7 +20,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from .common import (_CRASH, _DOWN, _FAILED, _OK, _OPEN, _PAUSE, _RESTART, _bars, _figure,
-                     _kind_is, _no_data, _plural, _seconds)
+                     _kind_is, _no_data, _plural, _seconds, _trace_rows)
 
 #: the height of a node's row shared by its lanes (rows are 1 apart)
 _BAND = 0.8
@@ -127,6 +127,7 @@ def node_timeline(trace_df: pd.DataFrame, max_bars: int = 2000) -> Figure:
     is drawn and the title says so.
     """
     title = "Executions per node"
+    trace_df = None if trace_df is None else _trace_rows(trace_df)
     if trace_df is None or len(trace_df) == 0:
         fig, ax = _figure(10.0, 3.0)
         return _no_data(fig, ax, title, "empty trace")
