@@ -13,6 +13,7 @@ it replaced, and the time and memory it takes.
 
 from __future__ import annotations
 
+import re
 import json
 import math
 from dataclasses import asdict
@@ -187,20 +188,41 @@ def test_timings_file_and_unchanged_report(tmp_path, capsys):
 
 # --- the narrative's limit -------------------------------------------------------------------
 
-def test_narrative_counts_the_lines_past_its_limit(results):
+#: a routine line of the story (a job done as expected), and a count of such lines
+_DONE = re.compile(r"  \[[^\]]+\] job \d+ \([^)]*\) done")
+_COUNT = re.compile(r"  \(([\d,]+) jobs? done (at|from) t=.*\)")
+
+
+def test_a_long_story_leads_with_what_matters_and_counts_the_rest(results):
+    """Past its limit the story tells every line that is not a job done as expected, in
+    order, up to the limit, under a first line that counts them; the jobs done between them
+    are counted, and the lines past the limit are counted in one line."""
     for runs in results.values():
         for r in runs:
             whole = narrate(r.trace, None)
-            story = whole[:-1]  # the last line: the dead letters
+            story, tail = whole[:-1], whole[-1:]  # the last line: the dead letters
+            done = [ln for ln in story if _DONE.fullmatch(ln)]
+            notable = [ln for ln in story if not _DONE.fullmatch(ln)]
             for limit in (0, 1, 5, 60, len(story), len(story) + 3):
                 lines = narrate(r.trace, limit)
                 if len(story) <= limit:
                     assert lines == whole
                     continue
-                assert lines[:limit] == story[:limit]
-                assert lines[limit] == (f"  … {len(story) - limit} more lines (the whole story "
-                                        "is in trace.csv)")
-                assert lines[limit + 1:] == whole[-1:]
+                assert lines[0].startswith("in short: ") and lines[-1:] == tail
+                body = lines[1:-1]
+                counts = [int(m.group(1).replace(",", "")) for m in map(_COUNT.fullmatch, body)
+                          if m]
+                more = [ln for ln in body if ln.startswith("  … ")]
+                told = [ln for ln in body if not _COUNT.fullmatch(ln) and ln not in more]
+                assert told == notable[:limit]
+                after = 0
+                if len(notable) > limit:
+                    assert len(more) == 1 and f"… {len(notable) - limit:,} more lines" in more[0]
+                    m = re.search(r"and ([\d,]+) jobs done", more[0])
+                    after = int(m.group(1).replace(",", "")) if m else 0
+                else:
+                    assert more == []
+                assert sum(counts) + after == len(done)
 
 
 # --- the acceptance at 1,000,000 jobs --------------------------------------------------------

@@ -115,23 +115,87 @@ def _lines(cols: dict[str, np.ndarray], idx: np.ndarray, texts: list[str]) -> np
     return (np.isin(k, _ALWAYS)
             | (((k == K["side_effect"]) | ((k == K["exec_end"]) & (b == 1))) & said)
             | ((k == K["cancelled"]) & (a <= 0)) | (done & ((a == 0) | ~quiet))
-            | ((k == K["locked"]) & (b == 1)))
+            | ((k == K["locked"]) & ((b == 1) | (a >= 0))))
+
+
+def _routine(cols: dict[str, np.ndarray], idx: np.ndarray) -> np.ndarray:
+    """Whether each event of ``idx`` is a routine line: a job done, as expected."""
+    return (cols["kind"][idx] == K["completed"]) & (cols["a"][idx] > 0)
+
+
+def _done_runs(times: np.ndarray, group: np.ndarray, groups: int) -> list[str]:
+    """Per group (the kept line each run of routine lines comes before; ``groups``: after
+    the last), the line that counts it: how many jobs were done, and when."""
+    out = [""] * (groups + 1)
+    if not len(group):
+        return out
+    first = np.r_[0, np.flatnonzero(np.diff(group)) + 1]
+    for s, e in zip(first, np.r_[first[1:], len(group)]):
+        n, t0, t1 = e - s, times[s], times[e - 1]
+        when = f"at t={t0:.5g}s" if t0 == t1 else f"from t={t0:.5g}s to t={t1:.5g}s"
+        out[group[s]] = f"  ({n:,} job{'s' if n != 1 else ''} done {when})"
+    return out
+
+
+#: what the first line of a long story counts: (one, many, which told events)
+_SHORT = (("crash", "crashes", lambda k, a, b: k == K["node_crashed"]),
+          ("pause", "pauses", lambda k, a, b: k == K["node_paused"]),
+          ("failure retried", "failures retried", lambda k, a, b: k == K["retry_scheduled"]),
+          ("dead letter or incident", "dead letters or incidents",
+           lambda k, a, b: k == K["dead_lettered"]),
+          ("takeover of an expired lock", "takeovers of an expired lock",
+           lambda k, a, b: (k == K["locked"]) & (b == 0)),
+          ("double acquisition", "double acquisitions",
+           lambda k, a, b: (k == K["locked"]) & (b == 1)),
+          ("completion rejected", "completions rejected",
+           lambda k, a, b: (k == K["completed"]) & (a == 0) & (b > 0)),
+          ("completion that found its row gone", "completions that found their row gone",
+           lambda k, a, b: (k == K["completed"]) & (a == 0) & (b == 0)))
+
+
+def _in_short(cols: dict[str, np.ndarray], told: np.ndarray) -> str:
+    """A long story's first line: how many of each thing that matters it tells."""
+    k, a, b = (cols[c][told] for c in ("kind", "a", "b"))
+    parts = []
+    for one, many, which in _SHORT:
+        n = int(which(k, a, b).sum())
+        if n:
+            parts.append(f"{n:,} {one if n == 1 else many}")
+    return "in short: " + (", ".join(parts) if parts else "every job done as expected")
 
 
 def narrate(trace: Trace, limit: int | None = 60) -> list[str]:
-    """The story's lines; past ``limit`` lines, one line says how many more there are (they
-    are counted, not written)."""
+    """The story's lines. Past ``limit`` lines, what matters leads: every line that is not
+    a job done as expected (a failure, a crash, a takeover, a double run, a rejected
+    completion…) is told, up to ``limit`` of them, and each run of routine completions
+    between them is one line that counts it."""
     cols = trace.arrays()
     told = np.flatnonzero(np.isin(cols["kind"], _TOLD))
     line = _lines(cols, told, trace.texts)
     count = int(line.sum())
     keep = line.copy()
+    runs: list[str] = []  # with a long story: the count of jobs done before each kept line
+    lead, hidden, after = "", 0, np.zeros(0, dtype=np.int64)
+    routine = np.zeros(0, dtype=np.int64)
     if limit is not None and count > limit:
-        keep[np.flatnonzero(line)[limit]:] = False
+        done = line & _routine(cols, told)
+        keep &= ~done
+        notable = np.flatnonzero(keep)
+        hidden = max(0, len(notable) - limit)
+        if hidden:
+            keep[notable[limit]:] = False
+        routine = np.flatnonzero(done)
+        lead = _in_short(cols, told[line])
     # and the deletions of boundary timers' timer jobs before the last line told (what a
     # completion that found its row gone says)
     last = np.flatnonzero(keep)[-1] + 1 if keep.any() else 0
     keep[:last] |= (cols["kind"][told[:last]] == K["cancelled"]) & (cols["a"][told[:last]] > 0)
+    if lead:
+        kept = np.flatnonzero(keep)
+        if hidden:  # the jobs done after the last line told are counted with what is hidden
+            routine, after = routine[routine < last], routine[routine >= last]
+        runs = _done_runs(cols["time"][told[routine]], np.searchsorted(kept, routine),
+                          len(kept))
     idx = told[keep]
     kinds, times, nodes_, jobs = (cols[c][idx].tolist() for c in ("kind", "time", "node", "job"))
     a_, b_, c_, x_, s_ = (cols[c][idx].tolist() for c in ("a", "b", "c", "x", "text"))
@@ -141,8 +205,10 @@ def narrate(trace: Trace, limit: int | None = 60) -> list[str]:
     withdrawn_by: dict[int, int] = {}
     #: boundary timer job -> its task, whose end deleted it
     ended_with: dict[int, int] = {}
-    lines: list[str] = []
+    lines: list[str] = [lead] if lead else []
     for i, k in enumerate(kinds):
+        if runs and runs[i]:
+            lines.append(runs[i])
         j = jobs[i]
         who = f"[{names[nodes_[i]]}]" if nodes_[i] >= 0 else ""
         text = texts[s_[i]] if s_[i] >= 0 else ""
@@ -202,6 +268,9 @@ def narrate(trace: Trace, limit: int | None = 60) -> list[str]:
         elif k == K["locked"] and b_[i] == 1:
             lines.append(f"  {who} job {j} ACQUIRED TWICE: {names[a_[i]]}'s lock was still "
                          "valid")
+        elif k == K["locked"]:
+            whose = "its own lock" if a_[i] == nodes_[i] else f"{names[a_[i]]}'s lock"
+            lines.append(f"  {who} job {j} TAKEN OVER at t={times[i]:g}s: {whose} had expired")
         elif k == K["node_crashed"]:
             lines.append(f"  {who} CRASHED at t={times[i]:g}s: {a_[i]} running and {b_[i]} "
                          "queued jobs lost from memory; their locks stay")
@@ -213,8 +282,13 @@ def narrate(trace: Trace, limit: int | None = 60) -> list[str]:
             lines.append(f"  {who} resumed at t={times[i]:g}s as if nothing happened")
         elif k == K["service_state"]:
             lines.append(_service_state(text, times[i], a_[i], b_[i], c_[i], x_[i]))
-    if limit is not None and count > limit:
-        lines.append(f"  … {count - limit} more lines (the whole story is in trace.csv)")
+    if runs and runs[-1]:
+        lines.append(runs[-1])
+    if hidden:
+        also = f", and {len(after):,} jobs done," if len(after) else ""
+        since = f" after t={times[-1]:.5g}s" if times else ""
+        lines.append(f"  … {hidden:,} more lines{also}{since} (the whole story is in "
+                     "trace.csv)")
     pend = told[(cols["kind"][told] == K["pending"]) & (cols["text"][told] == (
         texts.index("deadletter_job") if "deadletter_job" in texts else -2))]
     dead = list(zip(cols["job"][pend[:11]].tolist(),
