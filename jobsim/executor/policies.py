@@ -23,11 +23,11 @@ class Derived:
 
 
 PRESETS: dict[str, dict[str, Any]] = {
-    # Seed 000, "Build It": one guarded UPDATE acquires up to 10 due rows in table order;
-    # a failure unlocks the row and pushes its due date by the backoff; retries 3 in all,
-    # then the dead-letter table. Nodes tick on a clock the scenario gives. The executor is
-    # one loop that runs the jobs it acquired in turn: one thread, the acquired batch its
-    # local queue, no heartbeat.
+    # The lesson's executor (docs/lesson.md): one guarded UPDATE acquires up to 10 due rows
+    # in table order; a failure unlocks the row and pushes its due date by the backoff;
+    # retries 3 in all, then the dead-letter table. Nodes tick on a clock the scenario
+    # gives. The executor is one loop that runs the jobs it acquired in turn: one thread,
+    # the acquired batch its local queue, no heartbeat.
     "lesson": {
         "acquisition": "guarded_update",
         "wakeup": "ticks",
@@ -40,17 +40,19 @@ PRESETS: dict[str, dict[str, Any]] = {
         "complete_guard": "none",
         "retry": {"attempts": 3, "backoff": ["10s", "60s"]},
     },
-    # Seed 003, "Job Policies": the server activates jobs (no SQL race); the deadline
-    # (activation + 300000 ms) is informational, nothing expires; a crashed worker's job stays
-    # activated until a server restart; retries are stored as sent (one less per failure),
-    # with no retry delay; no retries left → an incident.
-    # The worker (the seed shows one in JavaScript): up to 32 jobs activated at once and run
-    # concurrently (the clients' maxJobsActive of 32; a JavaScript handler awaits each job
-    # without blocking the others). Its activate request is long-polled, as Zeebe's gateway
-    # does: held by the server and answered the moment a job becomes activatable (created,
-    # failed with retries left, restored by a restart), else empty after 10 s (the clients'
-    # request timeout), then asked again 100 ms later (the clients' poll interval). The
-    # job timeout that sets the informational deadline is lock_time: 5 min.
+    # The Zeebe-like server, as its "Job Policies" describe it (docs/executors.md): the
+    # server activates jobs (no SQL race); the deadline (activation + 300000 ms) is
+    # informational, nothing expires; a crashed worker's job stays activated until a server
+    # restart; retries are stored as sent (one less per failure), with no retry delay; no
+    # retries left → an incident.
+    # The worker (its documentation shows one in JavaScript): up to 32 jobs activated at once
+    # and run concurrently (the clients' maxJobsActive of 32; a JavaScript handler awaits
+    # each job without blocking the others). Its activate request is long-polled, as
+    # Zeebe's gateway does: held by the server and answered the moment a job becomes
+    # activatable (created, failed with retries left, restored by a restart), else empty
+    # after 10 s (the clients' request timeout), then asked again 100 ms later (the clients'
+    # poll interval). The job timeout that sets the informational deadline is lock_time:
+    # 5 min.
     "zeebe_like": {
         "acquisition": "broker",
         "wakeup": "long_poll",
@@ -219,13 +221,13 @@ PRESETS.update({
 })
 
 DESCRIPTIONS = {
-    "lesson": "the seed-000 lesson's executor: guarded UPDATE, retries 3 at [10s, 60s], "
+    "lesson": "the lesson's executor: guarded UPDATE, retries 3 at [10s, 60s], "
               "dead letters, fake-clock ticks",
-    "failsafe": "failsafe-executor v2 (seed 002): optimistic VERSION lock by created date, "
+    "failsafe": "failsafe-executor v2: optimistic VERSION lock by created date, "
                 "heartbeat lockTimeout/4, no automatic retry (failed until retry or cancel)",
     "failsafe_v3": "failsafe-executor v3: SKIP LOCKED by planned time, picks a full queueSize "
                    "each poll, heartbeat lockTimeout/3 over held tasks, serial queues",
-    "zeebe_like": "the seed-003 server: jobs activated by the server, no lock expiry, "
+    "zeebe_like": "the Zeebe-like server: jobs activated by the server, no lock expiry, "
                   "absolute retries without delay, incidents, restored only by a restart",
     "flowable": "Flowable's async executor: hint path, optimistic REV_ batches rolled back "
                 "whole, timer table, 1 h lock freed by a reset thread, retries 3 at 10 s",

@@ -284,7 +284,7 @@ def _one(world: "World", f: Fault) -> Generator[Any, Any, None]:
         operate(world, f)
         world.source_done()
     else:  # restart_server
-        # The seed-003 server restores every activated job; a server whose jobs time out
+        # The Zeebe-like server restores every activated job; a server whose jobs time out
         # (real Zeebe) recovers its state, deadlines included: activated jobs stay so.
         ids = unlock_all(world.store) if world.store.lock_expiry == "never" else []
         trace.add(env.now, K["server_restarted"], a=len(ids))
