@@ -15,12 +15,24 @@ never taken again).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from ..executor.config import Expectation
 
 NO_FIGURE = object()  # what ``figure`` returns for a path the summary lacks
+#: a comparison with a duration in it (``<= 31s``, ``> 2m``): its figure is in seconds
+_DURATION = re.compile(r"[<>=!]=?\s*-?[\d.]+(e-?\d+)?\s*(ms|s|m|h|d)\s*$")
+#: the summary's figures in seconds, by the words of their path
+_SECONDS = ("latency.", "start_delay", "end_to_end", "end_time", "crash_recovery.delay",
+            "seconds", "idle_wait")
+
+
+def in_seconds(e: Expectation) -> bool:
+    """Whether the figure ``e`` compares is a time (seconds): its value was written as a
+    duration, or its path names a time."""
+    return bool(_DURATION.search(e.text)) or any(w in e.path for w in _SECONDS)
 
 
 @dataclass(frozen=True)
@@ -32,6 +44,9 @@ class Verdict:
     def format(self) -> str:
         if self.actual is NO_FIGURE:
             shown = "no such figure"
+        elif isinstance(self.actual, (int, float)) and not isinstance(self.actual, bool) \
+                and in_seconds(self.expectation):
+            shown = f"{self.actual:.6g} s"
         elif isinstance(self.actual, float):
             shown = f"{self.actual:.6g}"
         else:

@@ -45,7 +45,8 @@ from ..sim.world import RunResult
 from .columns import plot_frame, trace_columns
 from .csvtext import write_csv
 from .text import (MAX_NODES_SHOWN, format_seconds, format_summary,  # noqa: F401
-                   node_cell, node_lines)
+                   format_violation, node_cell, node_lines)
+from .words import explanation, sentences
 
 
 class ReportError(Exception):
@@ -115,16 +116,6 @@ def combined_summary(analyses: list[Analysis]) -> dict[str, Any]:
         return analyses[0].summary
     return {"scenario": analyses[0].result.scenario.name,
             "variants": {a.name: a.summary for a in analyses}}
-
-
-def format_violation(v: Violation, trace_df: pd.DataFrame) -> str:
-    lines = [f"{v.invariant}: {v.message}"]
-    for seq in v.events:
-        if 0 <= seq < len(trace_df):
-            r = trace_df.iloc[seq]
-            lines.append(f"    #{seq} t={r['time']:g} {r['kind']} node={r['node'] or '-'} "
-                         f"job={r['job']} a={r['a']} b={r['b']} x={r['x']:g} {r['text']}")
-    return "\n".join(lines)
 
 
 # --- report.md -------------------------------------------------------------------------------
@@ -210,6 +201,13 @@ def markdown(analyses: list[Analysis], plots_of: dict[str, list[tuple[str, str]]
                 + " · ".join(f"`{o}`" for o in sc.overrides) + ".", ""]
     note = python_note(sc, "> ")
     out += [note] if note else []
+    about = explanation(sc)
+    out += [about, ""] if about else []
+    out += ["## What the run shows", ""]
+    for a in analyses:
+        said = " ".join(sentences(a.summary))
+        out += [f"- **{a.name}:** {said}" if sc.variant is not None else said]
+    out += [""]
     out += [f"> ⚠ **Idle node{f' ({a.name})' if sc.variant is not None else ''}:** "
             f"{idle_note(n, f)}.\n" for a in analyses
             for n, f in a.summary["nodes"].items() if f["idle_while_work_waited"]]
@@ -309,8 +307,8 @@ def _write_run(a: Analysis, folder: Path, with_plots: bool,
                                                          allow_unicode=True), encoding="utf-8")
     if a.violations:
         tdf = trace_frame(result.trace)
-        (folder / "violations.txt").write_text(
-            "\n".join(format_violation(v, tdf) for v in a.violations) + "\n", encoding="utf-8")
+        told = [format_violation(v, tdf, result.trace.nodes) for v in a.violations]
+        (folder / "violations.txt").write_text("\n".join(told) + "\n", encoding="utf-8")
         del tdf
     if not with_plots:
         return []

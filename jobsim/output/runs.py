@@ -61,7 +61,7 @@ def told(analyses: list[Analysis], out: Path, quiet: bool) -> list[str]:
             shown = a.unexpected_violations[:10]
             lines.append(f"\n{len(a.unexpected_violations)} invariant violation(s); the first "
                          f"{len(shown)}:")
-            lines += [format_violation(v, tdf) for v in shown]
+            lines += [format_violation(v, tdf, a.result.trace.nodes) for v in shown]
             where = out / a.name if a.result.scenario.variant is not None else out
             lines.append(f"(all of them: {where}/violations.txt)")
         lines.append("")

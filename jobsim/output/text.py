@@ -111,3 +111,52 @@ def node_lines(nodes: dict[str, dict[str, Any]]) -> list[str]:
     if len(idle) > MAX_NODES_SHOWN:
         lines.append(f"WARNING      … and {len(idle) - MAX_NODES_SHOWN} more idle nodes")
     return lines
+
+
+#: the trace's columns named as each kind of event means them (``trace.KINDS``), for the
+#: lines that show the events behind a violation; ``previous_owner`` is a node
+_FIELDS: dict[str, dict[str, str]] = {
+    "job_created": {"a": "kind", "b": "priority", "x": "due"},
+    "acquire": {"attempt": "errors", "a": "rows_asked", "b": "rows_got", "c": "lost_races",
+                "x": "latency"},
+    "locked": {"a": "previous_owner", "b": "previous_lock_valid", "x": "lock_until"},
+    "lock_extended": {"a": "rows", "x": "lock_until"},
+    "exec_start": {"attempt": "execution", "a": "thread"},
+    "side_effect": {"attempt": "execution"},
+    "exec_end": {"attempt": "execution", "a": "ok", "b": "effect_at_end"},
+    "completed": {"a": "rows_deleted", "b": "held_by_another"},
+    "retry_scheduled": {"attempt": "execution", "a": "retries_left", "c": "wait_ms",
+                        "x": "due"},
+    "dead_lettered": {"attempt": "execution", "a": "went_to", "c": "wait_ms"},
+    "node_crashed": {"a": "running_lost", "b": "queued_lost"},
+    "node_paused": {"x": "pause"},
+}
+
+
+def format_violation(v: Any, trace_df: Any, nodes: list[str] | None = None) -> str:
+    """A violation and the events behind it, one line each, every field by its name
+    (``nodes``: the trace's node names, for a field that is a node)."""
+    lines = [f"{v.invariant}: {v.message}"]
+    for seq in v.events:
+        if not 0 <= seq < len(trace_df):
+            continue
+        r = trace_df.iloc[seq]
+        kind = str(r["kind"])
+        fields = _FIELDS.get(kind)
+        if fields is None:
+            named = f"a={r['a']} b={r['b']} x={r['x']:g}"
+        else:
+            parts = []
+            for col, name in fields.items():
+                value = r[col]
+                if name == "previous_owner":
+                    value = "-" if value < 0 else nodes[int(value)] if nodes and \
+                        value < len(nodes) else f"#{value}"
+                elif col == "x":
+                    value = f"{value:g}"
+                parts.append(f"{name}={value}")
+            named = " ".join(parts)
+        text = f" {r['text']}" if r["text"] else ""
+        lines.append(f"    #{seq} t={r['time']:g} {kind} node={r['node'] or '-'} "
+                     f"job={r['job']} {named}{text}".rstrip())
+    return "\n".join(lines)

@@ -1,0 +1,95 @@
+"""The words of a report: the scenario's own explanation (the comment its file opens with)
+and a few sentences made from a run's figures — what failed, what ran twice and why, how
+late the worst job was — so that report.md says what the run shows before its tables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+#: what each cause of a double run means, as a sentence's end ("… because …")
+CAUSE_WORDS = {
+    "unsafe_acquisition": "two nodes acquired the job at once (an unguarded claim)",
+    "lock_expired": "the job's lock expired while it still ran or waited in a node's queue, "
+                    "and another claim took it",
+    "pause": "a paused node woke up and finished a job another node had taken over",
+    "crash": "a node crashed while it ran the job, and another node ran it again",
+    "partition": "a node cut off from the database ran on while another took its jobs",
+    "server_restart": "the server restarted and handed out its activated jobs again",
+    "failed_after_effect": "a run failed after its side effect and the retry repeated it",
+    "unexplained": "no fault of the scenario explains it (a bug to report)",
+}
+
+
+def explanation(scenario: Any) -> str:
+    """The comment the scenario's file opens with, as Markdown paragraphs ("" if it has none
+    or the scenario was not read from a file)."""
+    try:
+        text = Path(scenario.source).read_text(encoding="utf-8")
+    except (OSError, ValueError):
+        return ""
+    lines = []
+    for line in text.splitlines():
+        if not line.startswith("#"):
+            break
+        lines.append(line[1:].strip())
+    paragraphs = " ".join(ln if ln else "\n\n" for ln in lines).split("\n\n")
+    return "\n\n".join(" ".join(p.split()) for p in paragraphs if p.strip())
+
+
+def _n(count: int, one: str, many: str | None = None) -> str:
+    return f"{count:,} {one if count == 1 else (many or one + 's')}"
+
+
+def _seconds(x: float) -> str:
+    return f"{x:,.3g} s" if x < 100 else f"{x:,.0f} s"
+
+
+def sentences(summary: dict[str, Any]) -> list[str]:
+    """What one run shows, in a few sentences from its summary."""
+    jobs = summary["jobs"]
+    out = [f"{_n(jobs['created'], 'job')} were created and {jobs['done']:,} done"
+           + (f"; {_n(jobs['dead_lettered'], 'job')} went to the dead-letter table"
+              if jobs["dead_lettered"] else "")
+           + (f", {_n(jobs['incident'], 'incident')} raised" if jobs.get("incident") else "")
+           + (f", {jobs['failed']:,} kept as failed" if jobs.get("failed") else "")
+           + (f", {jobs['pending']:,} still waiting at the end" if jobs["pending"] else "")
+           + (f", {_n(jobs['lost'], 'job')} LOST" if jobs["lost"] else "") + "."]
+    execs, fails = summary["executions"], summary["failures"]
+    out.append(f"They took {_n(execs, 'execution')}"
+               + (f", {fails:,} of them failed and were retried or given up" if fails else
+                  ", none failed") + ".")
+    dup = summary["duplicate_executions"]
+    if dup["total"]:
+        causes = sorted(((n, c) for c, n in dup["by_cause"].items() if n), reverse=True)
+        why = "; ".join(f"{n:,} because {CAUSE_WORDS.get(c, c)}" for n, c in causes)
+        effects = summary["duplicate_side_effects"]["total"]
+        twice = f"{_n(effects, 'side effect')} happened twice as a result" if effects else \
+            "no side effect happened twice"
+        out.append(f"{_n(dup['total'], 'execution')} ran a job that another execution also "
+                   f"ran: {why}; {twice}.")
+    else:
+        out.append("No job ran twice.")
+    rejected = summary.get("completions", {}).get("rejected_by_guard", 0)
+    if rejected:
+        out.append(f"{_n(rejected, 'completion')} of a node that no longer held the job "
+                   "were refused by the owner guard.")
+    delay = summary["latency"]["start_delay"]
+    if delay.get("n"):
+        few = " (fewer than 20 jobs: read it as a list, not a distribution)" \
+            if delay["n"] < 20 else ""
+        out.append(f"Jobs started a median {_seconds(delay['p50'])} after they were due and "
+                   f"the latest {_seconds(delay['max'])} after{few}.")
+    recovery = summary.get("crash_recovery") or {}
+    if recovery.get("stranded_jobs"):
+        late = recovery.get("delay") or {}
+        out.append(f"A crash stranded {_n(recovery['stranded_jobs'], 'job')}"
+                   + (f"; they were taken up again after {_seconds(late['max'])} at most"
+                      if late.get("n") else "")
+                   + (f", and {recovery['unrecovered']:,} never were" if
+                      recovery.get("unrecovered") else "") + ".")
+    broken = [k for k, v in summary["invariants"].items() if v]
+    if broken:
+        out.append("Invariants broken: " + ", ".join(f"{k} ({summary['invariants'][k]:,})"
+                                                     for k in broken) + ".")
+    return out

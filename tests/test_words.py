@@ -1,0 +1,80 @@
+"""Words that show the point: report.md opens with the scenario file's own explanation and
+sentences made from the figures; an expectation's actual value carries its unit; the events
+behind a violation name their fields."""
+
+import re
+from pathlib import Path
+
+import jobsim
+from jobsim.analysis.expect import Verdict, evaluate
+from jobsim.output.words import explanation, sentences
+
+ROOT = Path(__file__).resolve().parent.parent
+LOCK_EXPIRY = ROOT / "scenarios" / "lock_expiry.yaml"
+
+
+def test_the_report_opens_with_the_files_explanation_and_says_what_the_run_shows(tmp_path):
+    runs = [jobsim.analyse(jobsim.run(sc)) for sc in jobsim.load_variants(LOCK_EXPIRY)]
+    out = jobsim.write(runs, tmp_path / "r", with_plots=False)
+    report = (out / "report.md").read_text(encoding="utf-8")
+    about = explanation(runs[0].result.scenario)
+    first = LOCK_EXPIRY.read_text(encoding="utf-8").splitlines()[0].lstrip("# ").strip()
+    assert about.startswith(first) and about in report
+    assert report.index(about) < report.index("## What the run shows") < \
+        report.index("## Expectations")
+    for a in runs:
+        s = a.summary
+        line = next(ln for ln in report.splitlines() if ln.startswith(f"- **{a.name}:**"))
+        assert f"{s['jobs']['created']:,} jobs were created" in line
+        assert f"{s['executions']:,} executions" in line
+        dup = s["duplicate_executions"]
+        assert f"{dup['total']:,} executions ran a job that another execution also ran" in line
+        for cause, n in dup["by_cause"].items():
+            assert (f"{n:,} because" in line) == bool(n) or not n
+    no_hb = sentences(runs[0].summary)
+    assert any("lock expired" in s for s in no_hb)
+    assert not any("lock expired" in s for s in sentences(runs[1].summary))
+
+
+def test_a_scenario_with_no_opening_comment_or_no_file_has_no_explanation(tmp_path):
+    f = tmp_path / "x.yaml"
+    f.write_text("name: x\nnodes: 1\nhandlers: {w: {duration: 1s}}\n"
+                 "workload: {jobs: [{handler: w}]}\n", encoding="utf-8")
+    assert explanation(jobsim.load(f)) == ""
+    assert explanation(jobsim.from_dict({"name": "y", "nodes": 1,
+                                         "handlers": {"w": {"duration": "1s"}},
+                                         "workload": {"jobs": [{"handler": "w"}]}})) == ""
+
+
+def test_few_samples_are_said_to_be_few():
+    result = jobsim.run(ROOT / "scenarios" / "zombie_pause.yaml")
+    said = " ".join(sentences(jobsim.analyse(result).summary))
+    assert "fewer than 20 jobs" in said
+
+
+def test_an_expectation_on_a_time_shows_its_unit():
+    doc = {"name": "t", "seed": 1, "nodes": 1, "handlers": {"w": {"duration": "2s"}},
+           "workload": {"jobs": [{"handler": "w", "name": "one"}]},
+           "expect": {"named.one.start_delay": "<= 30s", "jobs.done": "== 1",
+                      "latency.start_delay.max": "<= 40"}}
+    a = jobsim.analyse(doc)
+    shown = {v.expectation.path: v.format() for v in a.verdicts}
+    assert re.search(r"\(actual: [\d.e-]+ s\)$", shown["named.one.start_delay"])
+    assert re.search(r"\(actual: [\d.e-]+ s\)$", shown["latency.start_delay.max"])
+    assert shown["jobs.done"].endswith("(actual: 1)")
+    assert isinstance(evaluate(a.result.scenario.expect, a.summary)[0], Verdict)
+
+
+def test_the_events_behind_a_violation_name_their_fields():
+    from jobsim.output.text import format_violation
+
+    sc = jobsim.load_variants(ROOT / "scenarios" / "failsafe.yaml")[0]
+    a = jobsim.analyse(jobsim.run(sc))
+    assert a.violations, "the failsafe scenario strands a job no node handles"
+    frame = jobsim.trace_frame(a.result)
+    lines = [ln for v in a.violations
+             for ln in format_violation(v, frame, a.result.trace.nodes).splitlines()[1:]]
+    created = [ln for ln in lines if " job_created " in ln]
+    assert created and all(re.search(r" kind=\d+ priority=-?\d+ due=\S+", ln)
+                           for ln in created)
+    assert not any(" job_created " in ln and " a=" in ln for ln in lines)
