@@ -103,7 +103,8 @@ def test_latency_cdf_on_runs(lesson, race, tmp_path):
     saved(fig, tmp_path, "lesson_cdf")
     (ax,) = fig.axes
     assert len(ax.lines) == 1
-    assert ax.get_legend().get_texts()[0].get_text() == "priority 0 (3 jobs)"
+    assert ax.get_legend().get_texts()[0].get_text() == \
+        "priority 0 (3 jobs; under 20: each step is a job, not a percentile)"
     assert ax.get_xscale() == "linear"  # delays 0 s, 0 s, 70 s
 
     fig = plots.latency_cdf(jobs_frame(race.histories))
@@ -125,7 +126,8 @@ def test_latency_cdf_priorities_and_never_started(tmp_path):
     (ax,) = fig.axes
     assert len(ax.lines) == 2  # priority 9 never started: no line
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert labels == ["priority 0 (4 jobs, 1 never started)", "priority 5 (5 jobs)",
+    few = "; under 20: each step is a job, not a percentile)"
+    assert labels == ["priority 0 (4 jobs, 1 never started" + few, "priority 5 (5 jobs" + few,
                       "priority 9 (0 jobs, 2 never started)"]
     assert "3 never started" in ax.get_title()
     assert ax.get_xscale() == "symlog"  # zeros and four decades
@@ -162,8 +164,10 @@ def test_node_timeline_crash_pause_and_open_executions(tmp_path):
     fig = plots.node_timeline(trace_frame(faulty_trace()))
     saved(fig, tmp_path, "faulty_timeline")
     (ax,) = fig.axes
+    # job 2's second run, after node-1 crashed in its first, is drawn as a duplicate
     assert bar_counts(ax) == {"succeeded": 2, "failed": 1, "no end (hung or crashed)": 2,
-                              "down (crash → restart)": 1, "paused": 1}
+                              "down (crash → restart)": 1, "paused": 1,
+                              "ran again (a duplicate)": 1}
     spans = {c.get_label(): c.get_paths()[0].vertices for c in ax.collections}
     assert spans["paused"][:, 0].min() == 5.0 and spans["paused"][:, 0].max() == 7.0
     assert spans["down (crash → restart)"][:, 0].max() == 6.0
@@ -288,3 +292,50 @@ def test_plots_never_imports_pyplot(source):
         else:
             continue
         assert not any("pyplot" in n for n in names), f"line {node.lineno}: {names}"
+
+
+# --- the pictures show the point -------------------------------------------------------------
+
+def test_the_timeline_marks_duplicates_and_rejected_completions(tmp_path):
+    """zombie_pause (guarded): node-B runs the job again after node-A's lock expired, and the
+    zombie's completion is refused: one outlined bar, one marker."""
+    import jobsim
+
+    sc = jobsim.load_variants(Path(__file__).resolve().parent.parent / "scenarios" /
+                              "zombie_pause.yaml")[0]
+    fig = plots.node_timeline(jobsim.run(sc))
+    saved(fig, tmp_path, "zombie_timeline")
+    (ax,) = fig.axes
+    assert bar_counts(ax)["ran again (a duplicate)"] == 1
+    (marker,) = [ln for ln in ax.lines if ln.get_label().startswith("completion rejected")]
+    assert len(marker.get_xdata()) == 1
+    assert "1 ran a job again" in ax.get_title()
+
+
+def test_back_to_back_executions_stay_separate_bars():
+    tr = Trace()
+    n = tr.node("n")
+    for j, (t0, t1) in enumerate([(0.0, 1.0), (1.0, 2.0), (2.0, 3.0)], start=1):
+        tr.add(t0, K["exec_start"], n, j, 1, a=0)
+        tr.add(t1, K["exec_end"], n, j, 1, a=1)
+    (ax,) = plots.node_timeline(trace_frame(tr)).axes
+    (bars,) = [c for c in ax.collections if c.get_label() == "succeeded"]
+    assert len(bars.get_paths()) == 3 and bars.get_linewidths()[0] > 0  # edged apart
+
+
+def test_n_a_is_written_not_drawn_and_a_one_job_axis_starts_at_zero():
+    fig = plots.compare_bars(["a", "b"], [None, 3.0], "t", "seconds")
+    (ax,) = fig.axes
+    heights = [p.get_height() for p in ax.patches]
+    assert heights[0] == 0.0 and [t.get_text() for t in ax.texts] == ["", "3", "n/a"]
+    one = pd.DataFrame({"priority": [0], "due": [0.0], "first_start": [0.002]})
+    (ax,) = plots.latency_cdf(one).axes
+    assert ax.get_xlim()[0] == 0.0
+
+
+def test_the_variants_cdf_marks_the_named_job():
+    fig = plots.start_delay_by_variant({"fifo": np.array([1.0, 2.0, 16.0]),
+                                        "priority": np.array([1.1, 2.0, 3.0])},
+                                       {"fifo": {"urgent": 16.0}, "priority": {"urgent": 1.1}})
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert texts == ["urgent (fifo): 16 s", "urgent (priority): 1.1 s"]

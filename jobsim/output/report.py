@@ -27,25 +27,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import yaml
 
-from .service_report import (compared_loads, jobs_with_services, load_panels, python_note,
+from .service_report import (jobs_with_services, python_note,
                              service_section)
 from ..base import memory, outdir
 from ..base.phases import phase
-from . import plots
 from ..analysis.checks import Violation, check
 from ..analysis.expect import NO_FIGURE, Verdict, evaluate, figure
 from ..analysis.history import CAUSES, Histories, histories
-from ..analysis.metrics import idle_note, jobs_frame, summary, trace_frame
+from ..analysis.metrics import idle_note, summary, trace_frame
 from ..analysis.schedules import digest
 from ..sim.world import RunResult
 # the printed summary (``text``), also imported from here by the command line and the tests
-from .columns import plot_frame, trace_columns
+from .columns import trace_columns
 from .csvtext import write_csv
 from .text import (MAX_NODES_SHOWN, format_seconds, format_summary,  # noqa: F401
                    format_violation, node_cell, node_lines)
+from .figures import compared, run_plots
 from .words import explanation, sentences
 
 
@@ -178,7 +177,12 @@ def _table(analyses: list[Analysis], rows: list[tuple[str, str]]) -> list[str]:
         cells = []
         for a in analyses:
             v = figure(a.summary, path)
-            cells.append(_cell(None if v is NO_FIGURE else v, path))
+            cell = _cell(None if v is NO_FIGURE else v, path)
+            head, _, stat = path.rpartition(".")
+            n = figure(a.summary, f"{head}.n") if stat in ("p90", "p99") else NO_FIGURE
+            if isinstance(n, int) and n < 20 and v is not NO_FIGURE and v is not None:
+                cell += f" (of {n}: too few)"  # a percentile of a handful of jobs
+            cells.append(cell)
         if path == "polls.total":
             cells = [f"{a.summary['polls']['total']} ({a.summary['polls']['skipped']})"
                      for a in analyses]
@@ -257,17 +261,22 @@ def markdown(analyses: list[Analysis], plots_of: dict[str, list[tuple[str, str]]
     out += ["## Invariants (violations; 0 = holds)", ""] + _table(analyses, inv) + [""]
     if plots_of.get(""):
         out += ["## Compared", ""]
-        out += [f"![{title}]({path})" for title, path in plots_of[""]] + [""]
+        out += [_shown(title, path) for title, path in plots_of[""]] + [""]
     for a in analyses:
         entries = plots_of.get(a.name, [])
         if entries:
             out += [f"## Plots: {a.name}" if sc.variant is not None else "## Plots", ""]
-            out += [f"![{title}]({path})" for title, path in entries] + [""]
+            out += [_shown(title, path) for title, path in entries] + [""]
     out += ["## Files", "",
             "`summary.json` (the figures), `jobs.csv` (one row per job), `trace.csv` (one row "
             "per event), `scenario.yaml` (what was run)"
             + (", one folder per variant." if sc.variant is not None else "."), ""]
     return "\n".join(out)
+
+
+def _shown(title: str, path: str) -> str:
+    """A plot in report.md, or (no file: a figure not worth drawing) the words instead."""
+    return f"![{title}]({path})" if path else f"*{title}*"
 
 
 def _schedules(analyses: list[Analysis], variants: bool) -> list[str]:
@@ -313,28 +322,7 @@ def _write_run(a: Analysis, folder: Path, with_plots: bool,
     if not with_plots:
         return []
     with phase(phases, "plots"):
-        return _run_plots(a, jobs, folder)
-
-
-def _run_plots(a: Analysis, jobs: pd.DataFrame, folder: Path) -> list[tuple[str, str]]:
-    """Each plot drawn, saved and let go before the next (a big run's figures hold millions
-    of points)."""
-    tdf = plot_frame(a.result.trace)
-    made = [("latency CDF by priority", "latency_cdf.png", lambda: plots.latency_cdf(jobs)),
-            ("per-node timeline", "timeline.png", lambda: plots.node_timeline(tdf)),
-            ("table depth over time", "table_depth.png", lambda: plots.table_depth(tdf)),
-            ("double runs by cause", "duplicates.png",
-             lambda: plots.duplicates_by_cause(a.histories.duplicates, CAUSES))]
-    if "services" in a.summary:
-        made.append(("load on the services", "service_load.png",
-                     lambda: plots.service_load(load_panels(a))))
-    for _, name, draw in made:
-        fig = draw()
-        plots.save(fig, folder / name)
-        fig.clear()  # its artists and their arrays go now, not at the next garbage collection
-        del fig
-        memory.release()
-    return [(title, name) for title, name, _ in made]
+        return run_plots(a, jobs, folder)
 
 
 def write(analyses: list[Analysis] | Analysis, out: str | Path, with_plots: bool = True,
@@ -355,7 +343,7 @@ def write(analyses: list[Analysis] | Analysis, out: str | Path, with_plots: bool
             plots_of[a.name] = [(t, f"{a.name}/{p}" if variants else p) for t, p in made]
         if variants and with_plots:
             with phase(phases, "plots"):
-                _compared(analyses, tmp, plots_of)
+                compared(analyses, tmp, plots_of)
         if variants:
             (tmp / "summary.json").write_text(
                 json.dumps(combined_summary(analyses), sort_keys=True, indent=2) + "\n",
@@ -367,27 +355,3 @@ def write(analyses: list[Analysis] | Analysis, out: str | Path, with_plots: bool
     except outdir.OutputError as exc:
         raise ReportError(str(exc)) from None
     return out
-
-
-def _compared(analyses: list[Analysis], tmp: Path, plots_of: dict[str, list[tuple[str, str]]]
-              ) -> None:
-    """The plots that set the variants side by side (in ``tmp``, listed in ``plots_of``)."""
-    delays = {}
-    for a in analyses:
-        jf = jobs_frame(a.histories)
-        delays[a.name] = (jf["first_start"] - jf["due"]).to_numpy(dtype=float)
-    plots.save(plots.start_delay_by_variant(delays), tmp / "start_delay.png")
-    plots_of[""] = [("start delay by variant", "start_delay.png")]
-    for i, path in enumerate(analyses[0].result.scenario.compare or ()):
-        values = []
-        for a in analyses:
-            v = figure(a.summary, path)
-            values.append(v if isinstance(v, (int, float)) and
-                          not isinstance(v, bool) else None)
-        fig = plots.compare_bars([a.name for a in analyses], values, path,
-                                 "seconds" if "delay" in path or "latency" in path
-                                 or "end_to_end" in path else "count")
-        name = f"compare_{i + 1}.png"
-        plots.save(fig, tmp / name)
-        plots_of[""].append((path, name))
-    plots_of[""] += compared_loads(analyses, tmp)

@@ -27,6 +27,9 @@ def _pct(d: dict) -> str:
     if not d.get("n"):
         return "—"
     f = format_seconds
+    if d["n"] < 20:  # too few for percentiles to mean much: the values, said so
+        return (f"p50 {f(d['p50'])} · max {f(d['max'])} (only {d['n']} job"
+                f"{'s' if d['n'] != 1 else ''}: too few for percentiles)")
     return f"p50 {f(d['p50'])} · p90 {f(d['p90'])} · p99 {f(d['p99'])} · max {f(d['max'])}"
 
 

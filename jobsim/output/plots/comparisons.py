@@ -18,7 +18,7 @@ def compare_bars(labels: Sequence[str], values: Sequence[float | None], title: s
                  ylabel: str) -> Figure:
     """A labelled bar chart of one figure across variants, in the order given.
 
-    A value of ``None`` (or NaN) is drawn as a hatched stub labelled "n/a".
+    A value of ``None`` (or NaN) has no bar: "n/a" is written at its place.
     """
     labels, values = list(labels or []), list(values or [])
     if len(labels) != len(values):
@@ -36,15 +36,12 @@ def compare_bars(labels: Sequence[str], values: Sequence[float | None], title: s
         lo, hi = min(0.0, float(known.min())), max(0.0, float(known.max()))
         if hi == lo:
             hi = lo + 1.0
-    stub = (hi - lo) * 0.03
-    colors = ["0.85" if m else "tab:blue" for m in missing]
-    bars = ax.bar(x, np.where(missing, stub, heights), 0.6, color=colors,
-                  hatch=None, edgecolor=["0.5" if m else "none" for m in missing])
-    for rect, m in zip(bars.patches, missing):
-        if m:
-            rect.set_hatch("//")
-    texts = ["n/a" if m else f"{h:.4g}" for h, m in zip(heights, missing)]
-    ax.bar_label(bars, labels=texts, padding=2, fontsize=9)
+    bars = ax.bar(x, heights, 0.6, color=["none" if m else "tab:blue" for m in missing])
+    ax.bar_label(bars, labels=["" if m else f"{h:.4g}" for h, m in zip(heights, missing)],
+                 padding=2, fontsize=9)
+    for i in np.flatnonzero(missing):
+        ax.text(x[i], lo + (hi - lo) * 0.02, "n/a", ha="center", va="bottom", fontsize=10,
+                color="0.35")
     long = max(len(s) for s in labels) * len(labels) > 70
     ax.set_xticks(x, labels, rotation=30 if long else 0, ha="right" if long else "center")
     pad = (hi - lo) * 0.12

@@ -31,15 +31,22 @@ def _delay_axis(ax: Axes, d_all: np.ndarray) -> None:
         ax.xaxis.set_minor_formatter(NullFormatter())
     else:
         xlabel = "start delay (s)"
+        lo, hi = float(d_all.min()), float(d_all.max())
+        if lo >= 0:  # a delay axis from 0, also for one job (not ticks around its value)
+            ax.set_xlim(0.0, hi * 1.05 if hi > 0 else 1.0)
     ax.set_xlabel(xlabel)
 
 
-def start_delay_by_variant(delays: dict[str, np.ndarray]) -> Figure:
+def start_delay_by_variant(delays: dict[str, np.ndarray],
+                           marks: dict[str, dict[str, float]] | None = None) -> Figure:
     """Empirical CDF of the start delay, one line per variant (NaN = never started: left
-    out of the line and counted in its label), to compare runs of one workload."""
+    out of the line and counted in its label), to compare runs of one workload. ``marks``:
+    per variant, named jobs' start delays, each marked and labelled on its variant's line
+    (the job a scenario is about, which a CDF of the others hides)."""
     title = "Start delay (first start − due) by variant: empirical CDF"
     fig, ax = _figure(9.0, 5.0)
     drawn = []
+    marks = marks or {}
     for name, delay in delays.items():
         delay = np.asarray(delay, dtype=float)
         started = ~np.isnan(delay)
@@ -51,8 +58,15 @@ def start_delay_by_variant(delays: dict[str, np.ndarray]) -> Figure:
             ax.plot([], [], color="none", label=label)
             continue
         y = np.arange(1, len(d) + 1) / len(d)
-        ax.step(np.r_[d[0], d], np.r_[0.0, y], where="post", label=label, linewidth=1.6)
+        (line,) = ax.step(np.r_[d[0], d], np.r_[0.0, y], where="post", label=label,
+                          linewidth=1.6)
         drawn.append(d)
+        for job, at in sorted(marks.get(name, {}).items()):
+            frac = np.searchsorted(d, at, side="right") / len(d)
+            ax.plot([at], [frac], marker="o", markersize=8, color=line.get_color(),
+                    markeredgecolor="black", zorder=5)
+            ax.annotate(f"{job} ({name}): {at:.3g} s", (at, frac), xytext=(6, -12),
+                        textcoords="offset points", fontsize=8, color=line.get_color())
     if not drawn:
         return _no_data(fig, ax, title, "no job started")
     _delay_axis(ax, np.concatenate(drawn))
@@ -92,7 +106,9 @@ def latency_cdf(jobs: pd.DataFrame) -> Figure:
         d = np.sort(delay[in_class & started])
         missed = int((in_class & ~started).sum())
         label = f"priority {p} ({_plural(len(d), 'job')}"
-        label += f", {missed} never started)" if missed else ")"
+        label += f", {missed} never started" if missed else ""
+        label += "; under 20: each step is a job, not a percentile)" if 0 < len(d) < 20 \
+            else ")"
         if len(d) == 0:
             # Keep the class visible in the legend without drawing a line.
             empty_classes.append(Line2D([], [], color="none", label=label))

@@ -25,9 +25,10 @@ from .common import (_CRASH, _DOWN, _FAILED, _OK, _OPEN, _PAUSE, _RESTART, _bars
 #: the height of a node's row shared by its lanes (rows are 1 apart)
 _BAND = 0.8
 
+# a white edge keeps back-to-back executions of a lane apart: one bar per execution
 _STYLES = {
-    "ok": dict(facecolor=_OK, edgecolor="none", label="succeeded"),
-    "failed": dict(facecolor=_FAILED, edgecolor="none", label="failed"),
+    "ok": dict(facecolor=_OK, edgecolor="white", linewidth=0.4, label="succeeded"),
+    "failed": dict(facecolor=_FAILED, edgecolor="white", linewidth=0.4, label="failed"),
     "open": dict(facecolor="white", edgecolor=_OPEN, hatch="////", linewidth=0.6,
                  label="no end (hung or crashed)"),
 }
@@ -71,6 +72,10 @@ def _executions(df: pd.DataFrame, t_end: float) -> pd.DataFrame:
                 if k < len(times):
                     ends_at[i] = times[k]
     ex["end"] = ex["end"].fillna(pd.Series(ends_at, index=ex.index))
+    # a duplicate: a run of a job after an earlier run of it that did not fail (it succeeded,
+    # or was still running, or died in a crash) — the runs the analysis counts twice
+    kept = (ex["status"] != "failed").astype(np.int64)
+    ex["duplicate"] = (kept.groupby(ex["job"]).cumsum() - kept).to_numpy() > 0
     return ex.reset_index(drop=True)
 
 
@@ -172,11 +177,11 @@ def node_timeline(trace_df: pd.DataFrame, max_bars: int = 2000) -> Figure:
 
 #: the kinds of event the timeline draws
 _DRAWN = ["exec_start", "exec_end", "node_crashed", "node_restarted", "node_paused",
-          "node_resumed"]
+          "node_resumed", "completed"]
 
 
 #: the columns of the trace the timeline reads
-_COLUMNS = ("time", "kind", "node", "job", "attempt", "a", "x")
+_COLUMNS = ("time", "kind", "node", "job", "attempt", "a", "b", "x")
 
 
 def _node_strings(node: pd.Series) -> np.ndarray:
@@ -230,6 +235,13 @@ def _draw_executions(ax: Axes, ex: pd.DataFrame, shown: pd.DataFrame, row: dict[
         start = part["start"].to_numpy(dtype=float)
         width = np.maximum(part["end"].to_numpy(dtype=float) - start, span * 0.003)
         handles.append(_bars(ax, start, width, y, h, **_STYLES[status]))
+    again = shown[shown["duplicate"]]
+    if not again.empty:
+        y, h = lane_geometry(again)
+        start = again["start"].to_numpy(dtype=float)
+        width = np.maximum(again["end"].to_numpy(dtype=float) - start, span * 0.003)
+        handles.append(_bars(ax, start, width, y, h, facecolor="none", edgecolor=_CRASH,
+                             linewidth=1.3, zorder=3, label="ran again (a duplicate)"))
     return handles
 
 
@@ -261,8 +273,12 @@ def _draw_markers(ax: Axes, df: pd.DataFrame, node: np.ndarray, times: np.ndarra
     handles: list[Any] = []
     crashed = _kind_is(df, "node_crashed")
     restarted = _kind_is(df, "node_restarted")
+    rejected = _kind_is(df, "completed") & (df["a"].to_numpy() == 0) & \
+        (df["b"].to_numpy() > 0)
     for mask, marker, color, size, label in ((crashed, "X", _CRASH, 11, "crash"),
-                                             (restarted, "^", _RESTART, 9, "restart")):
+                                             (restarted, "^", _RESTART, 9, "restart"),
+                                             (rejected, "D", "black", 6,
+                                              "completion rejected (a zombie's)")):
         idx = np.flatnonzero(mask & (node != ""))
         if len(idx) == 0:
             continue
@@ -280,6 +296,8 @@ def _title(title: str, ex: pd.DataFrame, shown: pd.DataFrame) -> str:
     n_exec = len(ex)
     counts = Counter(ex["status"].tolist())
     parts = [_plural(n_exec, "execution")]
+    if len(ex) and ex["duplicate"].any():
+        parts.append(f"{int(ex['duplicate'].sum())} ran a job again")
     if counts.get("failed"):
         parts.append(f"{counts['failed']} failed")
     if counts.get("open"):

@@ -1,0 +1,80 @@
+"""The figures of a run folder: each run's own (its start delays, timeline, table depth,
+double runs and, with services, their load) and, for a run with variants, the ones that set
+the variants side by side. A figure with nothing to show is not drawn: report.md says so in
+words instead (an entry with no file)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..analysis.expect import figure
+from ..analysis.history import CAUSES
+from ..analysis.metrics import jobs_frame
+from ..base import memory
+from . import plots
+from .columns import plot_frame
+from .service_report import compared_loads, load_panels
+
+
+def run_plots(a: Any, jobs: pd.DataFrame, folder: Path) -> list[tuple[str, str]]:
+    """Each plot drawn, saved and let go before the next (a big run's figures hold millions
+    of points)."""
+    tdf = plot_frame(a.result.trace)
+    made = [("latency CDF by priority", "latency_cdf.png", lambda: plots.latency_cdf(jobs)),
+            ("per-node timeline", "timeline.png", lambda: plots.node_timeline(tdf)),
+            ("table depth over time", "table_depth.png", lambda: plots.table_depth(tdf))]
+    if a.histories.duplicates:
+        made.append(("double runs by cause", "duplicates.png",
+                     lambda: plots.duplicates_by_cause(a.histories.duplicates, CAUSES)))
+    if "services" in a.summary:
+        made.append(("load on the services", "service_load.png",
+                     lambda: plots.service_load(load_panels(a))))
+    for _, name, draw in made:
+        fig = draw()
+        plots.save(fig, folder / name)
+        fig.clear()  # its artists and their arrays go now, not at the next garbage collection
+        del fig
+        memory.release()
+    said = [] if a.histories.duplicates else [
+        ("No job ran twice, so there is no plot of double runs by cause.", "")]
+    return [(title, name) for title, name, _ in made] + said
+
+
+
+def compared(analyses: list[Any], tmp: Path, plots_of: dict[str, list[tuple[str, str]]]
+              ) -> None:
+    """The plots that set the variants side by side (in ``tmp``, listed in ``plots_of``)."""
+    delays = {}
+    for a in analyses:
+        jf = jobs_frame(a.histories)
+        delays[a.name] = (jf["first_start"] - jf["due"]).to_numpy(dtype=float)
+    named = {a.name: {job: f["start_delay"] for job, f in (a.summary.get("named") or {}).items()
+                      if isinstance(f.get("start_delay"), (int, float))} for a in analyses}
+    plots.save(plots.start_delay_by_variant(delays, named), tmp / "start_delay.png")
+    plots_of[""] = [("start delay by variant", "start_delay.png")]
+    for i, path in enumerate(analyses[0].result.scenario.compare or ()):
+        values = []
+        for a in analyses:
+            v = figure(a.summary, path)
+            values.append(v if isinstance(v, (int, float)) and
+                          not isinstance(v, bool) else None)
+        fig = plots.compare_bars([a.name for a in analyses], values, _title(path),
+                                 "seconds" if "delay" in path or "latency" in path
+                                 or "end_to_end" in path else "count")
+        name = f"compare_{i + 1}.png"
+        plots.save(fig, tmp / name)
+        plots_of[""].append((path, name))
+    plots_of[""] += compared_loads(analyses, tmp)
+
+
+def _title(path: str) -> str:
+    """A figure's dotted path as a title: ``named.urgent.start_delay`` → "start delay of
+    the job named urgent (named.urgent.start_delay)"."""
+    parts = path.split(".")
+    words = " ".join(parts[-1].split("_"))
+    if parts[0] == "named" and len(parts) == 3:
+        return f"{words} of the job named {parts[1]} ({path})"
+    return f"{' '.join(' '.join(p.split('_')) for p in parts)} ({path})"
