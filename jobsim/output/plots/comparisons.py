@@ -56,12 +56,15 @@ def compare_bars(labels: Sequence[str], values: Sequence[float | None], title: s
 # --- sweeps ------------------------------------------------------------------------------------
 
 def sweep_bands(series: Sequence[tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray]],
-                xlabel: str, ylabel: str, categories: Sequence[str] | None = None) -> Figure:
+                xlabel: str, ylabel: str, categories: Sequence[str] | None = None,
+                scenario: str = "") -> Figure:
     """A figure against a grid axis: one line per series ``(label, x, mean, lo, hi)`` with
     its 95% confidence band (left out where a point has fewer than two runs). With
-    ``categories`` the x values are positions of those labels."""
+    ``categories`` the x values are positions of those labels; ``scenario`` names the
+    scenario swept in the title."""
     fig, ax = _figure(9.0, 5.0)
-    title = f"{ylabel}\nagainst {xlabel} (mean and 95% confidence band)"
+    title = (f"{scenario}: " if scenario else "") + \
+        f"{ylabel}\nagainst {xlabel} (mean and 95% confidence band)"
     if not series:
         return _no_data(fig, ax, title)
     for label, x, mean, lo, hi in series:
@@ -76,7 +79,8 @@ def sweep_bands(series: Sequence[tuple[str, np.ndarray, np.ndarray, np.ndarray, 
         xs = np.concatenate([s[1] for s in series])
         if len(xs) and xs.min() > 0 and xs.max() / xs.min() > 50:
             ax.set_xscale("log")
-        if "time" in xlabel or "interval" in xlabel or "heartbeat" in xlabel:
+        if xlabel.endswith("(s)") or "time" in xlabel or "interval" in xlabel or \
+                "heartbeat" in xlabel:
             ax.xaxis.set_major_formatter(FuncFormatter(_seconds))
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)

@@ -186,5 +186,5 @@ def sweep(doc: dict[str, Any], axes: list[Axis], replications: int, *,
     if folder is not None:
         if stage:
             stage("writing tables and plots")
-        _write(folder, result, list(plot), precision)
+        _write(folder, result, list(plot), precision, str(doc.get("name", "")))
     return result

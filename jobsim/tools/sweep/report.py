@@ -4,16 +4,18 @@ the plots of chosen figures against the first axis with confidence bands, and ``
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from ...analysis.expect import seconds_figure
 from ...base import outdir
 from ...base.durations import parse_duration
 from ...output import plots
 from .grid import Axis
-from .tables import SweepResult
+from .tables import BOOTSTRAP, SweepResult
 
 #: the folder kind in the sweep folder's manifest
 KIND = "sweep"
@@ -32,8 +34,28 @@ def _numeric(value: Any) -> float | None:
     return None
 
 
+def plain(x: float) -> str:
+    """A number as a reader reads it: ``12,500``, ``12.5``, ``0.0125`` (never ``1.25e+04``)."""
+    if x == 0 or not math.isfinite(x):
+        return f"{x:g}"
+    a = abs(x)
+    if a >= 1000:
+        return f"{x:,.0f}"
+    if a >= 1:
+        return f"{x:.4g}"
+    return f"{x:.{2 - math.floor(math.log10(a))}f}"
+
+
+def _unit(path: str, values: list[Any] | None = None) -> str:
+    """A figure's or an axis's name with its unit: seconds for a time (by the figure's
+    words, or an axis whose values are durations)."""
+    timed = seconds_figure(path) or bool(values) and all(
+        isinstance(v, str) and _numeric(v) is not None for v in values)
+    return f"{path} (s)" if timed else path
+
+
 def _write(folder: outdir.Folder, result: SweepResult, figures: list[str],
-           precision: tuple[str, float] | None) -> None:
+           precision: tuple[str, float] | None, name: str = "") -> None:
     """Every file through ``folder``: each replaces only a file jobsim wrote there."""
     rows = result.rows
     folder.write_with("runs.csv", lambda p: rows.to_csv(p, index=False))
@@ -51,12 +73,13 @@ def _write(folder: outdir.Folder, result: SweepResult, figures: list[str],
         for f in figures:
             if f not in result.points:
                 continue
-            fig = _band_plot(result.points, x_axis, others, f)
-            name = "sweep_" + "".join(ch if ch.isalnum() else "_" for ch in f) + ".png"
-            folder.write_with(name, lambda p, fig=fig: plots.save(fig, p))
-            made.append(name)
+            fig = _band_plot(result.points, x_axis, others, f, name)
+            png = "sweep_" + "".join(ch if ch.isalnum() else "_" for ch in f) + ".png"
+            folder.write_with(png, lambda p, fig=fig: plots.save(fig, p))
+            made.append(png)
     result.plots = made
-    lines = ["# sweep", "",
+    over = " × ".join(a.path for a in axes) or "no axis"
+    lines = [f"# sweep of {name or 'a scenario'} over {over}", "",
              f"{len(rows)} runs: {len(result.points)} grid points × replications "
              f"({result.computed} computed, {result.cached} from the cache); "
              f"{int((~rows['ok']).sum()) if len(rows) else 0} failed.", ""]
@@ -74,17 +97,24 @@ def _write(folder: outdir.Folder, result: SweepResult, figures: list[str],
             cells = [str(p[a.path]) for a in axes] + [str(int(p["runs"]))]
             for f in shown:
                 m, lo, hi = p[f], p[f + ".lo"], p[f + ".hi"]
-                cells.append("—" if pd.isna(m) else (f"{m:.4g}" if pd.isna(lo) else
-                                                     f"{m:.4g} [{lo:.4g}, {hi:.4g}]"))
+                boot = "*" if p.get(f + ".ci") == "bootstrap" else ""
+                cells.append("—" if pd.isna(m) else (plain(m) if pd.isna(lo) else
+                                                     f"{plain(m)} [{plain(lo)}, {plain(hi)}]"
+                                                     f"{boot}"))
             lines.append("| " + " | ".join(cells) + " |")
-        lines.append("")
+        lines += ["", "Each cell: the mean over the replications and its 95 % confidence "
+                  "interval, the t-interval of the mean; * where that would leave the "
+                  "figure's range (below 0 for a count or a time, above 1 for a share) and "
+                  f"the bootstrap percentile interval ({BOOTSTRAP:,} resamples) is given "
+                  "instead.", ""]
     lines += [f"![{n}]({n})" for n in made] + [""]
     lines += ["Files: `runs.csv` and `runs.parquet` (one row per run), `points.csv` (mean and "
               "95% CI per grid point), `cache/` (one file per run).", ""]
     folder.write_text("sweep.md", "\n".join(lines))
 
 
-def _band_plot(points: pd.DataFrame, x_axis: Axis, others: tuple[Axis, ...], figure: str):
+def _band_plot(points: pd.DataFrame, x_axis: Axis, others: tuple[Axis, ...], figure: str,
+               name: str = ""):
     xs_raw = list(x_axis.values)
     numeric = [_numeric(v) for v in xs_raw]
     categorical = any(v is None for v in numeric)
@@ -101,5 +131,5 @@ def _band_plot(points: pd.DataFrame, x_axis: Axis, others: tuple[Axis, ...], fig
         series.append((label, x, g[figure].to_numpy(dtype=float),
                        g[figure + ".lo"].to_numpy(dtype=float),
                        g[figure + ".hi"].to_numpy(dtype=float)))
-    return plots.sweep_bands(series, x_axis.path, figure,
-                             [str(v) for v in xs_raw] if categorical else None)
+    return plots.sweep_bands(series, _unit(x_axis.path, xs_raw), _unit(figure),
+                             [str(v) for v in xs_raw] if categorical else None, name)

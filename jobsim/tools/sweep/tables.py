@@ -5,6 +5,7 @@ and the precision test that decides whether a point needs more replications.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from dataclasses import dataclass, field
@@ -52,9 +53,34 @@ def _table(rows_by_key: dict[str, dict[str, Any]], meta: dict[str, tuple],
     return df
 
 
+#: resamples of a bootstrap interval
+BOOTSTRAP = 2000
+
+
+def range_ci(values: np.ndarray, name: str) -> tuple[float, float, float, str]:
+    """The mean of ``values`` with a 95 % interval that stays in the figure's range: the
+    t-interval of the mean, unless it crosses a bound the figure cannot cross — 0 for a
+    figure all of whose runs are 0 or more (a count, a time), 1 above for a share — and then
+    the bootstrap percentile interval of the mean (``BOOTSTRAP`` resamples, drawn from a
+    generator seeded by the values themselves: the same values, the same interval). The
+    last item says which: ``t`` or ``bootstrap``."""
+    x = np.asarray(values, dtype=float)
+    m, lo, hi = mean_ci(x.tolist())
+    floor = 0.0 if (x >= 0).all() else -math.inf
+    ceiling = 1.0 if "share" in name and (x <= 1).all() else math.inf
+    if lo >= floor and hi <= ceiling:
+        return m, lo, hi, "t"
+    seed = int.from_bytes(hashlib.sha256(x.tobytes()).digest()[:8], "little")
+    rng = np.random.default_rng(seed)
+    means = x[rng.integers(0, len(x), size=(BOOTSTRAP, len(x)))].mean(axis=1)
+    lo, hi = np.percentile(means, [2.5, 97.5])
+    return m, float(lo), float(hi), "bootstrap"
+
+
 def point_table(rows: pd.DataFrame, axes: tuple[Axis, ...]) -> pd.DataFrame:
     """Per grid point: runs, runs that failed, and each numeric figure's mean with its 95%
-    confidence interval over the replications that ran (``fig``, ``fig.lo``, ``fig.hi``)."""
+    confidence interval over the replications that ran (``fig``, ``fig.lo``, ``fig.hi``;
+    ``range_ci``, which says in ``fig.ci`` how the interval was made)."""
     axis_cols = [a.path for a in axes]
     skip = {"point", "replication", "seed", "ok", "error", "violations", "end_time",
             "trace_events"}
@@ -70,13 +96,14 @@ def point_table(rows: pd.DataFrame, axes: tuple[Axis, ...]) -> pd.DataFrame:
         rec["failed_runs"] = int((~group["ok"]).sum())
         for f in figures:
             vals = ok[f].dropna().to_numpy(dtype=float)
+            how = ""
             if len(vals) >= 2:
-                m, lo, hi = mean_ci(vals.tolist())
+                m, lo, hi, how = range_ci(vals, f)
             elif len(vals) == 1:
                 m, lo, hi = float(vals[0]), math.nan, math.nan
             else:
                 m = lo = hi = math.nan
-            rec[f], rec[f + ".lo"], rec[f + ".hi"] = m, lo, hi
+            rec[f], rec[f + ".lo"], rec[f + ".hi"], rec[f + ".ci"] = m, lo, hi, how
         out.append(rec)
     return pd.DataFrame(out)
 
