@@ -1,4 +1,4 @@
-"""Flowable's async executor (seeds 000/001), behaviour by behaviour."""
+"""Flowable's async executor, behaviour by behaviour."""
 
 import copy
 

@@ -16,8 +16,8 @@ GOLDEN = (Path(__file__).parent / "golden" / "lesson.out").read_text(encoding="u
 
 
 def test_the_transcript_is_the_seeds_line_for_line(lesson_path):
-    """The narrative of the lesson scenario is exactly the seed's transcript, with the line
-    the seed elides after ``t=+10s:`` (job 3's second failure) filled in."""
+    """The narrative of the lesson scenario is exactly the lesson's transcript, with the line
+    the lesson elides after ``t=+10s:`` (job 3's second failure) filled in."""
     result = run(scenario.load(lesson_path))
     assert "\n".join(narrate(result.trace)) + "\n" == GOLDEN
 

@@ -2,9 +2,9 @@
 
 The table has 40 due rows with distinct priorities, so the top 10 (ORDER BY priority DESC) are
 ids 1..10. Session S1 claims a batch and keeps its transaction open; S2 runs the same strategy;
-an observer looks whether S2 is waiting; then S1 commits or rolls back. Each row of the
-reference table is one case here: who blocks, what each session gets, how many rows overlap,
-which error.
+an observer looks whether S2 is waiting; then S1 commits or rolls back. Each case here is
+one interleaving as the real databases run it: who blocks, what each session gets, how many
+rows overlap, which error.
 """
 
 import pytest

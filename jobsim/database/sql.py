@@ -8,7 +8,7 @@ client's clock and ``{ids}`` a list of ``?`` filled in per call.
 
 from __future__ import annotations
 
-# The reference measured with a 30-second lock; the harness locks for a day, far beyond its
+# Real executors lock for seconds to minutes; the harness locks for a day, far beyond its
 # time limit, so that no lock expires during a race and every second claim of a job is a
 # double acquisition, never an expiry.
 _PG_SET = ("UPDATE job SET locked_by = %(me)s, lock_until = now() + interval '1 day', "

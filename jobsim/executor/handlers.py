@@ -14,7 +14,8 @@ A handler is what a job *does*. jobsim does not run code; it draws an execution:
 
 The error message may name the execution: ``"bureau 502 (attempt {attempt})"``.
 
-What the worker does around the run (the seeds' Zeebe-like worker shows all three):
+What the worker does around the run (the Zeebe-like server's JavaScript worker does all
+three):
 
 - ``worker_timeout``: the worker's own timeout races the run (``Promise.race``): a run
   longer than it — a hanging one too — ends there as a failure, "processing took too long";

@@ -84,8 +84,9 @@ def check(db: str, strategy: str, workers: int, jobs: int, batch: int = 10,
     if isolation not in ISOLATIONS or begin not in BEGINS:
         raise RaceError(f"--isolation: one of {ISOLATIONS}; --begin: one of {BEGINS}")
     if isolation != "read_committed" and (kind != "postgres" or strategy != "guarded_update"):
-        raise RaceError("--isolation repeatable_read or serializable: the reference runs them "
-                        "for the guarded UPDATE on PostgreSQL only (F_RR, F_SER)")
+        raise RaceError("--isolation repeatable_read or serializable: only for the guarded "
+                        "UPDATE on PostgreSQL (the strategies whose SQL jobsim races under "
+                        "them)")
     if begin != "autocommit" and (kind != "sqlite" or strategy != "read_then_write"):
         raise RaceError("--begin deferred or immediate: SQLite's read_then_write only")
     if not (1 <= workers <= MAX_WORKERS and 1 <= jobs <= MAX_JOBS and

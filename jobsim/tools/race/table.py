@@ -52,7 +52,7 @@ def _connect(kind: str, target: str, autocommit: bool = True, wal: bool = True) 
 def load(kind: str, target: str, jobs: int, distinct: bool = False) -> None:
     """A fresh ``job`` table with ``jobs`` due rows: priorities in 7 classes, so that the
     order ``priority DESC, id`` interleaves them, or (``distinct``) all different and falling
-    with the id, so that the top 10 are ids 1..10 (the two-session table of §3)."""
+    with the id, so that the top 10 are ids 1..10 (the two-session interleavings' table)."""
     prio = "(1000000 - i)" if distinct else "(i %% 7)"
     conn = _connect(kind, target, wal=False)
     try:
