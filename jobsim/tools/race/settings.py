@@ -84,9 +84,8 @@ def check(db: str, strategy: str, workers: int, jobs: int, batch: int = 10,
     if isolation not in ISOLATIONS or begin not in BEGINS:
         raise RaceError(f"--isolation: one of {ISOLATIONS}; --begin: one of {BEGINS}")
     if isolation != "read_committed" and (kind != "postgres" or strategy != "guarded_update"):
-        raise RaceError("--isolation repeatable_read or serializable: only for the guarded "
-                        "UPDATE on PostgreSQL (the strategies whose SQL jobsim races under "
-                        "them)")
+        raise RaceError("--isolation repeatable_read or serializable: for the guarded "
+                        "UPDATE on PostgreSQL only (the one strategy jobsim races under them)")
     if begin != "autocommit" and (kind != "sqlite" or strategy != "read_then_write"):
         raise RaceError("--begin deferred or immediate: SQLite's read_then_write only")
     if not (1 <= workers <= MAX_WORKERS and 1 <= jobs <= MAX_JOBS and
