@@ -56,7 +56,8 @@ def _run(args: argparse.Namespace) -> int:
     with Bar(100, "report", unit="%", show=not args.quiet) as bar:
         bar.stage(f"writing {out}")
         try:
-            write(analyses, out, with_plots=not args.no_plots, phases=phases)
+            write(analyses, out, with_plots=not args.no_plots, phases=phases,
+                  with_view=not args.no_view)
         except ReportError as exc:
             print(f"jobsim: {exc}", file=sys.stderr)
             return BAD_INPUT
