@@ -59,7 +59,7 @@ def test_cli_prints_transcript_then_summary_and_writes_the_folder(lesson_path, t
     assert f"invariants   all {len(INVARIANTS)} hold" in printed
     assert sorted(p.name for p in out.iterdir()) == [
         ".jobsim-manifest.json", "duplicates.png", "jobs.csv", "latency_cdf.png", "report.md", "scenario.yaml",
-        "summary.json", "table_depth.png", "timeline.png", "trace.csv"]
+        "summary.json", "table_depth.png", "timeline.png", "trace.csv", "view.html"]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["jobs"] == {"created": 3, "done": 2, "dead_lettered": 1, "incident": 0,
                                "withdrawn": 0, "failed": 0, "cancelled": 0, "pending": 0,

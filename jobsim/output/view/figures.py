@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .data import CATEGORIES, RunData
+from .data import RunData
 
 #: each outcome's colour (``data.CATEGORIES``' order)
 COLORS = ("#1f77b4", "#ff7f0e", "#3b3b3b", "#9467bd", "#e377c2", "#8c564b", "#d62728")
@@ -31,7 +31,7 @@ DEPTH = (("in the table", "#1f77b4", 2.6), ("locked (live lock)", "#ff7f0e", 1.6
 
 def _darker(color: str, f: float = 0.55) -> str:
     r, g, b = (int(color[i:i + 2], 16) for i in (1, 3, 5))
-    return "#%02x%02x%02x" % (int(r * f), int(g * f), int(b * f))
+    return f"#{int(r * f):02x}{int(g * f):02x}{int(b * f):02x}"
 
 
 def item(run: RunData, key: str) -> dict[str, Any]:
@@ -40,7 +40,7 @@ def item(run: RunData, key: str) -> dict[str, Any]:
     from bokeh.embed import json_item
     from bokeh.layouts import column
 
-    timeline, tables = _timeline(run, key)
+    timeline = _timeline(run, key)
     depth = _depth(run, timeline.x_range)
     root = column(timeline, depth, sizing_mode="stretch_width")
     return stable_ids(json_item(root))
@@ -53,9 +53,16 @@ def _source(table: dict[str, np.ndarray], name: str) -> Any:
                             name=name)
 
 
-def _timeline(run: RunData, key: str) -> tuple[Any, dict[str, Any]]:
-    from bokeh.models import (CustomJS, CustomJSHover, FixedTicker, HoverTool, LinearColorMapper,
-                              Range1d, TapTool)
+def _timeline(run: RunData, key: str) -> Any:
+    from bokeh.models import (
+        CustomJS,
+        CustomJSHover,
+        FixedTicker,
+        HoverTool,
+        LinearColorMapper,
+        Range1d,
+        TapTool,
+    )
     from bokeh.plotting import figure
 
     span = max(run.t_end - run.t0, 1e-9)
@@ -119,7 +126,7 @@ def _timeline(run: RunData, key: str) -> tuple[Any, dict[str, Any]]:
                      code=f"if (window.jobsimStory) window.jobsimStory({json.dumps(key)}, "
                           "executions, jobs, claims, retries, marks);")
     p.add_tools(TapTool(renderers=[ex], callback=story))
-    return p, tables
+    return p
 
 
 def _depth(run: RunData, x_range: Any) -> Any:
@@ -139,10 +146,12 @@ def _depth(run: RunData, x_range: Any) -> Any:
     if len(crashes):
         p.vspan(x=crashes, line_color=MARKS[0][1], line_dash="dashed", line_width=1,
                 legend_label="node crash")
-    p.legend.location = "top_left"
-    p.legend.orientation = "horizontal"
-    p.legend.click_policy = "hide"
-    p.legend.background_fill_alpha = 0.6
+    legend = p.legend[0]
+    legend.orientation = "horizontal"
+    legend.click_policy = "hide"
+    legend.location = "top_left"
+    legend.border_line_color = None
+    p.add_layout(legend, "above")  # outside the frame: over no line, and the axes stay aligned
     return p
 
 

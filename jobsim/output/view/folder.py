@@ -35,10 +35,12 @@ def _coded(values: Any) -> tuple[np.ndarray, list[str]]:
 
 
 def load_trace(path: Path) -> Trace:
-    """trace.csv (as ``report`` writes it) as a ``Trace``; ViewError if it is not one."""
+    """trace.csv (as ``report`` writes it) as a ``Trace``; ViewError if it is not one. A
+    job's name (``job_created``'s ``c``, a code into the run's texts, which trace.csv does
+    not keep) is read from the jobs.csv beside it."""
     import pyarrow as pa
-    import pyarrow.csv as pcsv
     import pyarrow.compute as pc
+    import pyarrow.csv as pcsv
 
     floats = {"time", "x"}
     types = {c: pa.float64() if c in floats else pa.int64() for c in COLUMNS}
@@ -52,7 +54,7 @@ def load_trace(path: Path) -> Trace:
     cols: dict[str, np.ndarray] = {}
     for c in ("time", "job", "attempt", "a", "b", "c", "x"):
         col = table[c]
-        cols[c] = (pc.fill_null(col, np.nan) if c in floats else col).to_numpy()
+        cols[c] = np.array((pc.fill_null(col, np.nan) if c in floats else col).to_numpy())
     codes, kinds = _coded(table["kind"])
     unknown = sorted(set(kinds) - set(K))
     if unknown:
@@ -63,7 +65,35 @@ def load_trace(path: Path) -> Trace:
     cols["kind"] = np.array([K[k] for k in kinds] or [0], np.int8)[codes]
     cols["node"], nodes = _coded(table["node"])
     cols["text"], texts = _coded(table["text"])
+    named = np.flatnonzero((cols["kind"] == K["job_created"]) & (cols["c"] >= 0))
+    if len(named):
+        names = _job_names(path.parent / "jobs.csv")
+        at = {t: i for i, t in enumerate(texts)}
+        for i in named.tolist():
+            name = names.get(int(cols["job"][i]))
+            if not name:
+                raise ViewError(f"{path.parent / 'jobs.csv'}: no name for job "
+                                f"{int(cols['job'][i])}, which trace.csv says has one")
+            if name not in at:
+                at[name] = len(texts)
+                texts.append(name)
+            cols["c"][i] = at[name]
     return Trace.from_arrays(cols, nodes, texts)
+
+
+def _job_names(path: Path) -> dict[int, str]:
+    """The named jobs of jobs.csv: id → name."""
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    try:
+        table = pcsv.read_csv(path, convert_options=pcsv.ConvertOptions(
+            column_types={"id": pa.int64(), "name": pa.string()}, strings_can_be_null=False,
+            include_columns=["id", "name"]))
+    except (OSError, pa.ArrowInvalid, pa.ArrowKeyError) as exc:
+        raise ViewError(f"{path}: cannot be read ({str(exc).splitlines()[0]}): the job "
+                        "names are in it") from None
+    return {i: n for i, n in zip(table["id"].to_pylist(), table["name"].to_pylist()) if n}
 
 
 def _summary(path: Path) -> dict[str, Any]:

@@ -4,8 +4,9 @@
 ``console.error``) into ``<body data-errors>`` and lists them in ``#jobsim-errors``, so a
 test reads them back from the DOM. ``SCRIPT`` embeds a tab's figures when the tab is first
 shown, then writes on its section ``data-executions`` (the rows of its executions' data
-source) and ``data-rendered`` (the bars its glyph drew from them), and tells a job's story
-when an execution is clicked.
+source), ``data-rendered`` (the bars its glyph drew from them) and ``data-backend`` (WebGL,
+or the canvas where WebGL is drawn in software: there the canvas is the faster), and tells
+a job's story when an execution is clicked.
 """
 
 HOOK = r"""
@@ -99,16 +100,42 @@ SCRIPT = r"""
     return views.query_one(function (v) { return v.model != null && v.model.name === name; });
   }
 
+  // WebGL where a GPU draws it; the canvas where WebGL is missing or drawn in software
+  // (SwiftShader, llvmpipe: there the canvas, which skips what is off screen, is faster).
+  // ?backend=webgl or ?backend=canvas in the address overrides the choice.
+  function backend() {
+    var asked = new URLSearchParams(location.search).get('backend');
+    if (asked === 'webgl' || asked === 'canvas') return asked;
+    try {
+      var gl = document.createElement('canvas').getContext('webgl2');
+      if (!gl) return 'canvas';
+      var info = gl.getExtension('WEBGL_debug_renderer_info');
+      var name = String(gl.getParameter(info ? info.UNMASKED_RENDERER_WEBGL : gl.RENDERER));
+      return /swiftshader|llvmpipe|softpipe|software|basic render/i.test(name) ? 'canvas'
+                                                                             : 'webgl';
+    } catch (e) { return 'canvas'; }
+  }
+  var chosen = null;
+  function set_backend(x, to) {
+    if (Array.isArray(x)) { x.forEach(function (v) { set_backend(v, to); }); return; }
+    if (x === null || typeof x !== 'object') return;
+    if (x.type === 'object' && x.name === 'Figure' && x.attributes) x.attributes.output_backend = to;
+    for (var k in x) if (Object.prototype.hasOwnProperty.call(x, k)) set_backend(x[k], to);
+  }
+
   async function embed(key) {
     if (embedded[key]) return;
     embedded[key] = true;
     var item = JSON.parse(document.getElementById('jobsim-item-' + key).textContent);
+    chosen = chosen || backend();
+    set_backend(item.doc.roots, chosen);
     var views = await Bokeh.embed.embed_item(item, 'plot-' + key);
     window.jobsimViews = window.jobsimViews || {};
     window.jobsimViews[key] = views;
     var section = document.getElementById('tab-' + key);
     var renderer = find(views, 'executions-renderer-' + key);
     var source = renderer.model.data_source;
+    section.setAttribute('data-backend', chosen);
     section.setAttribute('data-executions', String(source.get_length()));
     section.setAttribute('data-rendered', String(renderer.glyph.data_size));
   }
