@@ -125,6 +125,19 @@ def test_a_variant_run_gets_one_tab_per_variant(tmp_path):
     assert single.count('<section class="run"') == 1
 
 
+def test_beyond_its_bound_an_evenly_spaced_subset_is_drawn(monkeypatch):
+    from jobsim.output.view import data
+    from jobsim.output.view.page import page
+
+    a = analyse(run(scenario.load(SMALL)))
+    monkeypatch.setattr(data, "MAX_EXECUTIONS", 10)
+    view = data.run_data(a.result.trace, a.histories, a.summary, None)
+    drawn = view.tables["executions"]
+    assert len(drawn["start"]) == 10 and view.counts["executions"] == a.summary["executions"]
+    assert set(view.tables["jobs"]["id"].tolist()) == set(drawn["job"].tolist())
+    assert "showing 10 of them" in page([(view, a.summary)], "x")
+
+
 def test_100000_jobs_page_under_10_mb():
     t = time.perf_counter()
     a = analyse(run(scenario.load(BIG)))

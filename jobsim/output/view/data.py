@@ -25,7 +25,8 @@ import pandas as pd
 from ...analysis.stories import Histories
 from ..columns import plot_frame
 from ..plots.depth import _gone, _lock_series, _step_series, _thin
-from ..plots.timeline import _executions, _node_names, _node_strings, _spans
+from ..plots.timeline import (_evenly_spaced, _executions, _node_names, _node_strings,
+                              _spans)
 
 #: the outcome of an execution: its colour's index, its legend (in precedence order: an
 #: execution that is two of these is drawn as the later one)
@@ -46,6 +47,10 @@ THIN_ABOVE, THIN_BINS = 20_000, 4096
 
 #: the lanes between two nodes' rows, left empty
 GAP = 0.8
+#: at most this many executions are drawn (an evenly spaced subset in start order beyond,
+#: as the PNG timeline does, with the stories of their jobs only): the page of a
+#: million-job run stays a page a browser opens
+MAX_EXECUTIONS = 250_000
 
 
 @dataclass
@@ -75,6 +80,8 @@ def run_data(trace, hist: Histories, summary: dict, variant: str | None) -> RunD
     node_all = _node_strings(tdf["node"])
     names = _node_names(tdf["node"])
     ex = _classified(tdf, node_all, t_end, hist)
+    cats_all = ex["cat"].to_numpy()
+    ex = _evenly_spaced(ex, MAX_EXECUTIONS).reset_index(drop=True)
     lanes, y = _lanes(names, ex)
     title = f"{summary.get('scenario', '?')} · seed {summary.get('seed', '?')}"
     if variant is not None:
@@ -93,13 +100,13 @@ def run_data(trace, hist: Histories, summary: dict, variant: str | None) -> RunD
     data.tables["spans"], data.tables["marks"] = _spans_and_marks(tdf, node_all, node_code,
                                                                   lanes, t_end)
     data.tables["depth"] = _depth(tdf, t0, t_end)
-    _stories(data, tdf, node_all, node_code, hist)
+    _stories(data, tdf, node_all, node_code, hist,
+             None if len(ex) == len(cats_all) else np.unique(ex["job"].to_numpy()))
     data.names["nodes"] = names
     data.names["categories"] = [label for _, label in CATEGORIES]
-    cats = data.tables["executions"]["cat"]
     marks = data.tables["marks"]["kind"]
-    data.counts = {"executions": len(cats), "jobs": len(hist.table),
-                   **{k: int((cats == i).sum()) for k, i in CODE.items()},
+    data.counts = {"executions": len(cats_all), "drawn": len(ex), "jobs": len(hist.table),
+                   **{k: int((cats_all == i).sum()) for k, i in CODE.items()},
                    "crashes": int((marks == 0).sum()), "lock_expiries": int((marks == 2).sum()),
                    "pauses": int((data.tables["spans"]["kind"] == 1).sum()),
                    "partitions": int((data.tables["spans"]["kind"] == 2).sum())}
@@ -251,12 +258,14 @@ def _depth(tdf: pd.DataFrame, t0: float, t_end: float) -> dict[str, np.ndarray]:
 
 
 def _stories(data: RunData, tdf: pd.DataFrame, node_all: np.ndarray,
-             node_code: dict[str, int], hist: Histories) -> None:
+             node_code: dict[str, int], hist: Histories, jobs: np.ndarray | None) -> None:
     """The tables a job's story is told from in the page, each sorted by job: ``jobs``
     (the stories' table: created, due, end, outcome, handler, name), ``claims`` (each
     ``locked``: who, when, until) and ``retries`` (each ``retry_scheduled``: when, the new
-    due time)."""
+    due time). ``jobs``: only these (sorted; None: all)."""
     t = hist.table
+    if jobs is not None:
+        t = t[np.isin(t["id"].to_numpy(), jobs)]
     handlers = sorted({str(h) for h in t["handler"].tolist()})
     outcomes = sorted({str(o) for o in t["outcome"].tolist()})
     labels = sorted({str(n) for n in t["name"].tolist() if n})
@@ -273,6 +282,8 @@ def _stories(data: RunData, tdf: pd.DataFrame, node_all: np.ndarray,
     data.names.update(handlers=handlers, outcomes=outcomes, job_names=labels)
     for table, kind in (("claims", "locked"), ("retries", "retry_scheduled")):
         sel = (tdf["kind"] == kind).to_numpy(bool)
+        if jobs is not None:
+            sel = sel & np.isin(tdf["job"].to_numpy(), jobs)
         job = tdf["job"].to_numpy()[sel]
         order = np.argsort(job, kind="stable")
         time = tdf["time"].to_numpy(float)[sel][order]

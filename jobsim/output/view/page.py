@@ -46,6 +46,9 @@ def counts_line(run: RunData, summary: dict) -> str:
     shown = [f"{c[k]:,} {label.split(' (')[0]}" for k, label in CATEGORIES if c.get(k)]
     parts = [f"{_plural(c['executions'], 'execution')} of {_plural(c['jobs'], 'job')}"
              + (f" ({', '.join(shown)})" if shown else "")]
+    if c["drawn"] < c["executions"]:
+        parts.append(f"showing {c['drawn']:,} of them (evenly spaced in start order) and "
+                     "their jobs' stories")
     dup = summary.get("duplicate_executions", {}).get("total")
     if dup is not None:
         parts.append(f"{_plural(int(dup), 'duplicate execution')} in the summary")
