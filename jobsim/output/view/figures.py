@@ -70,12 +70,11 @@ def _timeline(run: RunData, key: str) -> Any:
     bottom = max((y0 + k - 1 for y0, k in run.lanes.values()), default=0.0)
     x_range = Range1d(run.t0 - pad, run.t_end + pad,
                       bounds=(run.t0 - span * 0.1, run.t_end + span * 0.1))
-    height = int(min(560, max(220, 70 + 22 * (bottom + 1))))
+    height = int(min(520, max(180, 60 + 16 * (bottom + 1))))  # 16 px a lane, at most 520
     p = figure(height=height, sizing_mode="stretch_width", x_range=x_range,
                y_range=Range1d(bottom + 0.8, -0.8), output_backend="webgl",
                tools="xpan,xwheel_zoom,box_zoom,reset,save", active_scroll="xwheel_zoom",
-               x_axis_label="simulated time (s)", toolbar_location="above",
-               name=f"timeline-{key}")
+               toolbar_location="above", name=f"timeline-{key}")
     p.toolbar.logo = None
     p.ygrid.visible = False
     centres = {n: y0 + (k - 1) / 2 for n, (y0, k) in run.lanes.items()}
@@ -133,7 +132,7 @@ def _depth(run: RunData, x_range: Any) -> Any:
     from bokeh.plotting import figure
 
     d = run.tables["depth"]
-    p = figure(height=230, sizing_mode="stretch_width", x_range=x_range,
+    p = figure(height=210, sizing_mode="stretch_width", x_range=x_range,
                output_backend="webgl", tools="xpan,xwheel_zoom,box_zoom,reset",
                active_scroll="xwheel_zoom", x_axis_label="simulated time (s)",
                y_axis_label="jobs", toolbar_location="above")
