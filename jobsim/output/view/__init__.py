@@ -13,27 +13,30 @@ its stories (``history.histories``) and its summary, into ``data.run_data``, the
 built and in whatever process.
 
 The plotting library is Bokeh (3.x: ``json_item``, WebGL glyphs), chosen by measurement
-against Plotly (6/7, ``include_plotlyjs=True``, ``scattergl``) on the same 105,211 executions
-of a 100,000-job run, each bar one glyph with a hover field:
+against Plotly (7.1, ``include_plotlyjs=True``, ``scattergl``) on the same 105,211
+executions of a 100,000-job run, each bar one glyph with a hover field (the bare bars, before
+this page's stories and depth were added):
 
-======================  ===============  ================
-                        Bokeh 3.9        Plotly 7.1
-======================  ===============  ================
-empty page              1.5 MB           4.8 MB
-105,211 executions      3.5 MB           14.5 MB
-build (after import)    0.1 s            0.1 s
-headless Chromium load  0.7 s            11.7 s
-one zoom, redrawn       0.5 s (canvas),  5.6 s
-                        2.4 s (WebGL)
-======================  ===============  ================
+======================  =====================  ================
+                        Bokeh 3.9              Plotly 7.1
+======================  =====================  ================
+empty page              1.5 MB                 4.8 MB
+105,211 executions      3.5 MB                 14.5 MB
+build (after import)    0.1 s                  0.1 s
+headless Chromium load  0.7 s                  11.7 s
+one zoom, redrawn       0.5 s canvas,          5.6 s
+                        2.4 s WebGL
+======================  =====================  ================
 
-Bokeh compresses its binary columns (gzip, then base64), Plotly writes plain base64 and
-needs three points a bar for line segments (its bars are SVG, not WebGL); Plotly's page
-is over the 10 MB bound before the stories' tables are added. Both work offline with their
-library inlined. The redraw times are from software WebGL (SwiftShader, headless, two
-busy cores); on a real GPU WebGL is the faster backend, and Bokeh falls back to the canvas
-where WebGL is missing, so the figures ask for WebGL. The bundles inlined are BokehJS's
-core and WebGL ones only (no widgets, tables or MathJax).
+Bokeh compresses its binary columns (gzip, then base64); Plotly writes plain base64 and
+needs three points a bar (line segments: its bars are SVG, not WebGL), so its page is over
+the 10 MB bound before any story is added. Both work offline with their library inlined.
+This page for that run, stories and depth included, is 5.6 MB, built in about 1 s. The
+redraw times are software WebGL's (SwiftShader: headless, no GPU, two busy cores), where
+Bokeh's canvas, which skips what is off screen, is the faster; so the figures ask for WebGL
+and the page's script falls back to the canvas where WebGL is missing or drawn in software
+(``?backend=webgl`` or ``canvas`` overrides it). Only BokehJS's core and WebGL bundles are
+inlined (no widgets, tables or MathJax).
 """
 
 from __future__ import annotations
