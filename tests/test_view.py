@@ -57,6 +57,7 @@ def test_same_bytes_every_time_and_either_way(small_run, tmp_path):
     summary = json.loads((small_run / "summary.json").read_text())
     assert analyses[0].result.trace.sha256() == summary["trace_sha256"]
     assert "trace_sha256" in summary and '"v1"' in first and "p1001" not in first
+    assert not re.search(r"<script[^>]*\bsrc=|<link\b", first)  # everything inlined
 
 
 def test_run_lists_the_view_in_its_manifest_and_no_view_skips_it(small_run, tmp_path):
@@ -167,6 +168,7 @@ def _dom(page: Path, profile: Path) -> tuple[str, str]:
     proc = subprocess.run(
         [_chromium(), "--headless=new", "--disable-gpu", "--no-sandbox", "--no-first-run",
          f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0",
+         "--host-resolver-rules=MAP * ~NOTFOUND",  # offline: no name resolves
          "--virtual-time-budget=20000", "--dump-dom", page.resolve().as_uri()],
         capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
