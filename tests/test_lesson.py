@@ -60,7 +60,7 @@ def test_cli_prints_transcript_then_summary_and_writes_the_folder(lesson_path, t
     # no job ran twice: no plot of double runs, a sentence in report.md instead
     assert sorted(p.name for p in out.iterdir()) == [
         ".jobsim-manifest.json", "jobs.csv", "latency_cdf.png", "report.md", "scenario.yaml",
-        "summary.json", "table_depth.png", "timeline.png", "trace.csv"]
+        "summary.json", "table_depth.png", "timeline.png", "trace.csv", "view.html"]
     assert "No job ran twice, so there is no plot" in (out / "report.md").read_text()
     summary = json.loads((out / "summary.json").read_text())
     assert summary["jobs"] == {"created": 3, "done": 2, "dead_lettered": 1, "incident": 0,

@@ -197,6 +197,20 @@ class Trace:
             self._chunks = [merged]
         return {name: col for name, col in zip(COLUMNS, self._chunks[0])}
 
+    @classmethod
+    def from_arrays(cls, cols: dict[str, np.ndarray], nodes: list[str],
+                    texts: list[str]) -> "Trace":
+        """A trace of the given columns (each cast to its dtype) and name tables: a trace
+        read back from its file (``output.view.load``)."""
+        trace = cls()
+        trace._chunks = [tuple(np.ascontiguousarray(cols[name], dtype=dt)
+                               for name, dt in zip(COLUMNS, _DTYPES))]
+        for n in nodes:
+            trace.node(n)
+        for t in texts:
+            trace.text(t)
+        return trace
+
     def sha256(self) -> str:
         """A hash of the trace that is the same on every machine."""
         cols = self.arrays()

@@ -3,7 +3,8 @@
 ``jobsim run SCENARIO [--out DIR] [--seed N] [--set PATH=VALUE]… [--quiet]`` runs a scenario
 (each of its variants), prints its story and a one-screen summary with its expectations,
 and writes its run folder with report.md and plots. ``jobsim validate FILE…`` checks scenario
-files; ``jobsim schema`` prints the format as JSON Schema; ``jobsim list`` the shipped
+files; ``jobsim view RUN_DIR`` writes a run folder's interactive page; ``jobsim schema``
+prints the format as JSON Schema; ``jobsim list`` the shipped
 scenarios; ``jobsim bench`` measures the simulator against a bare SimPy M/M/c.
 
 Exit status: 0 all is well; 1 an invariant or an expectation failed; 2 bad input (a scenario
@@ -12,7 +13,7 @@ it in-process.
 
 The flags are in ``parser`` (their value types in ``values``); each command is in the module
 of its concern: ``run`` (run, reports), ``scenarios`` (validate, list, schema), ``sweep``,
-``race`` and ``bench``.
+``race``, ``bench`` and ``view``.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from .run import _reports, _run
 from .scenarios import _list, _schema, _validate
 from .status import BAD_INPUT, FAILED, OK
 from .sweep import _sweep
+from .view import _view
 
 __all__ = ["BAD_INPUT", "FAILED", "OK", "entry", "main"]
 
@@ -40,6 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "run":
             return _run(args)
+        if args.command == "view":
+            return _view(args)
         if args.command == "validate":
             return _validate(args)
         if args.command == "schema":

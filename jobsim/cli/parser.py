@@ -63,6 +63,8 @@ def _parser() -> argparse.ArgumentParser:
                         "whose exit status says only whether the invariants hold")
     r.add_argument("--quiet", action="store_true", help="print only the summary")
     r.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    r.add_argument("--no-view", action="store_true",
+                   help="skip view.html, the run's interactive page")
     r.add_argument("--every-poll", action="store_true",
                    help="simulate every poll of an idle node instead of counting the ones "
                         "that cannot find anything (the same run, less the empty polls' "
@@ -74,6 +76,12 @@ def _parser() -> argparse.ArgumentParser:
                         "(simulate, analysis, csv, plots, other) and the peak memory (MB); "
                         "the report is the same with or without it")
     _budget_args(r)
+    vw = sub.add_parser("view", help="write the interactive page (view.html) of a run "
+                                     "folder, from its files")
+    vw.add_argument("run_dir", metavar="RUN_DIR", help="a run folder that jobsim run wrote")
+    vw.add_argument("--out", metavar="FILE",
+                    help="the page (default: RUN_DIR/view.html); an existing file only if "
+                         "jobsim wrote it")
     v = sub.add_parser("validate", help="check scenario files, report every problem, and "
                                         "estimate each run's cost")
     v.add_argument("files", nargs="+")

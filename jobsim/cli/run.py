@@ -63,7 +63,8 @@ def _run(args: argparse.Namespace) -> int:
         try:
             if not args.out and runs[0].overrides:
                 ignored_dir(SCRATCH)
-            write(analyses, out, with_plots=not args.no_plots, phases=phases)
+            write(analyses, out, with_plots=not args.no_plots, phases=phases,
+                  with_view=not args.no_view)
         except ReportError as exc:
             print(f"jobsim: {exc}", file=sys.stderr)
             return BAD_INPUT

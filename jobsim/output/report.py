@@ -8,7 +8,8 @@ For a scenario without variants, the folder holds:
 - ``summary.json`` — the run's figures (sorted keys, no wall-clock figures, ``trace_sha256``);
 - ``jobs.csv`` — one row per job; ``trace.csv`` — one row per event, codes turned into names;
 - ``scenario.yaml`` — the scenario as it was run (overrides and seed applied);
-- ``violations.txt`` — only when an invariant failed: each violation with its events.
+- ``violations.txt`` — only when an invariant failed: each violation with its events;
+- ``view.html`` — the interactive page (``output.view``), one tab per variant, at the top.
 
 With variants, each variant gets a sub-folder like the above, and the top folder holds the
 ``report.md`` that sets them side by side and a ``summary.json`` of all of them.
@@ -326,9 +327,11 @@ def _write_run(a: Analysis, folder: Path, with_plots: bool,
 
 
 def write(analyses: list[Analysis] | Analysis, out: str | Path, with_plots: bool = True,
-          phases: Any = None) -> Path:
+          phases: Any = None, with_view: bool | None = None) -> Path:
     """Write the run folder ``out`` (replacing it) and return its path. ``phases``
-    (``base.phases.Phases``), if given, is told the time of the CSV files and the plots."""
+    (``base.phases.Phases``), if given, is told the time of the CSV files and the plots
+    (the interactive page among them). ``with_view``: write ``view.html`` (``output.view``);
+    by default, when there are plots."""
     if isinstance(analyses, Analysis):
         analyses = [analyses]
     out = Path(out)
@@ -349,6 +352,12 @@ def write(analyses: list[Analysis] | Analysis, out: str | Path, with_plots: bool
                 json.dumps(combined_summary(analyses), sort_keys=True, indent=2) + "\n",
                 encoding="utf-8")
         (tmp / "report.md").write_text(markdown(analyses, plots_of), encoding="utf-8")
+        if with_plots if with_view is None else with_view:
+            from .view import FILE, analyses_page
+
+            with phase(phases, "plots"):
+                (tmp / FILE).write_text(analyses_page(analyses), encoding="utf-8")
+                memory.release()
 
     try:
         outdir.replace(out, KIND, fill)

@@ -36,14 +36,14 @@ THIN_ABOVE = 200_000
 THIN_BINS = 8192
 
 
-def _thin(t: np.ndarray, v: np.ndarray, t0: float, t_end: float
-          ) -> tuple[np.ndarray, np.ndarray]:
-    """A long step series as it draws: in each of ``THIN_BINS`` time bins, its first, lowest,
+def _thin(t: np.ndarray, v: np.ndarray, t0: float, t_end: float, above: int = THIN_ABOVE,
+          bins: int = THIN_BINS) -> tuple[np.ndarray, np.ndarray]:
+    """A long step series as it draws: in each of ``bins`` time bins, its first, lowest,
     highest and last points (the rest lie between them, under a pixel). A series of at
-    most ``THIN_ABOVE`` points is drawn whole (every shipped scenario's)."""
-    if len(t) <= THIN_ABOVE or not t_end > t0:
+    most ``above`` points is drawn whole (every shipped scenario's, at the defaults)."""
+    if len(t) <= above or not t_end > t0:
         return t, v
-    b = np.clip(((t - t0) / (t_end - t0) * THIN_BINS).astype(np.int64), 0, THIN_BINS - 1)
+    b = np.clip(((t - t0) / (t_end - t0) * bins).astype(np.int64), 0, bins - 1)
     starts = np.flatnonzero(np.r_[True, b[1:] != b[:-1]])  # t is sorted: bins are runs
     ends = np.r_[starts[1:], len(t)] - 1
     order = np.lexsort((np.arange(len(t)), v, b))  # by bin, value, then time

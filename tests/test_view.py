@@ -1,0 +1,210 @@
+"""view.html, a run's interactive page: the same bytes every time and either way it is built
+(from the run in memory by ``jobsim run``, from the folder by ``jobsim view``), one tab per
+variant, a page under 10 MB for 100,000 jobs, ``jobsim view``'s refusals (exit 2), and the
+page opened in headless Chromium: no error, and one bar per execution.
+
+The browser test skips, saying why, where no Chromium is found (``.ci/run`` installs
+Debian's ``chromium``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, SCENARIOS
+from jobsim.base import outdir
+from jobsim.cli import main
+from jobsim.format import scenario
+from jobsim.output.report import analyse
+from jobsim.output.view import FILE, analyses_page, folder_page
+from jobsim.sim.world import run
+
+HERE = Path(__file__).resolve().parent / "view"
+SMALL = HERE / "small.yaml"  # a pause, a crash, retries and a dead letter
+BIG = HERE / "big.yaml"  # 100,000 jobs
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("view") / "small"
+    assert main(["run", str(SMALL), "--out", str(out), "--quiet"]) == 0
+    return out
+
+
+def test_same_bytes_every_time_and_either_way(small_run, tmp_path):
+    """Two builds in one process, a second ``jobsim run``, and ``jobsim view`` of the folder
+    (trace.csv read back) give the same page; the view changes no trace."""
+    analyses = [analyse(run(sc)) for sc in scenario.load_variants(SMALL)]
+    first, second = analyses_page(analyses), analyses_page(analyses)
+    assert first == second
+    assert (small_run / FILE).read_text(encoding="utf-8") == first
+    assert folder_page(small_run) == first
+    again = tmp_path / "again"
+    assert main(["run", str(SMALL), "--out", str(again), "--quiet"]) == 0
+    assert _sha(again / FILE) == _sha(small_run / FILE)
+    summary = json.loads((small_run / "summary.json").read_text())
+    assert analyses[0].result.trace.sha256() == summary["trace_sha256"]
+    assert "trace_sha256" in summary and '"v1"' in first and "p1001" not in first
+    assert not re.search(r"<script[^>]*\bsrc=|<link\b", first)  # everything inlined
+
+
+def test_run_lists_the_view_in_its_manifest_and_no_view_skips_it(small_run, tmp_path):
+    manifest = outdir.read_manifest(small_run)
+    assert manifest["files"][FILE] == _sha(small_run / FILE)
+    bare = tmp_path / "bare"
+    assert main(["run", str(SMALL), "--out", str(bare), "--quiet", "--no-view"]) == 0
+    assert not (bare / FILE).exists() and (bare / "timeline.png").exists()
+
+
+def test_view_rewrites_its_own_page_and_refuses_a_foreign_file(small_run, tmp_path, capsys):
+    folder = tmp_path / "r"
+    shutil.copytree(small_run, folder)
+    (folder / FILE).unlink()  # as in a committed report: listed, but not in the repository
+    assert main(["view", str(folder)]) == 0
+    assert _sha(folder / FILE) == outdir.read_manifest(folder)["files"][FILE]
+    assert main(["view", str(folder)]) == 0  # its own page, again
+    assert main(["run", str(SMALL), "--out", str(folder), "--quiet"]) == 0
+    mine = tmp_path / "mine.html"
+    mine.write_text("<p>my notes</p>\n", encoding="utf-8")
+    capsys.readouterr()
+    assert main(["view", str(folder), "--out", str(mine)]) == 2
+    err = capsys.readouterr().err
+    assert str(mine) in err and "did not write" in err and "Traceback" not in err
+    assert mine.read_text(encoding="utf-8") == "<p>my notes</p>\n"
+    (folder / FILE).write_text("edited\n", encoding="utf-8")  # listed, but changed
+    assert main(["view", str(folder)]) == 2
+    assert "changed since jobsim wrote it" in capsys.readouterr().err
+    assert (folder / FILE).read_text(encoding="utf-8") == "edited\n"
+    page = tmp_path / "page.html"  # outside a run folder: its own mark lets it replace it
+    assert main(["view", str(small_run), "--out", str(page)]) == 0
+    assert main(["view", str(small_run), "--out", str(page)]) == 0
+    assert _sha(page) == _sha(small_run / FILE)
+
+
+def test_bad_input_names_the_path(small_run, tmp_path, capsys):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    broken = tmp_path / "broken"
+    shutil.copytree(small_run, broken)
+    (broken / "trace.csv").write_text("not,a,trace\n1,2,3\n", encoding="utf-8")
+    variants = tmp_path / "variants"
+    variants.mkdir()
+    (variants / "summary.json").write_text('{"scenario": "x", "variants": {"a": {}}}\n')
+    for folder, said in ((tmp_path / "missing", "not a folder"), (empty, "not a run folder"),
+                         (broken, "trace.csv"), (variants, str(variants / "a" / "trace.csv"))):
+        capsys.readouterr()
+        assert main(["view", str(folder), "--out", str(tmp_path / "v.html")]) == 2, folder
+        err = capsys.readouterr().err
+        assert said in err and str(folder) in err and "Traceback" not in err, err
+    assert not (tmp_path / "v.html").exists()
+
+
+def test_a_variant_run_gets_one_tab_per_variant(tmp_path):
+    analyses = [analyse(run(sc)) for sc in scenario.load_variants(SCENARIOS /
+                                                                  "zombie_pause.yaml")]
+    page = analyses_page(analyses)
+    tabs = re.findall(r'<button type="button" data-key="(\d+)">([^<]*)</button>', page)
+    assert tabs == [("0", "guarded"), ("1", "unguarded")]
+    for k, name in tabs:
+        assert f'id="tab-{k}" data-key="{k}" data-variant="{name}"' in page
+        assert f'id="jobsim-item-{k}"' in page
+        assert f"zombie_pause · seed 3 · variant {name}" in page
+    single = analyses_page(analyses[:1])  # a run without variants: no tabs
+    assert "<nav" not in analyses_page([analyse(run(scenario.load(SMALL)))])
+    assert single.count('<section class="run"') == 1
+
+
+def test_beyond_its_bound_an_evenly_spaced_subset_is_drawn(monkeypatch):
+    from jobsim.output.view import data
+    from jobsim.output.view.page import page
+
+    a = analyse(run(scenario.load(SMALL)))
+    monkeypatch.setattr(data, "MAX_EXECUTIONS", 10)
+    view = data.run_data(a.result.trace, a.histories, a.summary, None)
+    drawn = view.tables["executions"]
+    assert len(drawn["start"]) == 10 and view.counts["executions"] == a.summary["executions"]
+    assert set(view.tables["jobs"]["id"].tolist()) == set(drawn["job"].tolist())
+    assert "showing 10 of them" in page([(view, a.summary)], "x")
+
+
+def test_100000_jobs_page_under_10_mb():
+    t = time.perf_counter()
+    a = analyse(run(scenario.load(BIG)))
+    simulated = time.perf_counter() - t
+    t = time.perf_counter()
+    page = analyses_page([a])
+    built = time.perf_counter() - t
+    size = len(page.encode("utf-8"))
+    print(f"100,000 jobs: {a.summary['executions']} executions, simulated {simulated:.1f}s, "
+          f"page {size / 1e6:.2f} MB built in {built:.1f}s")
+    assert a.summary["jobs"]["created"] == 100_000 and a.summary["executions"] > 100_000
+    assert size < 10_000_000
+
+
+# --- in a browser ----------------------------------------------------------------------------
+
+def _chromium() -> str:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        found = shutil.which(name)
+        if found:
+            return found
+    pytest.skip("no Chromium here (Debian: apt-get install chromium; .ci/run installs it)")
+
+
+def _dom(page: Path, profile: Path) -> tuple[str, str]:
+    """The page's DOM once its scripts ran (virtual time), and Chromium's log."""
+    proc = subprocess.run(
+        [_chromium(), "--headless=new", "--disable-gpu", "--no-sandbox", "--no-first-run",
+         f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0",
+         "--host-resolver-rules=MAP * ~NOTFOUND",  # offline: no name resolves
+         "--virtual-time-budget=20000", "--dump-dom", page.resolve().as_uri()],
+        capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout, proc.stderr
+
+
+def _section(dom: str, key: str) -> dict[str, str]:
+    tag = re.search(rf'<section class="run" id="tab-{key}"[^>]*>', dom)
+    assert tag, "the tab's section is missing"
+    return dict(re.findall(r'data-([a-z]+)="([^"]*)"', tag.group(0)))
+
+
+def test_in_chromium_no_error_and_a_bar_per_execution(small_run, tmp_path):
+    dom, log = _dom(small_run / FILE, tmp_path / "profile")
+    body = re.search(r'<body data-errors="(\d+)"', dom)
+    assert body and body.group(1) == "0", re.search(
+        r'<div id="jobsim-errors"[^>]*>([^<]*)', dom)
+    assert "Uncaught" not in log, [line for line in log.splitlines() if "Uncaught" in line]
+    attrs = _section(dom, "0")
+    executions = json.loads((small_run / "summary.json").read_text())["executions"]
+    assert attrs["executions"] == attrs["rendered"] == str(executions), attrs
+    assert attrs["backend"] in ("webgl", "canvas")
+
+
+@pytest.mark.slow
+def test_in_chromium_100000_jobs(tmp_path):
+    out = tmp_path / "big"
+    assert main(["run", str(BIG), "--out", str(out), "--quiet", "--no-plots"]) == 0
+    dom, _ = _dom(out / FILE, tmp_path / "profile")
+    assert re.search(r'<body data-errors="0"', dom)
+    executions = json.loads((out / "summary.json").read_text())["executions"]
+    attrs = _section(dom, "0")
+    assert attrs["executions"] == attrs["rendered"] == str(executions)
+
+
+def test_the_committed_reports_leave_their_pages_out():
+    """reports/**/view.html is ignored: a committed report's manifest may list a page the
+    repository does not have, and that is no error (``outdir.check`` skips missing files)."""
+    assert "reports/**/view.html" in (ROOT / ".gitignore").read_text(encoding="utf-8")
