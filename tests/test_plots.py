@@ -338,4 +338,5 @@ def test_the_variants_cdf_marks_the_named_job():
                                         "priority": np.array([1.1, 2.0, 3.0])},
                                        {"fifo": {"urgent": 16.0}, "priority": {"urgent": 1.1}})
     texts = [t.get_text() for t in fig.axes[0].texts]
-    assert texts == ["urgent (fifo): 16 s", "urgent (priority): 1.1 s"]
+    assert texts == ["● urgent: fifo 16 s, priority 1.1 s"]
+    assert sum(len(ln.get_xdata()) == 1 for ln in fig.axes[0].lines) == 2  # the two marks

@@ -47,6 +47,7 @@ def start_delay_by_variant(delays: dict[str, np.ndarray],
     fig, ax = _figure(9.0, 5.0)
     drawn = []
     marks = marks or {}
+    said: dict[str, list[str]] = {}
     for name, delay in delays.items():
         delay = np.asarray(delay, dtype=float)
         started = ~np.isnan(delay)
@@ -65,8 +66,11 @@ def start_delay_by_variant(delays: dict[str, np.ndarray],
             frac = np.searchsorted(d, at, side="right") / len(d)
             ax.plot([at], [frac], marker="o", markersize=8, color=line.get_color(),
                     markeredgecolor="black", zorder=5)
-            ax.annotate(f"{job} ({name}): {at:.3g} s", (at, frac), xytext=(6, -12),
-                        textcoords="offset points", fontsize=8, color=line.get_color())
+            said.setdefault(job, []).append(f"{name} {at:.3g} s")
+    if said:  # one line per named job, its delay in each variant (marked on the lines)
+        ax.text(0.02, 0.97, "\n".join(f"● {job}: " + ", ".join(v) for job, v in said.items()),
+                transform=ax.transAxes, ha="left", va="top", fontsize=9,
+                bbox=dict(boxstyle="round", facecolor="white", alpha=0.85, edgecolor="0.7"))
     if not drawn:
         return _no_data(fig, ax, title, "no job started")
     _delay_axis(ax, np.concatenate(drawn))
