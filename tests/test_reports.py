@@ -48,7 +48,9 @@ def test_committed_report_has_its_plots(path):
     text = (folder / "report.md").read_text(encoding="utf-8")
     images = [line.split("](", 1)[1].rstrip(")") for line in text.splitlines()
               if line.startswith("![")]
-    assert len(images) >= 4
+    assert len(images) >= 3  # a run with no double run has no plot of them, but says so
+    if len(images) == 3:
+        assert "No job ran twice, so there is no plot of double runs by cause." in text
     for image in images:
         png = folder / image
         assert png.exists() and png.stat().st_size > 1000, png

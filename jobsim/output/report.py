@@ -343,7 +343,7 @@ def write(analyses: list[Analysis] | Analysis, out: str | Path, with_plots: bool
         for a in analyses:
             folder = tmp / a.name if variants else tmp
             made = _write_run(a, folder, with_plots, phases)
-            plots_of[a.name] = [(t, f"{a.name}/{p}" if variants else p) for t, p in made]
+            plots_of[a.name] = [(t, f"{a.name}/{p}" if variants and p else p) for t, p in made]
         if variants and with_plots:
             with phase(phases, "plots"):
                 compared(analyses, tmp, plots_of)

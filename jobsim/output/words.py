@@ -21,6 +21,13 @@ CAUSE_WORDS = {
 }
 
 
+#: how a named job ended, as a sentence's end
+ENDS = {"dead_lettered": "went to the dead-letter table", "failed": "was kept as failed",
+        "pending": "was still waiting at the end", "incident": "ended in an incident",
+        "withdrawn": "was withdrawn by its boundary timer", "cancelled": "was cancelled",
+        "lost": "was LOST"}
+
+
 def explanation(scenario: Any) -> str:
     """The comment the scenario's file opens with, as Markdown paragraphs ("" if it has none
     or the scenario was not read from a file)."""
@@ -42,6 +49,10 @@ def _n(count: int, one: str, many: str | None = None) -> str:
 
 
 def _seconds(x: float) -> str:
+    if x == 0:
+        return "0 s"
+    if x < 1:
+        return f"{x * 1000:.3g} ms"
     return f"{x:,.3g} s" if x < 100 else f"{x:,.0f} s"
 
 
@@ -80,6 +91,17 @@ def sentences(summary: dict[str, Any]) -> list[str]:
             if delay["n"] < 20 else ""
         out.append(f"Jobs started a median {_seconds(delay['p50'])} after they were due and "
                    f"the latest {_seconds(delay['max'])} after{few}.")
+    for job, f in sorted((summary.get("named") or {}).items()):  # the jobs a scenario names
+        if isinstance(f.get("start_delay"), (int, float)):
+            runs = f.get("executions", 1)
+            end = f.get("outcome")
+            out.append(f"The job named {job} started {_seconds(f['start_delay'])} after it was "
+                       f"due" + (f", ran {runs:,} times" if runs != 1 else "")
+                       + (f" and {ENDS.get(end, 'ended ' + str(end))}" if end and
+                          end != "done" else "") + ".")
+        elif f.get("outcome"):
+            out.append(f"The job named {job} never started: it "
+                       f"{ENDS.get(f['outcome'], 'ended ' + str(f['outcome']))}.")
     recovery = summary.get("crash_recovery") or {}
     if recovery.get("stranded_jobs"):
         late = recovery.get("delay") or {}
