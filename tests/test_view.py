@@ -163,13 +163,15 @@ def _chromium() -> str:
     pytest.skip("no Chromium here (Debian: apt-get install chromium; .ci/run installs it)")
 
 
-def _dom(page: Path, profile: Path) -> tuple[str, str]:
-    """The page's DOM once its scripts ran (virtual time), and Chromium's log."""
+def _dom(page: Path, profile: Path, tab: str = "") -> tuple[str, str]:
+    """The page's DOM once its scripts ran (virtual time), and Chromium's log; ``tab``: the
+    tab to open (the address's ``#variant``)."""
     proc = subprocess.run(
         [_chromium(), "--headless=new", "--disable-gpu", "--no-sandbox", "--no-first-run",
          f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0",
          "--host-resolver-rules=MAP * ~NOTFOUND",  # offline: no name resolves
-         "--virtual-time-budget=20000", "--dump-dom", page.resolve().as_uri()],
+         "--virtual-time-budget=20000", "--dump-dom",
+         page.resolve().as_uri() + (f"#{tab}" if tab else "")],
         capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc.stdout, proc.stderr
@@ -193,7 +195,21 @@ def test_in_chromium_no_error_and_a_bar_per_execution(small_run, tmp_path):
     assert attrs["backend"] in ("webgl", "canvas")
 
 
-@pytest.mark.slow
+def test_in_chromium_the_lock_expiry_report_page(tmp_path):
+    """``jobsim view`` on the committed lock_expiry report: a tab per variant, each with a
+    bar per execution its summary counts, and no error."""
+    page = tmp_path / "lock_expiry.html"
+    assert main(["view", str(ROOT / "reports" / "lock_expiry"), "--out", str(page)]) == 0
+    assert page.stat().st_size < 10_000_000
+    summary = json.loads((ROOT / "reports" / "lock_expiry" / "summary.json").read_text())
+    for key, variant in ((0, "heartbeat"), (1, "no_heartbeat")):  # tabs in name order
+        dom, log = _dom(page, tmp_path / f"profile{key}", tab=variant)
+        assert re.search(r'<body data-errors="0"', dom), log[-2000:]
+        attrs = _section(dom, str(key))
+        assert attrs["variant"] == variant
+        assert int(attrs["rendered"]) == summary["variants"][variant]["executions"]
+
+
 def test_in_chromium_100000_jobs(tmp_path):
     out = tmp_path / "big"
     assert main(["run", str(BIG), "--out", str(out), "--quiet", "--no-plots"]) == 0

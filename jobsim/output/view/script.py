@@ -151,9 +151,20 @@ SCRIPT = r"""
   }
 
   document.querySelectorAll('nav.tabs button').forEach(function (b) {
-    b.addEventListener('click', function () { show(b.getAttribute('data-key')); });
+    b.addEventListener('click', function () {
+      show(b.getAttribute('data-key'));
+      var s = document.getElementById('tab-' + b.getAttribute('data-key'));
+      if (s && s.getAttribute('data-variant')) {  // a link to this tab: page.html#variant
+        history.replaceState(null, '', '#' + encodeURIComponent(s.getAttribute('data-variant')));
+      }
+    });
   });
-  var first = document.querySelector('section.run');
+  // the tab the address names (#variant or #tab-N), else the first
+  var wanted = decodeURIComponent(location.hash.slice(1));
+  var sections = Array.prototype.slice.call(document.querySelectorAll('section.run'));
+  var first = sections.filter(function (s) {
+    return wanted && (s.id === wanted || s.getAttribute('data-variant') === wanted);
+  })[0] || sections[0];
   if (first) show(first.getAttribute('data-key'));
 })();
 """
