@@ -270,7 +270,8 @@ def markdown(analyses: list[Analysis], plots_of: dict[str, list[tuple[str, str]]
             out += [_shown(title, path) for title, path in entries] + [""]
     out += ["## Files", "",
             "`summary.json` (the figures), `jobs.csv` (one row per job), `trace.csv` (one row "
-            "per event), `scenario.yaml` (what was run)"
+            "per event), `scenario.yaml` (what was run), `view.html` (the run to explore in a "
+            "browser: `jobsim view` rebuilds it)"
             + (", one folder per variant." if sc.variant is not None else "."), ""]
     return "\n".join(out)
 
@@ -326,12 +327,24 @@ def _write_run(a: Analysis, folder: Path, with_plots: bool,
         return run_plots(a, jobs, folder)
 
 
+#: above this many executions in all, ``jobsim run`` leaves view.html out (its memory and
+#: time would rival the run's own); ``jobsim view FOLDER`` still builds it on demand
+VIEW_LIMIT = 300_000
+
+
+def view_left_out(analyses: list[Analysis]) -> int:
+    """The executions of a run too big for ``write`` to add its page (0: not too big)."""
+    n = sum(int(a.summary["executions"]) for a in analyses)
+    return n if n > VIEW_LIMIT else 0
+
+
 def write(analyses: list[Analysis] | Analysis, out: str | Path, with_plots: bool = True,
           phases: Any = None, with_view: bool | None = None) -> Path:
     """Write the run folder ``out`` (replacing it) and return its path. ``phases``
     (``base.phases.Phases``), if given, is told the time of the CSV files and the plots
     (the interactive page among them). ``with_view``: write ``view.html`` (``output.view``);
-    by default, when there are plots."""
+    by default, when there are plots; never for a run of more than ``VIEW_LIMIT``
+    executions."""
     if isinstance(analyses, Analysis):
         analyses = [analyses]
     out = Path(out)
@@ -352,7 +365,7 @@ def write(analyses: list[Analysis] | Analysis, out: str | Path, with_plots: bool
                 json.dumps(combined_summary(analyses), sort_keys=True, indent=2) + "\n",
                 encoding="utf-8")
         (tmp / "report.md").write_text(markdown(analyses, plots_of), encoding="utf-8")
-        if with_plots if with_view is None else with_view:
+        if (with_plots if with_view is None else with_view) and not view_left_out(analyses):
             from .view import FILE, analyses_page
 
             with phase(phases, "plots"):

@@ -17,7 +17,8 @@ from ..base import memory
 from ..base.phases import Phases, phase
 from ..base.progress import Bar
 from ..sim.world import run
-from .report import Analysis, analyse, format_summary, format_violation
+from .report import (VIEW_LIMIT, Analysis, analyse, format_summary, format_violation,
+                     view_left_out)
 
 
 def run_variants(runs: Sequence[Any], guards: Sequence[Any], *, quiet: bool = False,
@@ -65,6 +66,11 @@ def told(analyses: list[Analysis], out: Path, quiet: bool) -> list[str]:
             where = out / a.name if a.result.scenario.variant is not None else out
             lines.append(f"(all of them: {where}/violations.txt)")
         lines.append("")
+    big = view_left_out(analyses)
+    if big:
+        lines.append(f"view.html: not written for {big:,} executions (more than "
+                     f"{VIEW_LIMIT:,}); jobsim view {out} builds it, drawing an evenly spaced "
+                     "subset")
     overrides = analyses[0].result.scenario.overrides
     if overrides:
         lines.append("what-if: " + " ".join(overrides))
