@@ -61,3 +61,31 @@ def test_the_sweep_folder_says_what_was_swept_in_plain_numbers(tmp_path):
     assert ax.get_ylabel() == "latency.start_delay.max (s)"
     assert ax.get_title().startswith("small: ")
     assert plots  # the band plot is the package's
+
+
+def test_a_sweep_says_which_runs_broke_an_invariant_or_missed_an_expectation(tmp_path):
+    doc = yaml.safe_load(SMALL)
+    doc["expect"] = {"duplicate_executions.total": "== 0"}
+    r = sweep(doc, parse_grid(["executor.lock_time=1s,30s"]), 2, out=tmp_path / "s",
+              notes=["Overrides: --set executor.threads=2."])
+    text = (tmp_path / "s" / "sweep.md").read_text(encoding="utf-8")
+    missed = int((r.rows["expectations_missed"] > 0).sum())
+    assert missed >= 2  # a 1 s lock under 1 s median runs: jobs run twice
+    assert "missed one of the scenario's expectations" in text and \
+        "Overrides: --set executor.threads=2." in text and "Base seed 3" in text
+    assert "No figure was chosen to show" in text
+
+
+def test_a_categorical_axis_is_drawn_as_points_with_intervals_not_lines():
+    from jobsim.output import plots
+
+    x = np.array([0.0, 1.0])
+    series = [("nodes=2", x, np.array([1.0, 5.0]), np.array([0.5, 4.0]), np.array([1.5, 6.0])),
+              ("nodes=8", x, np.array([1.0, 5.0]), np.array([0.5, 4.0]), np.array([1.5, 6.0]))]
+    fig = plots.sweep_bands(series, "executor.acquisition", "double_acquisitions",
+                            ["guarded_update", "read_then_write"], "race")
+    (ax,) = fig.axes
+    xs = sorted(float(v) for ln in ax.lines if len(ln.get_xdata()) == 2
+                for v in ln.get_xdata())
+    assert len(set(xs)) == 4  # the two series side by side, not on top of each other
+    assert not ax.collections or all(len(c.get_paths()) for c in ax.collections)

@@ -155,7 +155,9 @@ def _execute(args: argparse.Namespace, settings: _Settings, out: Path) -> Any:
         return sweep(settings.doc, settings.axes, settings.replications, source=args.scenario,
                      seed=args.seed, workers=workers, dask=args.dask, out=out,
                      precision=settings.precision, plot=settings.figures, progress=progress,
-                     stage=stage, budget=Budget(args.budget, args.memory_budget))
+                     stage=stage, budget=Budget(args.budget, args.memory_budget),
+                     notes=[f"Overrides: {' '.join('--set ' + s for s in args.sets)}."]
+                     if args.sets else [])
     except (_Stopped, KeyboardInterrupt) as exc:
         how = "by SIGTERM" if isinstance(exc, _Stopped) else "(interrupted)"
         print(f"jobsim: the sweep was stopped {how} and its worker processes ended; the "
@@ -187,8 +189,13 @@ def _print_sweep(result: Any, name: str, out: Path) -> int:
     failed = int((~rows["ok"]).sum()) if len(rows) else 0
     print(f"sweep {name}: {len(rows)} runs over {len(result.points)} grid points "
           f"({result.computed} computed, {result.cached} from the cache), {failed} failed")
+    from ..tools.sweep.report import judged
+
     for line in (out / "sweep.md").read_text(encoding="utf-8").splitlines():
         if line.startswith("|"):
+            print(line)
+    for line in judged(rows):
+        if line:
             print(line)
     if failed:
         first = rows.loc[~rows["ok"], "error"].iloc[0]

@@ -63,13 +63,21 @@ def sweep_bands(series: Sequence[tuple[str, np.ndarray, np.ndarray, np.ndarray, 
     ``categories`` the x values are positions of those labels; ``scenario`` names the
     scenario swept in the title."""
     fig, ax = _figure(9.0, 5.0)
-    title = (f"{scenario}: " if scenario else "") + \
-        f"{ylabel}\nagainst {xlabel} (mean and 95% confidence band)"
+    title = (f"{scenario}: " if scenario else "") + f"{ylabel}\nagainst {xlabel} " + \
+        ("(mean and 95% interval)" if categories is not None else
+         "(mean and 95% confidence band)")
     if not series:
         return _no_data(fig, ax, title)
-    for label, x, mean, lo, hi in series:
-        line, = ax.plot(x, mean, marker="o", linewidth=1.6, label=label)
+    for i, (label, x, mean, lo, hi) in enumerate(series):
         ok = ~(np.isnan(lo) | np.isnan(hi))
+        if categories is not None:  # no line between categories: a point and its interval,
+            # each series a little aside so that equal values do not hide each other
+            shift = (i - (len(series) - 1) / 2) * min(0.12, 0.6 / len(series))
+            err = np.where(ok, [mean - lo, hi - mean], 0.0)
+            ax.errorbar(x + shift, mean, yerr=err, fmt="o", capsize=4, markersize=6,
+                        label=label)
+            continue
+        line, = ax.plot(x, mean, marker="o", linewidth=1.6, label=label)
         if ok.any():
             ax.fill_between(x[ok], lo[ok], hi[ok], color=line.get_color(), alpha=0.2,
                             linewidth=0)
@@ -86,7 +94,7 @@ def sweep_bands(series: Sequence[tuple[str, np.ndarray, np.ndarray, np.ndarray, 
     ax.set_ylabel(ylabel)
     ax.grid(True, alpha=0.35)
     ax.set_title(title)
-    if len(series) > 1 or series[0][0] != ylabel:
+    if len(series) > 1:  # one series: the axis label names it
         ax.legend(fontsize=9)
     return fig
 

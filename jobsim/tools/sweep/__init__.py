@@ -117,13 +117,14 @@ def sweep(doc: dict[str, Any], axes: list[Axis], replications: int, *,
           precision: tuple[str, float] | None = None, min_replications: int = 3,
           plot: Iterable[str] = (), progress: Callable[[int, int], None] | None = None,
           stage: Callable[[str], None] | None = None,
-          budget: Budget | None = None) -> SweepResult:
+          budget: Budget | None = None, notes: Iterable[str] = ()) -> SweepResult:
     """Run the sweep; write its tables, plots and ``sweep.md`` under ``out`` if given.
 
     Everything that can be refused is refused before any run, and before ``out`` is made:
     the axes, the sweep's size, the workers, the Dask address, the folder (``OutputError``)
     and every grid point's scenario. ``progress(done, total)`` follows the runs;
-    ``stage(text)`` says what comes after them."""
+    ``stage(text)`` says what comes after them; ``notes`` are said in ``sweep.md`` (the
+    command line's overrides)."""
     if isinstance(replications, bool) or not isinstance(replications, int) or \
             replications < 1:
         raise ValueError(f"replications must be a positive integer (got {replications!r})")
@@ -186,5 +187,7 @@ def sweep(doc: dict[str, Any], axes: list[Axis], replications: int, *,
     if folder is not None:
         if stage:
             stage("writing tables and plots")
-        _write(folder, result, list(plot), precision, str(doc.get("name", "")))
+        _write(folder, result, list(plot), precision, str(doc.get("name", "")),
+               [f"Base seed {base_seed} (each replication's seed is derived from it; the "
+                "same at every grid point)."] + list(notes))
     return result

@@ -55,7 +55,8 @@ def _unit(path: str, values: list[Any] | None = None) -> str:
 
 
 def _write(folder: outdir.Folder, result: SweepResult, figures: list[str],
-           precision: tuple[str, float] | None, name: str = "") -> None:
+           precision: tuple[str, float] | None, name: str = "",
+           notes: list[str] | None = None) -> None:
     """Every file through ``folder``: each replaces only a file jobsim wrote there."""
     rows = result.rows
     folder.write_with("runs.csv", lambda p: rows.to_csv(p, index=False))
@@ -83,6 +84,8 @@ def _write(folder: outdir.Folder, result: SweepResult, figures: list[str],
              f"{len(rows)} runs: {len(result.points)} grid points × replications "
              f"({result.computed} computed, {result.cached} from the cache); "
              f"{int((~rows['ok']).sum()) if len(rows) else 0} failed.", ""]
+    lines += [" ".join(notes or []), ""] if notes else []
+    lines += judged(rows)
     if result.recomputed:
         lines += [f"{result.recomputed} cache entries were damaged or stale (written by "
                   "other code) and were computed again.", ""]
@@ -90,6 +93,11 @@ def _write(folder: outdir.Folder, result: SweepResult, figures: list[str],
         lines += [f"Replicated until the 95% CI half-width of `{precision[0]}` was within "
                   f"{precision[1]:.0%} of its mean.", ""]
     shown = [f for f in figures if f in result.points]
+    if not shown:
+        lines += ["No figure was chosen to show: give `--plot FIGURE` (e.g. "
+                  "`duplicate_executions.total`, `latency.start_delay.p99`) or a `plot:` list in "
+                  "the scenario's `sweep:` section. Every figure of every run is in "
+                  "`runs.csv`, and its mean and interval per grid point in `points.csv`.", ""]
     if shown:
         head = [a.path for a in axes] + ["runs"] + shown
         lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -111,6 +119,21 @@ def _write(folder: outdir.Folder, result: SweepResult, figures: list[str],
     lines += ["Files: `runs.csv` and `runs.parquet` (one row per run), `points.csv` (mean and "
               "95% CI per grid point), `cache/` (one file per run).", ""]
     folder.write_text("sweep.md", "\n".join(lines))
+
+
+def judged(rows: pd.DataFrame) -> list[str]:
+    """What a sweep does not stop on, said: the runs that broke an invariant or missed one
+    of the scenario's expectations (each row's ``violations``, ``expectations_missed``)."""
+    if not len(rows) or "violations" not in rows:
+        return []
+    broke = int((rows["violations"].fillna(0) > 0).sum())
+    missed = int((rows.get("expectations_missed", pd.Series(0, index=rows.index))
+                  .fillna(0) > 0).sum())
+    if not broke and not missed:
+        return ["Every run held every invariant and every expectation of the scenario.", ""]
+    return [f"{broke} of {len(rows)} runs broke an invariant and {missed} missed one of the "
+            "scenario's expectations (`violations` and `expectations_missed` in `runs.csv`): "
+            "a sweep measures, it does not stop on them.", ""]
 
 
 def _band_plot(points: pd.DataFrame, x_axis: Axis, others: tuple[Axis, ...], figure: str,

@@ -43,6 +43,7 @@ def run_one(doc: dict[str, Any], source: str, overrides: tuple[tuple[str, Any], 
         row.update(flatten(a.summary))
         row["ok"] = True
         row["violations"] = len(a.unexpected_violations)
+        row["expectations_missed"] = sum(not v.ok for v in a.verdicts)
     except ScenarioError as exc:
         row["error"] = exc.format().strip()
     except Exception as exc:  # recorded, not raised: one bad run must not stop a sweep

@@ -82,7 +82,8 @@ def point_table(rows: pd.DataFrame, axes: tuple[Axis, ...]) -> pd.DataFrame:
     confidence interval over the replications that ran (``fig``, ``fig.lo``, ``fig.hi``;
     ``range_ci``, which says in ``fig.ci`` how the interval was made)."""
     axis_cols = [a.path for a in axes]
-    skip = {"point", "replication", "seed", "ok", "error", "violations", "end_time",
+    skip = {"point", "replication", "seed", "ok", "error", "violations", "expectations_missed",
+            "end_time",
             "trace_events"}
     figures = [c for c in rows.columns if c not in skip and c not in axis_cols
                and pd.api.types.is_numeric_dtype(rows[c]) and not c.startswith("seed")]
