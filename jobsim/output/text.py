@@ -20,7 +20,7 @@ def format_seconds(x: float | None) -> str:
         return "—"
     if abs(x) < 1:
         return f"{x * 1000:.3g}ms"
-    return f"{x:.4g}s"
+    return f"{x:.4g}s" if abs(x) < 1e4 else f"{x:,.0f}s"  # never 2.592e+06s
 
 
 def _pct(d: dict) -> str:
@@ -46,7 +46,9 @@ def format_summary(a: Analysis, out: Path | None = None) -> list[str]:
     title = s["scenario"] + (f" / {a.name}" if a.result.scenario.variant else "")
     bad = {k: v for k, v in s["invariants"].items() if v}
     lines = [
-        f"── {title} · seed {s['seed']} · {ended} at t={s['end_time']:g}s ──",
+        f"── {title} · seed {s['seed']} · {ended} at t="
+        + (f"{s['end_time']:g}s" if s["end_time"] < 1e4 else format_seconds(s["end_time"]))
+        + " ──",
         f"jobs         {j['created']} created · {j['done']} done · {j['dead_lettered']} "
         f"dead-lettered · " + "".join(f"{j[k]} {k} · " for k in _OTHER_ENDS if j[k])
         + f"{j['pending']} pending · {j['lost']} lost",

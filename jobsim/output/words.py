@@ -105,11 +105,15 @@ def sentences(summary: dict[str, Any]) -> list[str]:
     recovery = summary.get("crash_recovery") or {}
     if recovery.get("stranded_jobs"):
         late = recovery.get("delay") or {}
-        out.append(f"A crash stranded {_n(recovery['stranded_jobs'], 'job')}"
-                   + (f"; they were taken up again after {_seconds(late['max'])} at most"
-                      if late.get("n") else "")
-                   + (f", and {recovery['unrecovered']:,} never were" if
-                      recovery.get("unrecovered") else "") + ".")
+        n = recovery["stranded_jobs"]
+        lost = recovery.get("unrecovered") or 0
+        back = (f"; {'it was' if n == 1 else 'they were'} taken up again after "
+                f"{_seconds(late['max'])} at most" if late.get("n") else "")
+        if lost:
+            back = (("; it was never taken up again" if n == 1 else
+                     "; none of them was taken up again") if lost == n else
+                    f"; {lost:,} of them were never taken up again")
+        out.append(f"A crash stranded {_n(n, 'job')}{back}.")
     broken = [k for k, v in summary["invariants"].items() if v]
     if broken:
         out.append("Invariants broken: " + ", ".join(f"{k} ({summary['invariants'][k]:,})"

@@ -151,5 +151,5 @@ def table_depth(trace_df: pd.DataFrame) -> Figure:
     ax.grid(True, alpha=0.3)
     ax.set_title(f"{title} · peak {int(v_tab.max())} in the table, {int(v_lock.max())} "
                  f"locked, {int(v_run.max())} running; {int(v_tab[-1])} left at the end")
-    fig.legend(loc="outside lower center", ncol=4, fontsize=9, frameon=False)
+    fig.legend(loc="outside lower center", ncol=3, fontsize=9, frameon=False)
     return fig

@@ -32,8 +32,10 @@ def _delay_axis(ax: Axes, d_all: np.ndarray) -> None:
     else:
         xlabel = "start delay (s)"
         lo, hi = float(d_all.min()), float(d_all.max())
-        if lo >= 0:  # a delay axis from 0, also for one job (not ticks around its value)
-            ax.set_xlim(0.0, hi * 1.05 if hi > 0 else 1.0)
+        if lo >= 0 and hi > 0:  # a delay axis from 0, also for one job (not ticks around it)
+            ax.set_xlim(0.0, hi * 1.05)
+        elif lo >= 0:  # every delay 0: the step at 0 drawn clear of the axis
+            ax.set_xlim(-0.05, 1.0)
     ax.set_xlabel(xlabel)
 
 

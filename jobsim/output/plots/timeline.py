@@ -240,8 +240,8 @@ def _draw_executions(ax: Axes, ex: pd.DataFrame, shown: pd.DataFrame, row: dict[
         y, h = lane_geometry(again)
         start = again["start"].to_numpy(dtype=float)
         width = np.maximum(again["end"].to_numpy(dtype=float) - start, span * 0.003)
-        handles.append(_bars(ax, start, width, y, h, facecolor="none", edgecolor=_CRASH,
-                             linewidth=1.3, zorder=3, label="ran again (a duplicate)"))
+        handles.append(_bars(ax, start, width, y, h, facecolor="none", edgecolor="#e377c2",
+                             linewidth=1.6, zorder=3, label="ran again (a duplicate)"))
     return handles
 
 
