@@ -418,6 +418,10 @@ def test_race_progress_table_header_and_the_simulated_clock(tmp_path, capsys, mo
     assert {x.split(" | ")[2] for x in agreement} == {"verdict", "doubled share", "claims/s",
                                                      "CPU wait", "CPU µs per claim"}
     assert any("| verdict |" in x and x.endswith("| agrees |") for x in agreement)
+    # without a profile only the verdict is expected to agree: no yes or NO for the figures
+    figures = [x for x in agreement if "| simulated |" in x and
+               x.split(" | ")[2] in ("doubled share", "claims/s")]
+    assert figures and all(x.endswith("| not expected |") for x in figures)
     assert any(x.startswith("Expected to agree") or "Expected to agree" in x for x in lines)
     note = lines[lines.index(next(x for x in lines if x.startswith("claims/s:")))]
     assert "wall-clock second" in note and "per SIMULATED second" in note
