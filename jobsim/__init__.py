@@ -9,9 +9,10 @@ The public API, for notebooks and scripts (the command line is ``jobsim``):
 - what it means: ``analyse(result)`` → an ``Analysis`` (``.summary`` figures,
   ``.violations`` of the invariants, ``.histories``), ``jobs_frame(result)`` and
   ``trace_frame(result)`` as pandas tables, ``narrate(result)`` as the lesson's
-  transcript, ``write(analyses, folder)`` as a report — each of these, and every figure of
-  ``plots``, takes a ``RunResult`` or an ``Analysis`` (or the part it needs: a ``Trace``, a
-  ``Histories``, a frame);
+  transcript, ``write(analyses, folder)`` as a report — each of these, and the figures of
+  one run in ``plots`` (``node_timeline``, ``table_depth``, ``latency_cdf``,
+  ``duplicates_by_cause``), takes a ``RunResult`` or an ``Analysis`` (or the part it needs:
+  a ``Trace``, a ``Histories``, a frame); the figures that compare runs take their values;
 - handlers in Python: ``with_handler(scenario, name, generator_function)``; the function
   gets a ``Context`` (the job, its attempt, ``call`` a service, ``wait``, ``random``,
   ``memory``) and fails the execution with ``raise JobFailed(error)``;

@@ -10,22 +10,43 @@ on a simulation's path.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from .analysis import metrics as _metrics
 from .analysis import narrative as _narrative
 from .analysis.inputs import as_histories, as_scenario, as_trace
+from .executor.config import Scenario
+from .format import scenario as _scenario
 from .sim import world as _world
 
 __all__ = ["analyse", "as_histories", "as_scenario", "as_trace", "histories", "jobs_frame",
            "narrate", "run", "trace_frame"]
 
 
-def run(scenario: Any, seed: int | None = None, **options: Any) -> Any:
-    """Run a scenario — a ``Scenario``, a scenario file's path (its base run) or a parsed
-    document (a dict) — with its own seed unless ``seed`` is given; a ``RunResult`` (its
-    ``trace``, final ``store``, ``end_time``…). ``options`` are ``sim.world.run``'s
-    (``progress``, ``guard``, ``idle_shortcut``)."""
+def run(scenario: Any, seed: int | None = None, *, variant: str | None = None,
+        sets: list[str] | tuple[str, ...] = (), **options: Any) -> Any:
+    """Run a scenario — a ``Scenario``, a scenario file's path or a parsed document (a
+    dict) — with its own seed unless ``seed`` is given; a ``RunResult`` (its ``trace``,
+    final ``store``, ``end_time``…). From a path or a document: ``variant`` picks one of its
+    variants (else its base run; ``load_variants`` gives them all), ``sets`` overrides
+    values by dotted path (``["executor.lock_time=30s"]``). ``options`` are
+    ``sim.world.run``'s (``progress``, ``guard``, ``idle_shortcut``)."""
+    if variant is not None or sets:
+        if isinstance(scenario, Scenario):
+            raise TypeError("variant= and sets= pick from a scenario file or document; "
+                            "a Scenario is already one run")
+        runs = (_scenario.load_variants(scenario, sets=sets) if isinstance(scenario, (str, Path))
+                else _scenario.variants_of(scenario, sets=sets))
+        if variant is not None:
+            named = [sc for sc in runs if sc.variant == variant]
+            if not named:
+                raise ValueError(f"no variant {variant!r}: the variants are "
+                                 f"{', '.join(str(sc.variant) for sc in runs)}")
+            runs = named
+        scenario = runs[0] if variant is not None else \
+            (_scenario.from_dict(scenario, sets=sets) if isinstance(scenario, dict)
+             else _scenario.load(scenario, sets=sets))
     return _world.run(as_scenario(scenario), seed, **options)
 
 
@@ -46,9 +67,10 @@ def histories(what: Any) -> Any:
 
 
 def jobs_frame(what: Any) -> Any:
-    """One row per job, in id order (a pandas DataFrame): its priority, due, start delay,
-    outcome, executions, double runs… Takes an ``Analysis``, a ``RunResult``, a ``Trace``
-    or a ``Histories``."""
+    """One row per job, in id order (a pandas DataFrame): its priority, ``due``,
+    ``first_start`` (its start delay is ``first_start - due``), outcome, executions, double
+    runs, retry delays… Takes an ``Analysis``, a ``RunResult``, a ``Trace`` or a
+    ``Histories``."""
     return _metrics.jobs_frame(as_histories(what))
 
 

@@ -94,3 +94,28 @@ def test_a_missing_file_named_like_a_shipped_scenario_says_where_that_is(tmp_pat
     assert cli.main(["list"]) == 0  # no scenarios/ here: the shipped ones
     out, err = capsys.readouterr()
     assert "lesson" in out and "the shipped scenarios" in err
+
+
+def test_run_picks_a_variant_and_takes_overrides(capsys):
+    path = ROOT / "scenarios" / "lock_expiry.yaml"
+    r = jobsim.run(path, variant="heartbeat")
+    assert r.scenario.variant == "heartbeat"
+    with pytest.raises(ValueError, match="the variants are no_heartbeat, heartbeat"):
+        jobsim.run(path, variant="nope")
+    r = jobsim.run(ROOT / "scenarios" / "node_crash.yaml", sets=["executor.lock_time=10s"])
+    assert r.scenario.executor.lock_time == 10.0
+    assert r.scenario.overrides == ("--set executor.lock_time=10s",)
+    with pytest.raises(TypeError, match="already one run"):
+        jobsim.run(jobsim.load(path), variant="heartbeat")
+
+
+def test_a_path_set_twice_is_refused_and_a_bare_jobsim_shows_the_commands(capsys):
+    assert cli.main(["run", str(LESSON), "--set", "executor.lock_time=10s", "--set",
+                     "executor.lock_time=20s"]) == 2
+    assert "expected each path set once (got 10s and 20s)" in capsys.readouterr().err
+    assert cli.main([]) == 2
+    assert "run a scenario and write its report folder" in capsys.readouterr().err
+
+
+def test_an_empty_table_of_duplicates_is_no_data_not_an_error():
+    assert isinstance(jobsim.plots.duplicates_by_cause(pd.DataFrame()), Figure)

@@ -34,6 +34,9 @@ __all__ = ["BAD_INPUT", "FAILED", "OK", "entry", "main"]
 
 
 def main(argv: list[str] | None = None) -> int:
+    if not (sys.argv[1:] if argv is None else argv):  # a bare ``jobsim``: what it can do
+        _parser().print_help(sys.stderr)
+        return BAD_INPUT
     try:
         args = _parser().parse_args(argv)
     except _UsageError as exc:

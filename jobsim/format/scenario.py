@@ -67,8 +67,14 @@ def variants_of(doc: Any, source: str = "<scenario>", seed: int | None = None,
         raise ScenarioError([Problem("", "a mapping of scenario keys", show(doc))], source)
     doc = copy.deepcopy(doc)
     problems: list[Problem] = []
+    seen: dict[str, str] = {}
     for item in sets:
         path, sep, text = item.partition("=")
+        if sep and path.strip() in seen:  # which one was meant? say so, do not pick one
+            problems.append(Problem(f"--set {path.strip()}", "each path set once",
+                                    f"{seen[path.strip()]} and {text}"))
+            continue
+        seen[path.strip()] = text
         if not sep or not path.strip():
             problems.append(Problem(f"--set {item}", "dotted.path=value", show(item)))
             continue

@@ -203,7 +203,8 @@ def markdown(analyses: list[Analysis], plots_of: dict[str, list[tuple[str, str]]
                if sc.variant is not None else ""), ""]
     if sc.overrides:
         out += ["> **A what-if run**, not the file as written: "
-                + " · ".join(f"`{o}`" for o in sc.overrides) + ".", ""]
+                + " · ".join(f"`{o}`" for o in sc.overrides) + ". The scenario's own words "
+                "below describe the file as written; the figures are the what-if's.", ""]
     note = python_note(sc, "> ")
     out += [note] if note else []
     about = explanation(sc)

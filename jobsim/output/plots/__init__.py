@@ -2,7 +2,8 @@
 
 Every function takes data (the per-job table of ``metrics.jobs_frame``, the trace table of
 ``metrics.trace_frame``, the duplicates of ``history``, or plain lists) and returns a new
-``Figure``. Nothing here uses ``matplotlib.pyplot``: there is no global figure registry to
+``Figure``; the figures of one run (``node_timeline``, ``table_depth``, ``latency_cdf``,
+``duplicates_by_cause``) also take the run itself, a ``RunResult`` or an ``Analysis``. Nothing here uses ``matplotlib.pyplot``: there is no global figure registry to
 leak into or to close, and no backend is chosen (``Figure.savefig`` draws with Agg). Nothing
 is written to disk except by ``save``. The output depends only on the input: categories are
 sorted, subsets are evenly spaced, there is no randomness. An empty input gives a figure

@@ -31,6 +31,8 @@ def duplicates_by_cause(duplicates: Any, causes: tuple[str, ...] | None = None) 
         duplicates = as_histories(duplicates).duplicates
     if causes is None:
         from ...analysis.history import CAUSES as causes
+    if hasattr(duplicates, "itertuples"):  # a table with what and cause columns
+        duplicates = list(duplicates.itertuples()) if len(duplicates) else []
     dups = list(duplicates or [])
     ex = Counter(d.cause for d in dups if d.what == "execution")
     se = Counter(d.cause for d in dups if d.what == "side_effect")
