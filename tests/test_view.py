@@ -202,7 +202,8 @@ def test_in_chromium_the_lock_expiry_report_page(tmp_path):
     assert main(["view", str(ROOT / "reports" / "lock_expiry"), "--out", str(page)]) == 0
     assert page.stat().st_size < 10_000_000
     summary = json.loads((ROOT / "reports" / "lock_expiry" / "summary.json").read_text())
-    for key, variant in ((0, "heartbeat"), (1, "no_heartbeat")):  # tabs in name order
+    assert summary["variant_order"] == ["no_heartbeat", "heartbeat"]  # the file's order
+    for key, variant in enumerate(summary["variant_order"]):
         dom, log = _dom(page, tmp_path / f"profile{key}", tab=variant)
         assert re.search(r'<body data-errors="0"', dom), log[-2000:]
         attrs = _section(dom, str(key))

@@ -115,7 +115,8 @@ def combined_summary(analyses: list[Analysis]) -> dict[str, Any]:
     if len(analyses) == 1 and analyses[0].result.scenario.variant is None:
         return analyses[0].summary
     return {"scenario": analyses[0].result.scenario.name,
-            "variants": {a.name: a.summary for a in analyses}}
+            "variants": {a.name: a.summary for a in analyses},
+            "variant_order": [a.name for a in analyses]}  # the file's (the keys sort)
 
 
 # --- report.md -------------------------------------------------------------------------------

@@ -68,11 +68,11 @@ def runs_page(runs: list[tuple[Any, Any, dict, str | None]]) -> str:
 
 
 def analyses_page(analyses: list[Any]) -> str:
-    """The page of a run in memory (``report.Analysis`` of each variant), variants in name
-    order (as ``jobsim view`` reads them back)."""
-    runs = [(a.result.trace, a.histories, a.summary, a.result.scenario.variant)
-            for a in analyses]
-    return runs_page(sorted(runs, key=lambda r: r[3] or ""))
+    """The page of a run in memory (``report.Analysis`` of each variant), variants in the
+    scenario file's order (as ``jobsim view`` reads them back: summary.json's
+    ``variant_order``)."""
+    return runs_page([(a.result.trace, a.histories, a.summary, a.result.scenario.variant)
+                      for a in analyses])
 
 
 def folder_page(folder: str | Path) -> str:

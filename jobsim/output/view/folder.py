@@ -127,8 +127,11 @@ def read_run(folder: str | Path) -> list[tuple[Trace, dict[str, Any], str | None
     if not isinstance(variants, dict) or not variants:
         raise ViewError(f"{folder / 'trace.csv'}: missing (the folder's summary.json names "
                         "no variants either)")
+    order = top.get("variant_order")  # the file's order; an older folder's: by name
+    names = [n for n in order if n in variants] if isinstance(order, list) and \
+        sorted(order) == sorted(variants) else sorted(variants)
     runs = []
-    for name in sorted(variants):
+    for name in names:
         trace = folder / name / "trace.csv"
         if not trace.is_file():
             raise ViewError(f"{trace}: missing (variant {name} of {folder})")
