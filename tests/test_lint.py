@@ -349,3 +349,17 @@ def test_shipped_scenarios_warn_only_where_they_show_a_trap_on_purpose():
     got = {(f.stem, w.code, w.path) for f in sorted(SCENARIOS.glob("*.yaml"))
            for w in lint_runs(scenario_mod.load_variants(f))}
     assert got == SHIPPED
+
+
+def test_a_queue_wait_and_a_run_that_each_fit_the_lock_but_not_together_are_a_trap():
+    """node_crash with a 10 s lock: its p99 run (9.2 s) fits, and so does the wait behind
+    six queued jobs (6 s), but a job that waits and then runs holds its row 15 s: it runs
+    twice — said before the run, with the sum and the fixes."""
+    from jobsim.format.scenario import load_variants
+
+    runs = load_variants(SCENARIOS / "node_crash.yaml",
+                         sets=["executor.lock_time=10s"])
+    found = [w for w in lint_runs(runs) if w.code == "queue-and-run-outlive-lock"]
+    assert len(found) == 1 and "holds its row for 15.2s" in found[0].message
+    assert not [w for w in lint_runs(load_variants(SCENARIOS / "node_crash.yaml"))
+                if w.code == "queue-and-run-outlive-lock"]

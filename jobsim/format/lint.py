@@ -5,7 +5,8 @@ own document for what the user wrote and where) and returns ``Warning``s: a code
 path of the setting to change, the reason and the fix. It draws and runs nothing (a p99 is the
 distribution's closed form): no random stream or trace is touched. ``lint_runs`` does it for a
 file's runs (its variants). The checks, in the order they are reported: the lock against
-runs (``lock-shorter-than-run``), the local queue (``queue-outlives-lock``), the heartbeat
+runs (``lock-shorter-than-run``), the local queue (``queue-outlives-lock``, and with no
+heartbeat the wait and the run together: ``queue-and-run-outlive-lock``), the heartbeat
 (``heartbeat-not-shorter-than-lock``) and polls (``poll-longer-than-lock``) — all quiet when
 no lock can expire within the run; settings that the others make ineffective
 (``ignored-setting``, ``IGNORED``); idle nodes (``more-nodes-than-jobs``,
@@ -20,12 +21,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..base import dists
 from ..base.durations import format_duration
 from ..executor.config import ExecutorConfig, Scenario
-from ..executor.handlers import Call
 from .backlog import peak_backlog
-from .lint_work import workload_traps
+from .lint_work import p99, run_p99, workload_traps  # noqa: F401 (p99: the tests')
 
 __all__ = ["IGNORED", "Warning", "lint", "lint_runs", "p99"]
 
@@ -43,17 +42,6 @@ class Warning:  # noqa: A001 - jobsim's own kind of warning, not Python's
 
     def format(self, source: str | None = None, label: str = "warning") -> str:
         return f"{label}: {source + ': ' if source else ''}{self.path}: {self.message}"
-
-
-def p99(d: dists.Distribution) -> float:
-    """The 99th percentile of a duration distribution, from its closed form."""
-    if isinstance(d, dists.Constant):
-        return d.value
-    if isinstance(d, dists.Uniform):
-        return d.low + 0.99 * (d.high - d.low)
-    if isinstance(d, dists.Exponential):
-        return d.mean * math.log(100.0)
-    return d.p99
 
 
 def _dur(seconds: float) -> str:  # three significant figures, as a scenario writes it
@@ -143,7 +131,7 @@ def _lock_shorter_than_run(run: _Run, node: _Node) -> Iterator[Found]:
     if mode is None or cfg.heartbeat is not None:
         return
     # a hang outruns any lock on purpose, unless the worker's own timeout cuts it short
-    long = [(h, _run_p99(handlers[h], run.sc.services)) for h in node.runs
+    long = [(h, run_p99(handlers[h], run.sc.services)) for h in node.runs
             if handlers[h].outcome != "hang" or handlers[h].worker_timeout is not None]
     # a call that can hang for ever is call-without-timeout's
     long = [(h, t) for h, t in long if cfg.lock_time < t < math.inf]
@@ -154,26 +142,6 @@ def _lock_shorter_than_run(run: _Run, node: _Node) -> Iterator[Found]:
                f"extends it: a run that outlasts its lock is not over when {_rerun(mode)} "
                f"(duplicate executions and side effects); fix: a lock_time above "
                f"{_dur(max(t for _, t in long))}, or a heartbeat shorter than the lock")
-
-
-def _run_p99(h: Any, services: dict[str, Any]) -> float:
-    """The p99 of a handler's run, as its worker's own timeout bounds it; of a run that
-    calls services, the sum of its steps' (a call: the latency's p99 in the slowest
-    brown-out, or for ever into an outage that never answers, bounded by its timeout)."""
-    t = h.hang_for if h.outcome == "hang" else p99(h.duration)
-    if h.steps is not None:
-        t = sum(_step_p99(services, s) for s in h.steps)
-    return t if h.worker_timeout is None else min(t, h.worker_timeout)
-
-
-def _step_p99(services: dict[str, Any], step: Any) -> float:
-    if not isinstance(step, Call):
-        return p99(step.duration)
-    spec = services[step.service]
-    t = p99(spec.latency) * max([1.0] + [b.latency_factor for b in spec.brownouts])
-    if any(o.fail == "timeout" for o in spec.outages):
-        t = math.inf
-    return t if step.timeout is None else min(t, step.timeout)
 
 
 def _queue_outlives_lock(run: _Run, node: _Node) -> Iterator[Found]:
@@ -194,6 +162,17 @@ def _queue_outlives_lock(run: _Run, node: _Node) -> Iterator[Found]:
         run.backlog[key, threads] = peak_backlog(run.sc, key, threads, mean)
     depth = min(cfg.queue_size, math.floor(run.backlog[key, threads] + 1e-9))
     wait = depth * mean / cfg.threads
+    slow = max((run_p99(handlers[h], run.sc.services) for h in runs), default=0.0)
+    if cfg.heartbeat is None and wait <= cfg.lock_time < wait + slow < math.inf and \
+            slow <= cfg.lock_time and depth:  # each alone fits the lock, not both
+        yield ("queue-and-run-outlive-lock", run.where(node, "queue_size", "lock_time"),
+               f"the lock ({_dur(cfg.lock_time)}) runs from the claim: a job that waits in "
+               f"the local queue behind {depth} others (about {_dur(wait)}) and then runs "
+               f"its p99 ({_dur(slow)}) holds its row for {_dur(wait + slow)}, and no "
+               f"heartbeat extends it; then {_rerun(mode)}; fix: a lock_time above "
+               f"{_dur(wait + slow)}, a queue_size of at most "
+               f"{max(0, math.floor((cfg.lock_time - slow) * cfg.threads / mean))}, or a "
+               f"heartbeat")
     if wait > cfg.lock_time:
         held = "no heartbeat" if cfg.heartbeat is None else "a heartbeat over running jobs only"
         yield ("queue-outlives-lock", run.where(node, "queue_size", "lock_time"),

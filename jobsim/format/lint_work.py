@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import math
+from typing import Any
+
 from ..base import dists
 from ..base.durations import format_duration
 from ..executor.config import Scenario
@@ -98,3 +101,34 @@ def _stopped_schedules(sc: Scenario) -> Iterator[Found]:
                    f"until an operator retries it; no operation names '{r.name}', so its first "
                    f"failure ends it short of its count ({r.count}); fix: an operation "
                    f"{{at, retry: {r.name}}} (or all), or a handler that does not fail")
+
+
+def p99(d: dists.Distribution) -> float:
+    """The 99th percentile of a duration distribution, from its closed form."""
+    if isinstance(d, dists.Constant):
+        return d.value
+    if isinstance(d, dists.Uniform):
+        return d.low + 0.99 * (d.high - d.low)
+    if isinstance(d, dists.Exponential):
+        return d.mean * math.log(100.0)
+    return d.p99
+
+
+def run_p99(h: Any, services: dict[str, Any]) -> float:
+    """The p99 of a handler's run, as its worker's own timeout bounds it; of a run that
+    calls services, the sum of its steps' (a call: the latency's p99 in the slowest
+    brown-out, or for ever into an outage that never answers, bounded by its timeout)."""
+    t = h.hang_for if h.outcome == "hang" else p99(h.duration)
+    if h.steps is not None:
+        t = sum(_step_p99(services, s) for s in h.steps)
+    return t if h.worker_timeout is None else min(t, h.worker_timeout)
+
+
+def _step_p99(services: dict[str, Any], step: Any) -> float:
+    if not isinstance(step, Call):
+        return p99(step.duration)
+    spec = services[step.service]
+    t = p99(spec.latency) * max([1.0] + [b.latency_factor for b in spec.brownouts])
+    if any(o.fail == "timeout" for o in spec.outages):
+        t = math.inf
+    return t if step.timeout is None else min(t, step.timeout)
