@@ -246,3 +246,20 @@ workload: {jobs: [{name: a, handler: w}]}
     sc = scenario.loads(text)
     est = estimate(sc).events
     assert 1 / 3 <= run(sc).events / est <= 3
+
+
+def test_handlers_that_hang_are_priced_by_the_threads_they_hold(tmp_path):
+    """A hung run keeps its thread: 3,000 jobs whose runs hang on 2 nodes of 4 threads run
+    8 times in all. The estimate once took every job to be taken again every lock time for
+    30 days (26 million executions, refused at the default budget); it is now within the
+    budget and bounded by the jobs."""
+    from jobsim.format.scenario import loads
+    from jobsim.sim.cost import DEFAULT_EVENTS, estimate
+    from jobsim.sim.world import run
+
+    sc = loads("name: hang\nnodes: 2\nhandlers:\n  w: {duration: 1s, outcome: hang}\n"
+               "workload:\n  streams: [{name: s, handler: w, count: 3000, rate: 10/s}]\n")
+    est = estimate(sc)
+    assert est.events < DEFAULT_EVENTS
+    events = run(sc).events
+    assert events / 3 <= est.events <= events * 3, (est.events, events)

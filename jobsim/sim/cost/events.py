@@ -55,7 +55,7 @@ def estimate(sc: Scenario) -> Estimate:
     run.executions *= rerun
     latency = db_latency(sc)
     drain, span = run_span(sc, workload, run, latency)
-    run.executions += outlived_locks(sc, workload, span)
+    run.executions += outlived_locks(sc, workload, span, threads)
     mean_d = run.work / run.executions if run.executions and run.work else 0.0
     retry_share, fail_share = shares(workload, run)
     run.executions = within_capacity(sc, run, span, latency, threads, mean_d)

@@ -256,9 +256,12 @@ def run_span(sc: Scenario, workload: Workload, run: Work,
     return drain, min(span, sc.end)
 
 
-def outlived_locks(sc: Scenario, workload: Workload, span: float) -> float:
+def outlived_locks(sc: Scenario, workload: Workload, span: float,
+                   threads: int | None = None) -> float:
     """The executions again when a run outlives its lock (no heartbeat, expiry by claim):
-    the job is taken again each time its lock expires (0 when locks do not expire so)."""
+    the job is taken again each time its lock expires (0 when locks do not expire so) — but
+    a run that hangs keeps its thread: the ``threads`` can start a hung run at most once per
+    its length, so the hung jobs run again no more often than that."""
     ex = sc.executor
     if not (ex.lock_expiry != "never" and ex.heartbeat is None and ex.lock_time > 0):
         return 0.0
@@ -270,7 +273,10 @@ def outlived_locks(sc: Scenario, workload: Workload, span: float) -> float:
         else:
             length = mean(h.duration)
         if length > ex.lock_time:
-            extra += count * min(length, span) / ex.lock_time
+            again = count * min(length, span) / ex.lock_time
+            if h.outcome == "hang" and threads is not None and length > 0:
+                again = min(again, threads * (span / length + 1.0))
+            extra += again
     return min(extra, 1e18)
 
 
