@@ -28,6 +28,7 @@ from .run import _reports, _run
 from .scenarios import _list, _schema, _validate
 from .status import BAD_INPUT, FAILED, OK
 from .sweep import _sweep
+from .hunt import _hunt
 from .view import _view
 
 __all__ = ["BAD_INPUT", "FAILED", "OK", "entry", "main"]
@@ -57,6 +58,8 @@ def main(argv: list[str] | None = None) -> int:
             return _reports(args)
         if args.command == "sweep":
             return _sweep(args)
+        if args.command == "hunt":
+            return _hunt(args)
         if args.command == "race":
             return _race(args)
         return _bench(args)

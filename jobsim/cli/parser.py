@@ -124,6 +124,31 @@ def _parser() -> argparse.ArgumentParser:
     _budget_args(sw)
     sw.add_argument("--set", dest="sets", action="append", default=[],
                     metavar="PATH=VALUE", help="override one value of the base scenario")
+    hu = sub.add_parser("hunt", help="search the fault space for runs that break a property "
+                                     "(an invariant or an expectation), and shrink the first "
+                                     "to a minimal scenario file")
+    hu.add_argument("scenario", help="a scenario YAML file (its hunt: section, if any, bounds "
+                                     "the faults)")
+    hu.add_argument("--break", dest="prop", required=True, metavar="PROPERTY",
+                    help="an invariant (exclusive_locks, liveness, …) or FIGURE OP VALUE, e.g. "
+                         "'duplicate_executions == 0', 'latency.start_delay.max <= 30s'")
+    hu.add_argument("--variant", help="hunt one variant of the scenario (default: its base)")
+    hu.add_argument("--budget", default="200", metavar="RUNS|TIME",
+                    help="runs of the search (a number), or a time (10m), or both (500,10m)")
+    hu.add_argument("--faults", metavar="KINDS",
+                    help="the kinds of fault to draw, comma-separated: crash, pause, slow_db, "
+                         "partition, restart_server (default: the file's hunt.kinds, else "
+                         "all that apply)")
+    hu.add_argument("--seed", type=_seed, help="the hunt's seed (default: the scenario's)")
+    hu.add_argument("--workers", type=_positive,
+                    help="local worker processes (default: the machine's cores)")
+    hu.add_argument("--dask", metavar="ADDRESS",
+                    help="run on an existing Dask cluster, e.g. tcp://10.0.0.5:8786")
+    hu.add_argument("--out", help="the hunt folder (default: hunts/<scenario name>, in a "
+                                  "hunts/ folder git ignores)")
+    hu.add_argument("--set", dest="sets", action="append", default=[],
+                    metavar="PATH=VALUE", help="override one value of the configuration, e.g. "
+                                               "faults=[] (repeatable)")
     rc = sub.add_parser("race", help="race real worker processes on a real SQLite or "
                                      "PostgreSQL with a strategy's SQL, beside the "
                                      "simulator's prediction")

@@ -1,0 +1,128 @@
+"""``jobsim hunt``: search the fault space for runs that break a property; shrink the first.
+
+The flags are checked before any run (``_budget``, ``--break``, the scenario and its
+``hunt:`` section); the hunt runs with a progress line per phase and stops cleanly on SIGTERM
+or Ctrl-C (its runs are cached: the same command again computes only the rest). Exit status:
+1 if a run broke the property (the minimal file is written), 0 if none did within the
+budget, 2 for bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shlex
+import sys
+from pathlib import Path
+
+from ..base.errors import Problem, ScenarioError
+from .status import BAD_INPUT, FAILED, OK
+
+_TIME = re.compile(r"^\d+(\.\d+)?\s*(ms|s|m|h)$")
+
+
+def _budget(text: str) -> tuple[int | None, float | None]:
+    """``--budget``: RUNS, TIME or RUNS,TIME."""
+    from ..base.durations import parse_duration
+
+    runs = seconds = None
+    parts = [p.strip() for p in text.split(",")]
+    ok = 1 <= len(parts) <= 2
+    for p in parts:
+        if p.isdigit() and runs is None and int(p) >= 1:
+            runs = int(p)
+        elif _TIME.match(p) and seconds is None:
+            seconds = parse_duration(p)
+        else:
+            ok = False
+    if not ok or (runs is None and seconds is None):
+        raise ScenarioError([Problem("--budget", "runs (500), a time (10m) or both (500,10m)",
+                                     repr(text))], "the command line")
+    return runs, seconds
+
+
+def _hunt(args: argparse.Namespace) -> int:
+    import os
+    import signal
+    import threading
+
+    from ..base import outdir
+    from ..base import progress as progress_mod
+    from ..format import scenario as scenario_mod
+    from ..tools.hunt import MAX_WORKERS, configuration, hunt, parse
+    from ..tools.sweep import SweepError
+
+    runs, seconds = _budget(args.budget)
+    prop = parse(args.prop)
+    kinds = tuple(k.strip() for k in args.faults.split(",")) if args.faults else None
+    raw = scenario_mod.read(args.scenario)
+    scenario_mod.from_dict(raw, args.scenario, sets=args.sets)  # every problem of the file
+    doc = configuration(raw, args.variant, args.sets, args.scenario)
+    out = Path(args.out) if args.out else Path("hunts") / doc["name"]
+    if not args.out:
+        try:
+            outdir.ignored_dir(out.parent)
+        except (outdir.OutputError, OSError) as exc:
+            print(f"jobsim: cannot make the folder {out.parent}: {exc}", file=sys.stderr)
+            return BAD_INPUT
+    workers = args.workers or min(os.cpu_count() or 1, MAX_WORKERS)
+    bars: dict[str, progress_mod.Bar] = {}
+
+    def progress(phase: str, done: int, total: int) -> None:
+        bar = bars.get(phase)
+        if bar is None or bar.total < total:
+            if bar is not None:
+                bar.close()
+            bar = bars[phase] = progress_mod.Bar(total, f"hunt {phase}", unit="runs")
+        bar.set(min(done, bar.total))
+
+    def on_sigterm(signum: int, frame: object) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise KeyboardInterrupt
+
+    in_main = threading.current_thread() is threading.main_thread()
+    old = signal.signal(signal.SIGTERM, on_sigterm) if in_main else None
+    command = "jobsim hunt " + " ".join(shlex.quote(a) for a in sys.argv[2:]) \
+        if len(sys.argv) > 2 and sys.argv[1] == "hunt" else \
+        f"jobsim hunt {args.scenario} --break {shlex.quote(args.prop)}"
+    try:
+        result = hunt(doc, prop, source=args.scenario, runs=runs, seconds=seconds,
+                      seed=args.seed, kinds=kinds, workers=workers, dask=args.dask, out=out,
+                      hunt_spec=raw.get("hunt"), progress=progress, command=command)
+    except KeyboardInterrupt:
+        print(f"\njobsim: the hunt was stopped; the runs that finished are cached in "
+              f"{out}/cache: run the same command again to compute only the rest",
+              file=sys.stderr)
+        return BAD_INPUT
+    except (outdir.OutputError, SweepError, OSError) as exc:
+        print(f"jobsim: {exc}", file=sys.stderr)
+        return BAD_INPUT
+    finally:
+        for bar in bars.values():
+            bar.close()
+        if in_main:
+            signal.signal(signal.SIGTERM, old if old is not None else signal.SIG_DFL)
+    return _print(result, out)
+
+
+def _print(result, out: Path) -> int:
+    from ..tools.hunt.report import coverage
+
+    lines, by = coverage(result)
+    print(f"hunt {result.name}: {result.prop.text}")
+    for line in lines:
+        print(line)
+    for kind, (drawn, with_it, broke) in by.items():
+        print(f"  {kind:<20} {drawn:>6,} faults in {with_it:>6,} runs, {broke:,} broke it")
+    if result.minimal is None:
+        print(f"nothing broke it in these runs (which proves nothing safe: see {out}/hunt.md)")
+        return OK
+    from ..tools.hunt.report import _schedule, _size
+
+    size = _size(result.minimal, result.minimal_doc)
+    print(f"BROKEN. minimal: {size['jobs']} job(s), {size['nodes']} node(s), seed "
+          f"{size['seed']}; faults:")
+    for line in _schedule(result.minimal):
+        print(f"  {line}")
+    print(f"\nreproduce: jobsim run {out}/minimal.yaml   (exits 1)\nhunt: {out}/hunt.md")
+    return FAILED

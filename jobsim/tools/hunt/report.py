@@ -1,0 +1,215 @@
+"""A hunt's files: the minimal scenario (``minimal.yaml``) and the first one found
+(``original.yaml``), every run (``runs.csv``), the minimal run's own report folder
+(``minimal/``: its story, timeline and interactive page), a picture of the faults tried
+(``faults.png``) and ``hunt.md``, which says what was found, how the search covered the
+fault space, and — when nothing broke the property — that nothing did within that
+coverage, which proves nothing safe.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ...base.outdir import Folder
+from ..sweep.grid import _point_doc
+from ..sweep.runs import flatten
+from .prop import Property
+from .shrink import overrides
+from .space import as_file, kind_of
+
+
+def minimal_doc(doc: dict[str, Any], source: str, case: dict[str, Any], prop: Property,
+                result: Any, which: str) -> dict[str, Any]:
+    """The case as a scenario document of its own: the configuration with the case's
+    values, its seed, and the property as its one expectation."""
+    d = _point_doc(doc, source, overrides(case, doc))
+    d["name"] = f"{doc['name']}_{which}"
+    d["seed"] = case["seed"]
+    d["description"] = (f"jobsim hunt, {which}: {prop.text} breaks" +
+                        (" with no fault added" if not case["faults"] else
+                         f" under {len(case['faults'])} fault(s)"))
+    if prop.expect():
+        d["expect"] = prop.expect()
+    return d
+
+
+def _analyse(d: dict[str, Any], source: str) -> Any:
+    from ...format.scenario import from_dict
+    from ...output.report import analyse
+    from ...sim.world import run
+
+    return analyse(run(from_dict(d, source)))
+
+
+def verify(d: dict[str, Any], source: str, prop: Property) -> Any:
+    """Run the minimal scenario as ``jobsim run`` would; its analysis. RuntimeError if it
+    does not break the property or does not fail (it would not reproduce)."""
+    a = _analyse(d, source)
+    row = {"ok": True, **flatten(a.summary)}
+    if not prop.broken(row) or a.ok:
+        raise RuntimeError(f"the minimal scenario does not reproduce: {prop.text} "
+                           f"{'holds' if not prop.broken(row) else 'breaks but the run passes'}"
+                           " (a bug in jobsim: please report it with the hunt's command)")
+    return a
+
+
+def file_text(d: dict[str, Any], header: list[str]) -> str:
+    body = yaml.safe_dump(d, sort_keys=False, allow_unicode=True, width=100)
+    return "".join(f"# {h}\n" if h else "#\n" for h in header) + body
+
+
+def _schedule(case: dict[str, Any] | None) -> list[str]:
+    if case is None:
+        return []
+    return [json.dumps(as_file(f), sort_keys=False).replace('"', "") for f in case["faults"]] \
+        or ["(no fault added)"]
+
+
+def _size(case: dict[str, Any], doc: dict[str, Any]) -> dict[str, str]:
+    from .shrink import shape_of
+
+    shape = shape_of(doc, 0)
+    streams = case.get("streams", shape["streams"])
+    jobs = case.get("jobs", shape["jobs"])
+    nodes = case.get("nodes", shape["nodes"])
+    return {"jobs": str(sum(streams.values()) + len(jobs)),
+            "nodes": str(nodes if isinstance(nodes, int) else len(nodes)),
+            "threads": str(case.get("threads", (doc.get("executor") or {}).get(
+                "threads", "as configured"))),
+            "horizon": f"{case['until']:g} s" if "until" in case else "as configured",
+            "seed": str(case["seed"])}
+
+
+def coverage(result: Any) -> tuple[list[str], dict[str, list[int]]]:
+    """The search's coverage as lines, and by kind: [faults drawn, runs with one, of them
+    broken]."""
+    runs = result.searched
+    broken = sum(r["broken"] for r in runs)
+    failed = sum(not r["ok"] for r in runs)
+    by: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0, 0])
+    for r in runs:
+        kinds = [kind_of(f) for f in json.loads(r["faults"])]
+        for k in kinds:
+            by[k][0] += 1
+        for k in set(kinds):
+            by[k][1] += 1
+            by[k][2] += r["broken"]
+    share = f"{broken / len(runs):.1%}" if runs else "n/a"
+    lines = [f"- runs of the search: {len(runs):,} (plus 1 without added faults); "
+             f"{broken:,} broke the property ({share}); {failed:,} did not complete"
+             + (f"\n- {result.budget_note}" if result.budget_note else ""),
+             f"- runs of the hunt in all (search and shrinking): computed {result.computed:,}, "
+             f"from the cache {result.cached:,}"]
+    return lines, dict(sorted(by.items()))
+
+
+def markdown(result: Any, doc: dict[str, Any], story: list[str], command: str) -> str:
+    b = result.bounds
+    lines = [f"# Hunt: {result.name} — {result.prop.text}", ""]
+    if result.minimal is None:
+        lines += [f"**Nothing broke `{result.prop.text}`** in the runs below. That is what "
+                  "this search covered, not a proof that the configuration is safe: other "
+                  "seeds, more faults, longer windows or other instants may still break it.",
+                  ""]
+    elif result.baseline_broken and not result.original["faults"]:
+        lines += [f"**`{result.prop.text}` breaks without any added fault**: the "
+                  "configuration breaks it by itself. `minimal.yaml` is the smallest run "
+                  "found that still does.", ""]
+    else:
+        lines += [f"**`{result.prop.text}` breaks.** The smallest run found is "
+                  "`minimal.yaml`; `jobsim run minimal.yaml` reproduces it (exit 1).", ""]
+    lines += ["## The search", "",
+              f"Hunt seed {result.hunt_seed}; faults hit {', '.join(b.nodes)}; at most "
+              f"{b.faults} per run, of the kinds {', '.join(b.kinds)}; starting between "
+              f"{b.between[0]:g} s and {b.between[1]:g} s; windows {b.length[0]:g}–"
+              f"{b.length[1]:g} s; slow_db ×{b.slow_factor[0]:g}–×{b.slow_factor[1]:g}; "
+              + ("each run with its own seed." if b.seeds else "every run with the file's seed."),
+              ""]
+    cov, by = coverage(result)
+    lines += cov + ["", "| fault kind | faults drawn | runs with it | of them broke it |",
+                    "|---|---:|---:|---:|"]
+    lines += [f"| {k} | {v[0]:,} | {v[1]:,} | {v[2]:,} ({v[2] / v[1]:.0%}) |"
+              for k, v in by.items()]
+    lines += ["", "![the faults tried](faults.png)", ""]
+    if result.minimal is not None:
+        shrinks = [r for r in result.records if r["phase"] == "shrink"]
+        lines += ["## Original and shrunk", "",
+                  f"Shrinking made {len(shrinks):,} runs"
+                  + (" and stopped at its cap" if result.shrink_capped else "") + ".", "",
+                  "| | original | minimal |", "|---|---|---|"]
+        o, m = _size(result.original, doc), _size(result.minimal, doc)
+        for k in o:
+            lines.append(f"| {k} | {o[k]} | {m[k]} |")
+        so, sm = _schedule(result.original), _schedule(result.minimal)
+        for i in range(max(len(so), len(sm))):
+            lines.append(f"| fault {i + 1} | {so[i] if i < len(so) else ''} | "
+                         f"{sm[i] if i < len(sm) else ''} |")
+        lines += ["", "## The minimal run", "", "```", *story, "```", "",
+                  "![timeline](minimal/timeline.png)", "",
+                  "Its report: [minimal/report.md](minimal/report.md), its interactive page "
+                  "minimal/view.html.", "", "Reproduce it: `jobsim run minimal.yaml`."]
+    lines += ["", f"This hunt: `{command}`; its runs: runs.csv.", ""]
+    return "\n".join(lines)
+
+
+def _faults_png(result: Any, path: Path) -> None:
+    """Each fault of the search's runs: when it started and how long it lasted, by kind,
+    red where the run broke the property."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    marks = {"crash": "x", "crash (no restart)": "X", "pause": "o", "slow_db": "s",
+             "partition": "^", "restart_server": "D"}
+    pts: dict[tuple[str, bool], list[tuple[float, float]]] = collections.defaultdict(list)
+    for r in result.searched:
+        for f in json.loads(r["faults"]):
+            length = f.get("for", f.get("restart_after", 0.0))
+            pts[(kind_of(f), r["broken"])].append((f["at"], length))
+    for (kind, broke), xy in sorted(pts.items()):
+        xs, ys = zip(*xy)
+        ax.scatter(xs, ys, marker=marks.get(kind, "o"), s=18, alpha=0.7,
+                   color="#d62728" if broke else "#999999",
+                   label=f"{kind}, {'broke it' if broke else 'held'}")
+    ax.set_xlabel("fault starts at (s)")
+    ax.set_ylabel("window length (s; 0 = a crash for ever, an instant)")
+    ax.set_title(f"{result.name}: faults tried against {result.prop.text}", fontsize=10)
+    if pts:
+        ax.legend(fontsize=7, loc="best")
+    ax.set_xlim(left=0)
+    ax.set_ylim(bottom=0)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110, format="png")
+    plt.close(fig)
+
+
+def write(folder: Folder, result: Any, doc: dict[str, Any], source: str,
+          command: str) -> None:
+    """The hunt folder's files (see the module's doc)."""
+    import pandas as pd
+
+    from ...analysis.narrative import narrate
+    from ...output.report import write as write_run
+
+    story: list[str] = []
+    if result.minimal_doc is not None:
+        for which, d, case in (("minimal", result.minimal_doc, result.minimal),
+                               ("original", result.original_doc, result.original)):
+            header = [f"Found by: {command}", f"It breaks {result.prop.text}: "
+                      "jobsim run on this file exits 1.", ""]
+            folder.write_text(f"{which}.yaml", file_text(d, header))
+        a = result.analysis
+        write_run(a, folder.path / "minimal", with_plots=True)
+        story = narrate(a.result.trace, 40)
+    frame = pd.DataFrame(result.records, columns=["phase", "index", "seed", "faults", "kinds",
+                                                  "jobs", "ok", "broken", "value", "error"])
+    folder.write_with("runs.csv", lambda p: frame.to_csv(p, index=False))
+    folder.write_with("faults.png", lambda p: _faults_png(result, p))
+    folder.write_text("hunt.md", markdown(result, doc, story, command))
