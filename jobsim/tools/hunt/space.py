@@ -159,9 +159,13 @@ def draw(b: Bounds, hunt_seed: int, i: int, file_seed: int) -> dict[str, Any]:
             f = {"at": at, "restart_server": True}
         faults.append(f)
     for_ever = {f["crash"] for f in faults if "crash" in f and "restart_after" not in f}
-    if for_ever | b.gone >= set(b.cluster) and for_ever:
-        last = max(k for k, f in enumerate(faults) if "crash" in f and "restart_after" not in f)
-        faults[last]["restart_after"] = length()
+    if for_ever | b.gone >= set(b.cluster) and for_ever - b.gone:
+        last = max(k for k, f in enumerate(faults) if "crash" in f and
+                   "restart_after" not in f and f["crash"] not in b.gone)
+        spared = faults[last]["crash"]  # every crash of this node for ever gets a restart
+        for f in faults:
+            if f.get("crash") == spared and "restart_after" not in f:
+                f["restart_after"] = length()
     return {"seed": seed, "faults": faults}
 
 
