@@ -134,7 +134,8 @@ def _parser() -> argparse.ArgumentParser:
                          "'duplicate_executions == 0', 'latency.start_delay.max <= 30s'")
     hu.add_argument("--variant", help="hunt one variant of the scenario (default: its base)")
     hu.add_argument("--budget", default="200", metavar="RUNS|TIME",
-                    help="runs of the search (a number), or a time (10m), or both (500,10m)")
+                    help="the search's runs (a number), or a time (10m), or both (500,10m); "
+                         "shrinking follows, up to 1,000 runs more")
     hu.add_argument("--faults", metavar="KINDS",
                     help="the kinds of fault to draw, comma-separated: crash, pause, slow_db, "
                          "partition, restart_server (default: the file's hunt.kinds, else "

@@ -253,7 +253,8 @@ def _search(runner: _Runner, b: Bounds, hunt_seed: int, file_seed: int, runs: in
     i = 0
     while i < cap:
         if seconds is not None and time.monotonic() - start >= seconds:
-            result.budget_note = f"the budget of {seconds:g} s ran out after {i:,} runs"
+            result.budget_note = (f"the budget of {seconds:g} s ran out after {i:,} runs "
+                                  f"(--budget {i} repeats this search exactly)")
             break
         cases = [draw(b, hunt_seed, k, file_seed) for k in range(i, min(cap, i + BATCH))]
         for k, (c, row) in enumerate(zip(cases, runner.rows(cases, "search", i, cap))):

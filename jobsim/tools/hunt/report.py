@@ -20,7 +20,7 @@ from ..sweep.grid import _point_doc
 from ..sweep.runs import flatten
 from .prop import Property
 from .shrink import overrides
-from .space import as_file, kind_of
+from .space import as_file, kind_of, seconds
 
 
 def minimal_doc(doc: dict[str, Any], source: str, case: dict[str, Any], prop: Property,
@@ -126,8 +126,8 @@ def markdown(result: Any, doc: dict[str, Any], story: list[str], command: str) -
     lines += ["## The search", "",
               f"Hunt seed {result.hunt_seed}; faults hit {', '.join(b.nodes)}; at most "
               f"{b.faults} per run, of the kinds {', '.join(b.kinds)}; starting between "
-              f"{b.between[0]:g} s and {b.between[1]:g} s; windows {b.length[0]:g}–"
-              f"{b.length[1]:g} s; slow_db ×{b.slow_factor[0]:g}–×{b.slow_factor[1]:g}; "
+              f"{seconds(b.between[0])} and {seconds(b.between[1])}; windows "
+              f"{seconds(b.length[0])} to {seconds(b.length[1])}; slow_db ×{b.slow_factor[0]:g}–×{b.slow_factor[1]:g}; "
               + ("each run with its own seed." if b.seeds else "every run with the file's seed."),
               ""]
     cov, by = coverage(result)
@@ -158,34 +158,47 @@ def markdown(result: Any, doc: dict[str, Any], story: list[str], command: str) -
 
 
 def _faults_png(result: Any, path: Path) -> None:
-    """Each fault of the search's runs: when it started and how long it lasted, by kind,
-    red where the run broke the property."""
+    """One panel per kind of fault: each fault the search drew, when it started against how
+    long it lasted; red where its run broke the property — dark where it was the run's only
+    fault (it alone broke it), light where other faults were in the run — grey where the
+    run held."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    marks = {"crash": "x", "crash (no restart)": "X", "pause": "o", "slow_db": "s",
-             "partition": "^", "restart_server": "D"}
-    pts: dict[tuple[str, bool], list[tuple[float, float]]] = collections.defaultdict(list)
+    groups = {"alone": ("#b2182b", "broke it, the run's only fault"),
+              "with": ("#f4a582", "broke it, with other faults"),
+              "held": ("#aaaaaa", "held")}
+    pts: dict[str, dict[str, list[tuple[float, float]]]] = collections.defaultdict(
+        lambda: collections.defaultdict(list))
     for r in result.searched:
-        for f in json.loads(r["faults"]):
-            length = f.get("for", f.get("restart_after", 0.0))
-            pts[(kind_of(f), r["broken"])].append((f["at"], length))
-    for (kind, broke), xy in sorted(pts.items()):
-        xs, ys = zip(*xy)
-        ax.scatter(xs, ys, marker=marks.get(kind, "o"), s=18, alpha=0.7,
-                   color="#d62728" if broke else "#999999",
-                   label=f"{kind}, {'broke it' if broke else 'held'}")
-    ax.set_xlabel("fault starts at (s)")
-    ax.set_ylabel("window length (s; 0 = a crash for ever, an instant)")
-    ax.set_title(f"{result.name}: faults tried against {result.prop.text}", fontsize=10)
-    if pts:
-        ax.legend(fontsize=7, loc="best")
-    ax.set_xlim(left=0)
-    ax.set_ylim(bottom=0)
-    fig.tight_layout()
+        faults = json.loads(r["faults"])
+        group = "held" if not r["broken"] else "alone" if len(faults) == 1 else "with"
+        for f in faults:
+            pts[kind_of(f)][group].append((f["at"], f.get("for", f.get("restart_after", 0.0))))
+    kinds = sorted(pts) or ["(no faults drawn)"]
+    fig, axes = plt.subplots(1, len(kinds), figsize=(3.2 * len(kinds) + 1, 3.6), sharey=True,
+                             squeeze=False)
+    for ax, kind in zip(axes[0], kinds):
+        for group in ("held", "with", "alone"):  # the runs that broke it on top
+            xy = pts.get(kind, {}).get(group)
+            if xy:
+                xs, ys = zip(*xy)
+                ax.scatter(xs, ys, s=14, alpha=0.8, color=groups[group][0],
+                           label=groups[group][1], linewidths=0)
+        ax.set_title(kind, fontsize=9)
+        ax.set_xlabel("starts at (s)", fontsize=8)
+        ax.set_xlim(left=0)
+        ax.set_ylim(bottom=0)
+        ax.tick_params(labelsize=7)
+    axes[0][0].set_ylabel("lasts (s); a crash for ever: 0", fontsize=8)
+    handles = [plt.Line2D([], [], marker="o", linestyle="", color=c, label=t)
+               for c, t in groups.values()]
+    fig.legend(handles=handles, loc="upper right", fontsize=7, ncol=3)
+    fig.suptitle(f"{result.name}: the faults tried against {result.prop.text}", fontsize=10,
+                 x=0.02, ha="left")
+    fig.tight_layout(rect=(0, 0, 1, 0.9))
     fig.savefig(path, dpi=110, format="png")
     plt.close(fig)
 
