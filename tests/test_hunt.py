@@ -250,3 +250,22 @@ def test_the_python_of_docs_hunt_md_runs(monkeypatch):
     r = space["r"]
     assert r.minimal is not None and len(r.minimal["faults"]) == 1
     assert "pause" in r.minimal["faults"][0]
+
+
+def test_shrinking_keeps_the_job_the_property_names_and_says_no_fault_was_needed(
+        tmp_path, capsys):
+    """The challenge's FIFO variant delays the urgent timer by itself: the baseline breaks
+    the property, and shrinking may take the other jobs away but not the urgent one (a run
+    without the figure breaks nothing)."""
+    out = tmp_path / "hunt"
+    status = main(["hunt", str(SCENARIOS / "challenge.yaml"), "--variant", "fifo", "--break",
+                   "named.urgent.start_delay <= 2s", "--budget", "8", "--workers", "1",
+                   "--out", str(out)])
+    capsys.readouterr()
+    assert status == 1
+    doc = _minimal(out)
+    assert [j["name"] for j in doc["workload"]["jobs"]] == ["urgent"] and doc["faults"] == []
+    assert _jobs(doc) < 101
+    assert "breaks without any added fault" in (out / "hunt.md").read_text(encoding="utf-8")
+    status, text = _run_file(out / "minimal.yaml", tmp_path / "rerun", capsys)
+    assert status == 1 and "FAIL named.urgent.start_delay <= 2s" in text

@@ -70,8 +70,8 @@ class Property:
 
     def broken(self, row: dict[str, Any]) -> bool:
         """Whether the run broke the property (a run that did not run breaks nothing)."""
-        if not row.get("ok"):
-            return False
+        if not row.get("ok") or self.figure not in row:
+            return False  # a run without the figure (its named job shrunk away) breaks nothing
         v = self.value(row)
         if self.invariant is not None:
             return bool(v)
