@@ -271,32 +271,32 @@ def _shrink(runner: _Runner, case: dict[str, Any], row: dict[str, Any], shape: d
             result: HuntResult) -> dict[str, Any]:
     """The smallest case shrinking reaches from ``case`` (see ``shrink``)."""
     made = 0
-    anchored_tried = False
     while True:
         todo = list(candidates(case, shape, row.get("end_time"), runner.prop.grows))
-        progressed = False
-        for at in range(0, len(todo), BATCH):
-            if made >= MAX_SHRINK_RUNS:
-                result.shrink_capped = True
-                return case
-            batch = todo[at:at + BATCH]
-            rows = runner.rows(batch, "shrink", made, made + len(todo) - at)
-            made += len(batch)
-            hit = next((k for k, r in enumerate(rows) if runner.prop.broken(r)), None)
-            if hit is not None:
-                case, row, progressed = batch[hit], rows[hit], True
-                break
-        if not progressed and not anchored_tried:
-            anchored_tried = True  # once per case reached: it runs probes in this process
-            todo = anchored(case, shape, runner.doc, runner.source)
-            for at in range(0, len(todo), BATCH):
-                batch = todo[at:at + BATCH]
-                rows = runner.rows(batch, "shrink", made, made + len(todo) - at)
-                made += len(batch)
-                hit = next((k for k, r in enumerate(rows) if runner.prop.broken(r)), None)
-                if hit is not None:
-                    case, row, progressed = batch[hit], rows[hit], True
-                    break
-        if not progressed:
+        hit, made = _first_broken(runner, todo, made, result)
+        if hit is None and not result.shrink_capped:
+            # stuck: once per case reached (it runs probes in this process)
+            hit, made = _first_broken(runner, anchored(case, shape, runner.doc,
+                                                       runner.source), made, result)
+        if hit is None:
             return case
-        anchored_tried = False
+        case, row = hit
+
+
+def _first_broken(runner: _Runner, todo: list[dict[str, Any]], made: int,
+                  result: HuntResult) -> tuple[tuple[dict[str, Any], dict[str, Any]] | None,
+                                               int]:
+    """The first of ``todo`` (run ``BATCH`` at a time, in order) that breaks the property,
+    with its row, or None; and the shrinking runs made so far. Stops at ``MAX_SHRINK_RUNS``
+    (``result.shrink_capped``)."""
+    for at in range(0, len(todo), BATCH):
+        if made >= MAX_SHRINK_RUNS:
+            result.shrink_capped = True
+            return None, made
+        batch = todo[at:at + BATCH]
+        rows = runner.rows(batch, "shrink", made, made + len(todo) - at)
+        made += len(batch)
+        k = next((k for k, r in enumerate(rows) if runner.prop.broken(r)), None)
+        if k is not None:
+            return (batch[k], rows[k]), made
+    return None, made
