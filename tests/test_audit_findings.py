@@ -215,3 +215,27 @@ workload: {streams: [{name: s, handler: h, count: 5, rate: 1/s, start: 1m}]}
     out = capsys.readouterr()
     assert "created-after-the-end" in out.err or "creates no job" in out.err
     assert (tmp_path / "out" / "jobs.csv").read_text().count("\n") == 1  # the header alone
+
+
+# --- liveness: a thread that waits before failing is not idle ----------------------------------
+
+def test_a_worker_waiting_before_it_fails_a_job_holds_its_thread():
+    """With ``fail_wait`` the worker waits, the job still its own, before it reports the
+    failure: its thread is busy all the while. The checker took it for free from the run's
+    end, and called the next job, due and waiting, starved by an idle node."""
+    result, analysis = _analysed("""
+name: fail-wait-holds-the-thread
+policy: zeebe_like
+until: 60s
+executor: {threads: 1, batch_size: 1, queue_size: 0}
+nodes: 1
+handlers:
+  h: {duration: 1s, outcome: always_fail, fail_wait: {fixed: 20s}}
+workload:
+  jobs: [{handler: h}, {handler: h, at: 1s}]
+""")
+    assert analysis.summary["jobs"]["pending"] >= 1  # the liveness check judged a waiting job
+    # the thread went from one failure's wait straight to the next run: no idle gap
+    starts = [t for t, _, _ in _events(result, "exec_start")]
+    fails = [t for t, _, _ in _events(result, "retry_scheduled")]
+    assert all(any(abs(s - f) < 1e-6 for f in fails) for s in starts[1:])
