@@ -54,8 +54,6 @@ def _settings(args: argparse.Namespace) -> _Settings:
     win); raises ``ScenarioError`` with every problem found."""
     import copy
 
-    import yaml
-
     from ..format import scenario as scenario_mod
     from ..base.errors import Problem
     from ..format.fileformat import figure_problem
@@ -70,10 +68,7 @@ def _settings(args: argparse.Namespace) -> _Settings:
     base = scenario_mod.from_dict(doc, args.scenario, sets=args.sets)  # reports every problem
     doc = copy.deepcopy(doc)
     problems: list[Problem] = []
-    for item in args.sets:  # valid: from_dict checked them
-        path, _, text = item.partition("=")
-        scenario_mod.set_path(doc, path.strip(), yaml.safe_load(text) if text.strip() else "",
-                              f"--set {path.strip()}", problems)
+    scenario_mod.apply_sets(doc, args.sets, args.scenario, problems)  # valid: from_dict said
     spec = doc.get("sweep") or {}
     if args.grid:
         axes = parse_grid(args.grid)

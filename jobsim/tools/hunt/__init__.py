@@ -97,8 +97,6 @@ def configuration(doc: dict[str, Any], variant: str | None, sets: list[str],
                   source: str) -> dict[str, Any]:
     """The document the hunt runs: the scenario with ``variant``'s values and ``sets``
     applied, without its variants, expectations, sweep and hunt sections."""
-    import yaml
-
     from ...format import scenario as scenario_mod
 
     d = copy.deepcopy(doc)
@@ -111,10 +109,7 @@ def configuration(doc: dict[str, Any], variant: str | None, sets: list[str],
                                          repr(variant))], source)
         for path, value in (variants[variant].get("set") or {}).items():
             scenario_mod.set_path(d, path, value, f"variants.{variant}.set.{path}", problems)
-    for item in sets:
-        path, _, text = item.partition("=")
-        scenario_mod.set_path(d, path.strip(), yaml.safe_load(text) if text.strip() else "",
-                              f"--set {path.strip()}", problems)
+    scenario_mod.apply_sets(d, sets, source, problems)  # a file's limits, as from_dict's
     if problems:
         raise ScenarioError(problems, source)
     for key in ("expect", "sweep", "hunt", "report"):

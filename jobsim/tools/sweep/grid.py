@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...base.errors import Problem, ScenarioError
-from ...format.scenario import from_dict, set_path
+from ...format.scenario import from_dict, parse_value, set_path
 from ...sim.cost import Budget, estimate
 
 #: the most runs (grid points × replications) a sweep may have
@@ -38,8 +38,6 @@ class Axis:
 def parse_grid(items: Iterable[str], where: str = "the command line") -> list[Axis]:
     """``["executor.lock_time=10s,30s,2m", "nodes=2,4"]`` → axes; each value is read as YAML
     (``30s`` stays text, ``4`` is a number)."""
-    import yaml
-
     axes, problems = [], []
     items = list(items)
     if len(items) > MAX_AXES:
@@ -58,11 +56,11 @@ def parse_grid(items: Iterable[str], where: str = "the command line") -> list[Ax
                                     "executor.lock_time=10s,30s,2m", repr(item)))
             continue
         parsed = []
-        for v in values:
+        for v in values:  # each within a file's limits, as a --set value is
             try:
-                parsed.append(yaml.safe_load(v))
-            except yaml.YAMLError:
-                parsed.append(v)
+                parsed.append(parse_value(v, f"--grid {path.strip()}", where))
+            except ScenarioError as exc:
+                problems.extend(exc.problems)
         axes.append(Axis(path.strip(), tuple(parsed)))
     if problems:
         raise ScenarioError(problems, where)
