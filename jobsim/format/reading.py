@@ -222,18 +222,23 @@ def parse_value(text: str, where: str, source: str) -> Any:
                                      f"{len(text):,} characters")], source)
     if not text.strip():
         return ""
-    try:
-        yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError:
-        return text
-    except RecursionError:
-        pass  # _load says so, in its words
-    return _load(text, source, where)
+    return _load(text, source, where, not_yaml=text)
 
 
-def _load(text: str, source: str, where: str) -> Any:
+_NOT_GIVEN = object()
+
+
+def _load(text: str, source: str, where: str, not_yaml: Any = _NOT_GIVEN) -> Any:
+    """Compose ``text``, walk it with the budget, and only then construct it (one parse);
+    text that is not YAML is ``not_yaml`` if given, else an error."""
+    loader = yaml.SafeLoader(text)
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        try:
+            root = loader.get_single_node()
+        except yaml.YAMLError:
+            if not_yaml is _NOT_GIVEN:
+                raise
+            return not_yaml
         problems: list[Problem] = []
         if root is not None:
             try:
@@ -247,7 +252,7 @@ def _load(text: str, source: str, where: str) -> Any:
                 raise ScenarioError([Problem(str(exc), *_TOO_DEEP)], source) from None
         if problems:
             raise ScenarioError(problems, source)
-        return yaml.safe_load(text)
+        return None if root is None else loader.construct_document(root)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -261,6 +266,8 @@ def _load(text: str, source: str, where: str) -> Any:
     except (ValueError, OverflowError) as exc:  # e.g. an integer of thousands of digits
         raise ScenarioError([Problem(where, "values of a sensible size", str(exc)[:120])],
                             source) from None
+    finally:
+        loader.dispose()
 
 
 # --- a document given as Python values ---------------------------------------------------------
