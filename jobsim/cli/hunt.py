@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from ..base.errors import Problem, ScenarioError
-from .status import BAD_INPUT, FAILED, OK
+from .status import BAD_INPUT, FAILED, OK, stopped
 
 _TIME = re.compile(r"^\d+(\.\d+)?\s*(ms|s|m|h)$")
 
@@ -43,8 +43,6 @@ def _budget(text: str) -> tuple[int | None, float | None]:
 
 def _hunt(args: argparse.Namespace) -> int:
     import os
-    import signal
-    import threading
 
     from ..base import outdir
     from ..base import progress as progress_mod
@@ -76,12 +74,6 @@ def _hunt(args: argparse.Namespace) -> int:
             bar = bars[phase] = progress_mod.Bar(total, f"hunt {phase}", unit="runs")
         bar.set(min(done, bar.total))
 
-    def on_sigterm(signum: int, frame: object) -> None:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        raise KeyboardInterrupt
-
-    in_main = threading.current_thread() is threading.main_thread()
-    old = signal.signal(signal.SIGTERM, on_sigterm) if in_main else None
     command = "jobsim hunt " + " ".join(shlex.quote(a) for a in sys.argv[2:]) \
         if len(sys.argv) > 2 and sys.argv[1] == "hunt" else \
         f"jobsim hunt {args.scenario} --break {shlex.quote(args.prop)}"
@@ -89,19 +81,18 @@ def _hunt(args: argparse.Namespace) -> int:
         result = hunt(doc, prop, source=args.scenario, runs=runs, seconds=seconds,
                       seed=args.seed, kinds=kinds, workers=workers, dask=args.dask, out=out,
                       hunt_spec=raw.get("hunt"), progress=progress, command=command)
-    except KeyboardInterrupt:
-        print(f"\njobsim: the hunt was stopped; the runs that finished are cached in "
-              f"{out}/cache: run the same command again to compute only the rest",
-              file=sys.stderr)
-        return BAD_INPUT
+    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP (``base.signals``)
+        for bar in bars.values():
+            bar.close()
+        return stopped(exc, f"the hunt's worker processes ended; the runs that finished are "
+                            f"cached in {out}/cache: run the same command again to compute "
+                            "only the rest")
     except (outdir.OutputError, SweepError, OSError) as exc:
         print(f"jobsim: {exc}", file=sys.stderr)
         return BAD_INPUT
     finally:
         for bar in bars.values():
             bar.close()
-        if in_main:
-            signal.signal(signal.SIGTERM, old if old is not None else signal.SIG_DFL)
     return _print(result, out)
 
 

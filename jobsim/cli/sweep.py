@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..base.errors import ScenarioError
-from .status import BAD_INPUT, FAILED, OK
+from .status import BAD_INPUT, FAILED, OK, stopped
 
 
 class _Settings(NamedTuple):
@@ -26,10 +26,6 @@ class _Settings(NamedTuple):
     replications: int
     figures: list[str]
     precision: tuple[str, float] | None
-
-
-class _Stopped(BaseException):  # not an Exception: no run records it as its own error
-    """SIGTERM (a CI timeout, kill): the sweep stops, its workers end, no traceback."""
 
 
 def _sweep(args: argparse.Namespace) -> int:
@@ -46,6 +42,8 @@ def _sweep(args: argparse.Namespace) -> int:
     result = _execute(args, settings, out)
     if result is None:
         return BAD_INPUT
+    if isinstance(result, int):  # stopped by a signal: its exit status, the line printed
+        return result
     return _print_sweep(result, settings.base.name, out)
 
 
@@ -113,11 +111,9 @@ def _precision(given: str | None, spec: dict, problems: list) -> tuple[str, floa
 
 
 def _execute(args: argparse.Namespace, settings: _Settings, out: Path) -> Any:
-    """Run the sweep with a progress bar, SIGTERM turned into a clean stop; its result, or
-    None (the reason printed) if it stopped or failed."""
+    """Run the sweep with a progress bar; its result, None (the reason printed) if it
+    failed, or the exit status if a signal stopped it."""
     import os
-    import signal
-    import threading
 
     from ..base import outdir
     from ..sim.cost import Budget
@@ -140,25 +136,19 @@ def _execute(args: argparse.Namespace, settings: _Settings, out: Path) -> Any:
         if bar is not None:
             bar.stage(text)
 
-    def on_sigterm(signum: int, frame: object) -> None:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: let the clean-up finish
-        raise _Stopped
-
-    in_main = threading.current_thread() is threading.main_thread()
-    old_sigterm = signal.signal(signal.SIGTERM, on_sigterm) if in_main else None
-    try:
+    try:  # SIGTERM and SIGHUP stop it as Ctrl-C does (``base.signals``, set by ``main``)
         return sweep(settings.doc, settings.axes, settings.replications, source=args.scenario,
                      seed=args.seed, workers=workers, dask=args.dask, out=out,
                      precision=settings.precision, plot=settings.figures, progress=progress,
                      stage=stage, budget=Budget(args.budget, args.memory_budget),
                      notes=[f"Overrides: {' '.join('--set ' + s for s in args.sets)}."]
                      if args.sets else [])
-    except (_Stopped, KeyboardInterrupt) as exc:
-        how = "by SIGTERM" if isinstance(exc, _Stopped) else "(interrupted)"
-        print(f"jobsim: the sweep was stopped {how} and its worker processes ended; the "
-              f"runs that finished are cached in {out}/cache: run the same command again to "
-              "compute only the rest", file=sys.stderr)
-        return None
+    except KeyboardInterrupt as exc:
+        if bar is not None:
+            bar.close()
+        return stopped(exc, f"the sweep's worker processes ended; the runs that finished "
+                            f"are cached in {out}/cache: run the same command again to "
+                            "compute only the rest")
     except (outdir.OutputError, SweepError) as exc:
         print(f"jobsim: {exc}", file=sys.stderr)
         return None
@@ -168,9 +158,6 @@ def _execute(args: argparse.Namespace, settings: _Settings, out: Path) -> Any:
     finally:
         if bar is not None:
             bar.close()
-        if in_main:
-            signal.signal(signal.SIGTERM,
-                          old_sigterm if old_sigterm is not None else signal.SIG_DFL)
 
 
 def _print_sweep(result: Any, name: str, out: Path) -> int:
