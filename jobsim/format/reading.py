@@ -231,9 +231,10 @@ _NOT_GIVEN = object()
 def _load(text: str, source: str, where: str, not_yaml: Any = _NOT_GIVEN) -> Any:
     """Compose ``text``, walk it with the budget, and only then construct it (one parse);
     text that is not YAML is ``not_yaml`` if given, else an error."""
-    loader = yaml.SafeLoader(text)
+    loader = None
     try:
         try:
+            loader = yaml.SafeLoader(text)  # it refuses a text with control characters
             root = loader.get_single_node()
         except yaml.YAMLError:
             if not_yaml is _NOT_GIVEN:
@@ -267,7 +268,8 @@ def _load(text: str, source: str, where: str, not_yaml: Any = _NOT_GIVEN) -> Any
         raise ScenarioError([Problem(where, "values of a sensible size", str(exc)[:120])],
                             source) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 # --- a document given as Python values ---------------------------------------------------------
