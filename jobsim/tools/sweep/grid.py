@@ -17,6 +17,7 @@ from typing import Any
 from ...base.errors import Problem, ScenarioError
 from ...format.scenario import from_dict, parse_value, set_path
 from ...sim.cost import Budget, estimate
+from .disk import entry_bytes
 
 #: the most runs (grid points × replications) a sweep may have
 MAX_SWEEP_RUNS = 100_000
@@ -156,15 +157,16 @@ def _point_doc(doc: dict[str, Any], source: str,
 
 def check_points(doc: dict[str, Any], combos: list[tuple[tuple[str, Any], ...]],
                  axes: tuple[Axis, ...], replications: int, source: str,
-                 budget: Budget | None) -> None:
+                 budget: Budget | None) -> float:
     """Refuse, all at once, the grid points whose scenario cannot be built, and (with a
-    budget) the points beyond it or a sweep beyond ``SWEEP_BUDGET_RUNS`` × the budget."""
+    budget) the points beyond it or a sweep beyond ``SWEEP_BUDGET_RUNS`` × the budget; the
+    disk the sweep's runs will take (``disk.entry_bytes``)."""
     # Build every point's scenario now (no run), so that a bad path or value anywhere in
     # the grid is reported, all at once, before any work; and estimate each point's cost:
     # a point beyond the run budget, or a sweep beyond SWEEP_BUDGET_RUNS × the budget in
     # all, is refused here, before any run.
     problems: list[Problem] = []
-    total_events = 0.0
+    total_events = disk = 0.0
     for combo in combos:
         where = ", ".join(f"{p}={v}" for p, v in combo)
         try:
@@ -173,6 +175,7 @@ def check_points(doc: dict[str, Any], combos: list[tuple[tuple[str, Any], ...]],
             problems += [Problem(f"{p.path} (grid point {where})", p.expected, p.got, p.hint)
                          for p in err.problems]
             continue
+        disk += entry_bytes(sc) * replications
         if budget is not None:
             est = estimate(sc)
             total_events += est.events * replications
@@ -192,3 +195,4 @@ def check_points(doc: dict[str, Any], combos: list[tuple[tuple[str, Any], ...]],
                                             f"{len(problems) - 50:,} more problems")]
     if problems:
         raise ScenarioError(problems, source)
+    return disk

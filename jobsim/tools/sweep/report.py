@@ -56,7 +56,7 @@ def _unit(path: str, values: list[Any] | None = None) -> str:
 
 def _write(folder: outdir.Folder, result: SweepResult, figures: list[str],
            precision: tuple[str, float] | None, name: str = "",
-           notes: list[str] | None = None) -> None:
+           notes: list[str] | None = None, source: str = "", sets: list[str] = ()) -> None:
     """Every file through ``folder``: each replaces only a file jobsim wrote there."""
     rows = result.rows
     folder.write_with("runs.csv", lambda p: rows.to_csv(p, index=False))
@@ -85,6 +85,7 @@ def _write(folder: outdir.Folder, result: SweepResult, figures: list[str],
              f"({result.computed} computed, {result.cached} from the cache); "
              f"{int((~rows['ok']).sum()) if len(rows) else 0} failed.", ""]
     lines += [" ".join(notes or []), ""] if notes else []
+    lines += crash_lines(rows, axes, source, list(sets))
     lines += judged(rows)
     if result.recomputed:
         lines += [f"{result.recomputed} cache entries were damaged or stale (written by "
@@ -119,6 +120,44 @@ def _write(folder: outdir.Folder, result: SweepResult, figures: list[str],
     lines += ["Files: `runs.csv` and `runs.parquet` (one row per run), `points.csv` (mean and "
               "95% CI per grid point), `cache/` (one file per run).", ""]
     folder.write_text("sweep.md", "\n".join(lines))
+
+
+def crashed_runs(rows: pd.DataFrame) -> pd.DataFrame:
+    """The runs in which the model raised (``crashed``): each a bug in jobsim."""
+    if not len(rows) or "crashed" not in rows:
+        return rows.iloc[0:0]
+    return rows[rows["crashed"].fillna(False).astype(bool)]
+
+
+def crash_lines(rows: pd.DataFrame, axes: tuple[Axis, ...], source: str,
+                sets: list[str]) -> list[str]:
+    """sweep.md's words on the runs that crashed: how many, each named by its point,
+    replication and seed with the ``jobsim run`` that reproduces it, and the first one's
+    traceback."""
+    import json
+    import shlex
+
+    from .grid import grid_points
+
+    bad = crashed_runs(rows)
+    if not len(bad):
+        return []
+    points = grid_points(axes)
+    lines = [f"**{len(bad)} of {len(rows)} runs crashed**: the model raised an error — a bug "
+             "in jobsim, not a figure of the scenario. Each is reproduced by the command "
+             "beside it:", ""]
+    for _, r in bad.head(20).iterrows():
+        values = [f"{p}={v if isinstance(v, str) else json.dumps(v)}"
+                  for p, v in points[int(r["point"])]]
+        run = " ".join(["jobsim run", shlex.quote(source)] + [
+            f"--set {shlex.quote(s)}" for s in list(sets) + values] + [f"--seed {r['seed']}"])
+        lines.append(f"- point {r['point']}, replication {r['replication']}: {r['error']} — "
+                     f"`{run}`")
+    if len(bad) > 20:
+        lines.append(f"- … and {len(bad) - 20} more (`crashed` in `runs.csv`)")
+    lines += ["", "The first one's traceback, its last lines:", "", "```",
+              *str(bad["traceback"].iloc[0]).splitlines(), "```", ""]
+    return lines
 
 
 def judged(rows: pd.DataFrame) -> list[str]:
