@@ -21,8 +21,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from ..base.errors import ScenarioError
+from ..base.printable import PrintableStream, printable
 from ..base.signals import stopping_cleanly
 from .bench import _bench
 from .parser import _parser, _UsageError
@@ -38,6 +41,13 @@ __all__ = ["BAD_INPUT", "FAILED", "OK", "entry", "main"]
 
 
 def main(argv: list[str] | None = None) -> int:
+    # every text printed (a name, an error message, a flag's value) has its control
+    # characters escaped: none reaches the terminal raw (``base.printable``)
+    with _printable_output():
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     if not (sys.argv[1:] if argv is None else argv):  # a bare ``jobsim``: what it can do
         _parser().print_help(sys.stderr)
         return BAD_INPUT
@@ -55,6 +65,20 @@ def main(argv: list[str] | None = None) -> int:
             return BAD_INPUT
         except KeyboardInterrupt as exc:  # a command without words of its own for a stop
             return stopped(exc, "nothing half-written was left")
+
+
+@contextmanager
+def _printable_output() -> Iterator[None]:
+    """Standard output and error through ``base.printable`` for the command's duration."""
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = PrintableStream(out), PrintableStream(err)
+    try:
+        yield
+    finally:
+        try:
+            sys.stdout.flush()
+        finally:
+            sys.stdout, sys.stderr = out, err
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -94,4 +118,10 @@ def entry() -> None:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         status = OK
+    except Exception as exc:  # a bug of jobsim's: its traceback, escaped like all it prints
+        import traceback
+
+        text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        sys.stderr.write(printable(text, lines=True))
+        status = 1
     sys.exit(status)

@@ -16,6 +16,8 @@ from typing import Any
 import yaml
 
 from ...base.outdir import Folder
+from ...base.printable import printable
+from ...output.csvtext import printable_frame
 from ..sweep.grid import _point_doc
 from ..sweep.runs import flatten, traceback_tail
 from .prop import Property
@@ -71,7 +73,7 @@ def verify(d: dict[str, Any], source: str, prop: Property, crash: bool = False
 
 def file_text(d: dict[str, Any], header: list[str]) -> str:
     body = yaml.safe_dump(d, sort_keys=False, allow_unicode=True, width=100)
-    return "".join(f"# {h}\n" if h else "#\n" for h in header) + body
+    return "".join(f"# {printable(h)}\n" if h else "#\n" for h in header) + body
 
 
 def _schedule(case: dict[str, Any] | None) -> list[str]:
@@ -252,6 +254,6 @@ def write(folder: Folder, result: Any, doc: dict[str, Any], source: str,
     frame = pd.DataFrame(result.records, columns=["phase", "index", "seed", "faults", "kinds",
                                                   "jobs", "ok", "broken", "value", "crashed",
                                                   "error"])
-    folder.write_with("runs.csv", lambda p: frame.to_csv(p, index=False))
+    folder.write_with("runs.csv", lambda p: printable_frame(frame).to_csv(p, index=False))
     folder.write_with("faults.png", lambda p: _faults_png(result, p))
-    folder.write_text("hunt.md", markdown(result, doc, story, command))
+    folder.write_text("hunt.md", printable(markdown(result, doc, story, command), lines=True))

@@ -13,6 +13,8 @@ import pandas as pd
 from ...analysis.expect import seconds_figure
 from ...base import outdir
 from ...base.durations import parse_duration
+from ...base.printable import printable
+from ...output.csvtext import printable_frame
 from ...output import plots
 from .grid import Axis
 from .tables import BOOTSTRAP, SweepResult
@@ -59,13 +61,14 @@ def _write(folder: outdir.Folder, result: SweepResult, figures: list[str],
            notes: list[str] | None = None, source: str = "", sets: list[str] = ()) -> None:
     """Every file through ``folder``: each replaces only a file jobsim wrote there."""
     rows = result.rows
-    folder.write_with("runs.csv", lambda p: rows.to_csv(p, index=False))
+    folder.write_with("runs.csv", lambda p: printable_frame(rows).to_csv(p, index=False))
     parquet = rows.copy()
     for c in parquet.columns:  # one type per column: mixed text/number become text
         if parquet[c].dtype == object:
             parquet[c] = parquet[c].map(lambda v: None if v is None else str(v))
     folder.write_with("runs.parquet", lambda p: parquet.to_parquet(p, index=False))
-    folder.write_with("points.csv", lambda p: result.points.to_csv(p, index=False))
+    folder.write_with("points.csv", lambda p: printable_frame(result.points).to_csv(
+        p, index=False))
     axes = result.axes
     made = []
     if axes:
@@ -119,7 +122,7 @@ def _write(folder: outdir.Folder, result: SweepResult, figures: list[str],
     lines += [f"![{n}]({n})" for n in made] + [""]
     lines += ["Files: `runs.csv` and `runs.parquet` (one row per run), `points.csv` (mean and "
               "95% CI per grid point), `cache/` (one file per run).", ""]
-    folder.write_text("sweep.md", "\n".join(lines))
+    folder.write_text("sweep.md", printable("\n".join(lines), lines=True))
 
 
 def crashed_runs(rows: pd.DataFrame) -> pd.DataFrame:
