@@ -103,7 +103,7 @@ def test_a_sweep_counts_and_names_its_crashed_runs(tmp_path, capsys, pause_crash
     sweep_md = (out / "sweep.md").read_text(encoding="utf-8")
     assert "**2 of 4 runs crashed**" in sweep_md and f"ValueError: {BUG}" in sweep_md
     runs = pd.read_csv(out / "runs.csv")
-    assert int(runs["crashed"].fillna(False).astype(bool).sum()) == 2
+    assert int(runs["crashed"].eq(True).sum()) == 2
     points = pd.read_csv(out / "points.csv")
     assert list(points["crashed_runs"]) == [0, 2]
     argv = shlex.split(commands[0])[1:]  # each command reproduces its crash

@@ -129,7 +129,7 @@ def crashed_runs(rows: pd.DataFrame) -> pd.DataFrame:
     """The runs in which the model raised (``crashed``): each a bug in jobsim."""
     if not len(rows) or "crashed" not in rows:
         return rows.iloc[0:0]
-    return rows[rows["crashed"].fillna(False).astype(bool)]
+    return rows[rows["crashed"].eq(True)]
 
 
 def crash_lines(rows: pd.DataFrame, axes: tuple[Axis, ...], source: str,

@@ -95,7 +95,7 @@ def point_table(rows: pd.DataFrame, axes: tuple[Axis, ...]) -> pd.DataFrame:
         rec["runs"] = int(len(group))
         rec["failed_runs"] = int((~group["ok"]).sum())
         if "crashed" in group:
-            rec["crashed_runs"] = int(group["crashed"].fillna(False).astype(bool).sum())
+            rec["crashed_runs"] = int(group["crashed"].eq(True).sum())
         for f in figures:
             vals = ok[f].dropna().to_numpy(dtype=float)
             how = ""
