@@ -148,7 +148,7 @@ def _node_problems(root: yaml.Node, where: str, problems: list[Problem]) -> None
 def _at(where: str, path: str) -> str:
     """A path inside a value given at ``where`` (``--set executor → lock_time``)."""
     if not where:
-        return path
+        return path or "(top level)"
     return f"{where} → {path}" if path else where
 
 
