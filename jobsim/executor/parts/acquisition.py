@@ -234,8 +234,14 @@ def claim_round(node: Node, table: str = JOB) -> Generator[Any, Any, tuple[int, 
         att = Attempt(n, locked, 0, 1, 0.0)
     else:
         try:
+            # the global acquire lock guards a tick's claim as it guards a poll's: its claim
+            # (a bulk UPDATE without REV_) is safe only under the lock
+            if node.cfg.global_lock and not (yield from take_global_lock(node, table)):
+                return n, 0  # the lock was busy all along: this round claims nothing
             att = yield from node._acquire(node.db, node.name, n, node.cfg.lock_time,
                                            table=table)
+            if node.cfg.global_lock:
+                yield from release_global_lock(node, table)
         except StatementFailed:
             node._failed("acquire")
             return n, 0
