@@ -91,12 +91,17 @@ class Timing:
     def select_growth(self) -> float:
         """How a SELECT's time grows per locked row, as a share of its mean at none: a
         statement's draw is scaled by ``1 + growth × rows`` (its spread grows with it), so
-        that its mean is ``mean + select_per_row × rows``."""
-        return self.select_per_row / self.select.mean if self.select_per_row else 0.0
+        that its mean is ``mean + select_per_row × rows``. A statement whose mean is 0 has
+        no share to scale: its per-row time is added as it is (``per_row``)."""
+        return _growth(self.select_per_row, self.select.mean)
 
     @cached_property
     def update_growth(self) -> float:
-        return self.update_per_row / self.update.mean if self.update_per_row else 0.0
+        return _growth(self.update_per_row, self.update.mean)
+
+
+def _growth(per_row: float, mean: float) -> float:
+    return per_row / mean if per_row and mean > 0 else 0.0
 
 
 class Cpu:

@@ -124,10 +124,13 @@ def _cost(db: "Database", node: str, t: Timing, kind: str, changes: bool,
     overhead = unchanged.sample(stream) if split else 0.0
     held = db.store.held()
     if kind == "select":
-        return max(0.0, t.select.sample(stream) * (1.0 + t.select_growth * held)
-                   - overhead) * db.factor
+        draw = t.select.sample(stream)
+        grown = draw * (1.0 + t.select_growth * held) if t.select_growth else \
+            draw + t.select_per_row * held
+        return max(0.0, grown - overhead) * db.factor
     base = t.update.sample(stream)
-    rows = base * t.update_growth * held  # the part its subquery's scan adds
+    # the part its subquery's scan adds
+    rows = base * t.update_growth * held if t.update_growth else t.update_per_row * held
     if part == "write":
         lat = max(0.0, base - overhead) if split else 0.0
         if t.commit is not None:
