@@ -67,7 +67,8 @@ class Store(Indexes):
 
     def insert(self, row: Row, table: str = JOB, owner: str | None = None,
                lock_until: float = -math.inf) -> None:
-        """``INSERT``; optionally already locked by ``owner`` (Flowable's hint path)."""
+        """``INSERT``; optionally already locked by ``owner`` (Flowable's hint path): with
+        attempts counted at fetch, that is the row's first fetch, counted as a claim's is."""
         if row.id in self.rows:
             raise ValueError(f"duplicate job id {row.id}")
         row.table = table
@@ -75,6 +76,9 @@ class Store(Indexes):
         row.lock_until = lock_until if owner is not None else -math.inf
         if owner is not None:
             self._held[table] += 1
+            if self.count_at_fetch and table == JOB:
+                row.retries -= 1
+                row.fetched += 1
         if row.queue is not None:
             self.has_queues = self._general = True
             if owner is not None:
