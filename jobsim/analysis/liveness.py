@@ -159,8 +159,12 @@ def _starved(trace: Trace, scenario: Scenario, hist: Histories, waiting: list[in
     room = _by_node(node, np.flatnonzero(acq & (cols["attempt"] == 0) & (cols["c"] == 0)
                                          & (cols["a"] > cols["b"])), len(trace.nodes))
     frees = _threads_freed(trace, cols)
+    # a claim that errored ends an idle span, and so does a full one: it shows the node had
+    # more due work than its batch, its pace set by its loop (the wait after a full queue),
+    # not idle — a job its order keeps behind others is passed over by a busy node
+    full = acq & (cols["a"] > 0) & (cols["b"] == cols["a"])
     events = _by_node(node, np.flatnonzero(np.isin(kind, _NODE_EVENTS) | frees | (
-        acq & (cols["attempt"] > 0))), len(trace.nodes))
+        acq & (cols["attempt"] > 0)) | full), len(trace.nodes))
     slowed = np.flatnonzero(kind == K["db_slowed"])
     stories = [hist.jobs[waiting[i]] for i, *_ in judge]
     c = np.array([since for _, since, *_ in judge])
@@ -258,7 +262,7 @@ def _idle_spans(cols: dict[str, np.ndarray], rows: np.ndarray, frees: np.ndarray
     """The spans ``[s0, s1)`` from ``start`` to ``end`` during which a node was up, not
     paused, cut off or slowed, and ran fewer executions than ``threads`` (a failed one holds
     its thread until its failure statement is done: ``frees``); ``rows``: its events (and
-    the database's slowdowns), in order. An erroring claim ends a span."""
+    the database's slowdowns), in order. An erroring claim, or a full one, ends a span."""
     k, t, a, x = (cols[c][rows] for c in ("kind", "time", "a", "x"))
     ix = np.arange(len(rows))
     crash = k == K["node_crashed"]
