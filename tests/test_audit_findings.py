@@ -239,3 +239,86 @@ workload:
     starts = [t for t, _, _ in _events(result, "exec_start")]
     fails = [t for t, _, _ in _events(result, "retry_scheduled")]
     assert all(any(abs(s - f) < 1e-6 for f in fails) for s in starts[1:])
+
+
+# --- found by the fuzz over the whole format --------------------------------------------------
+
+def test_a_ticks_node_takes_the_global_acquire_lock_as_a_polling_node_does():
+    """Under the global lock the claim is a bulk UPDATE without the version check, safe only
+    under the lock: two nodes ticking together both claimed the job."""
+    _, analysis = _analysed("""
+name: global_lock_ticks
+executor: {wakeup: ticks, global_lock: true}
+nodes: 2
+handlers: {w: {}}
+workload: {jobs: [{handler: w}]}
+db: {latency: 1ms}
+clock: {ticks: [{at: 1s, nodes: [node-1, node-2]}]}
+""")
+    assert analysis.summary["double_acquisitions"] == 0
+    assert analysis.summary["executions"] == 1
+
+
+def test_a_measured_statement_of_no_time_that_grows_per_locked_row_runs():
+    """A profile's per-row time is a share of the statement's mean; with a mean of 0 there
+    is no share (ZeroDivisionError): the per-row time is added as it is."""
+    _, analysis = _analysed("""
+name: profile_zero_update
+db:
+  dialect: sqlite
+  profile:
+    dialect: sqlite
+    machine: {cores: 1}
+    strategies:
+      guarded_update: {select: 1ms, update: 0s, between_attempts: 0s, between_statements: 0s,
+                       update_per_row: 0.1ms}
+nodes: 1
+handlers: {w: {}}
+workload: {jobs: [{handler: w}]}
+""")
+    assert analysis.summary["jobs"]["done"] == 1
+
+
+def test_a_job_inserted_locked_by_its_creator_counts_that_as_its_first_fetch():
+    """The hint path inserts a job locked by the node that created it; counted at fetch,
+    that is a fetch: it ran once more than its attempts before."""
+    _, analysis = _analysed("""
+name: hint_fetch
+executor: {hint: true, count_attempt: fetch, lock_expiry: reset}
+nodes: 1
+handlers: {w: {outcome: always_fail}}
+workload: {jobs: [{handler: w, node: node-1}]}
+""")
+    assert analysis.summary["executions"] == 3
+
+
+def test_a_node_that_claims_full_batches_is_busy_not_idle():
+    """Runs of no length leave the thread free, but the node claimed a full batch each time
+    its loop came round: a job its order keeps behind the retries of others is passed over
+    by a busy node, not starved by an idle one."""
+    _analysed("""
+name: recurring_starved
+until: 300s
+executor: {queue_size: 1}
+nodes: 1
+handlers: {w: {outcome: always_fail}}
+workload:
+  streams: [{handler: w, count: 100}]
+  recurring: [{name: every, handler: w, every: 2s, count: 1}]
+""")
+
+
+def test_a_named_submit_that_an_idempotent_submit_ignored_names_the_task_holding_its_id():
+    _, analysis = _analysed("""
+name: ignored_named
+executor: {idempotent_submit: true}
+nodes: 1
+handlers: {w: {}}
+workload:
+  jobs:
+  - {handler: w, id: 1}
+  - {handler: w, id: 1, name: second, at: 1s}
+expect:
+  named.second.executions: "== 1"
+""")
+    assert analysis.summary["named"]["second"]["id"] == 1

@@ -142,12 +142,20 @@ def summary(trace: Trace, hist: Histories, violations: list[Violation], *,
         }
     outcomes = Counter(jobs["outcome"])
     named = {}
-    for s in jobs[jobs["name"] != ""].itertuples(index=False):
-        named[s.name] = {"id": s.id, "outcome": s.outcome, "executions": s.executions,
-                         "start_delay": _r(s.first_start - s.due),
-                         "end_to_end": _r(s.end - s.created) if s.outcome == "done"
-                         else None,
-                         "duplicate_executions": s.duplicate_executions}
+    # a named submit that an idempotent submit ignored names the task that holds its id
+    ignored = np.flatnonzero((kind == K["submit_ignored"]) & (cols["c"] > 0))
+    aliases = {trace.texts[int(cols["c"][i]) - 1]: int(cols["job"][i]) for i in ignored}
+    for s in jobs[(jobs["name"] != "") | jobs["id"].isin(list(aliases.values()))].itertuples(
+            index=False):
+        figures = {"id": s.id, "outcome": s.outcome, "executions": s.executions,
+                   "start_delay": _r(s.first_start - s.due),
+                   "end_to_end": _r(s.end - s.created) if s.outcome == "done" else None,
+                   "duplicate_executions": s.duplicate_executions}
+        if s.name:
+            named[s.name] = figures
+        for alias, jid in aliases.items():
+            if jid == s.id and alias not in named:
+                named[alias] = dict(figures)
     out = {
         "scenario": scenario_name,
         "seed": seed,

@@ -78,7 +78,8 @@ KINDS: dict[str, str] = {
                  "timer's timer job deleted with its task's activity, by node's completion of "
                  "the task (text=why)",
     "submit_ignored": "a submit with an id already in the table did nothing (idempotent "
-                      "submit); job=the task that holds the id, text=handler",
+                      "submit); job=the task that holds the id, text=handler, c=1 + the "
+                      "text of the name the submit gave (0: none), which names that task",
     "suspended": "an operation moved the job to the suspended table (a=1), never acquired "
                  "there, or back (a=0: activated)",
     "resubmitted": "a submit with an id whose task is gone (done or cancelled: its row "

@@ -173,7 +173,10 @@ class World:
             holder = self._holders.get(jid)
             if holder is not None and self.store.get(holder) is not None:
                 trace = self.trace
+                if name is not None:  # the name stands for the task that holds the id
+                    self.names[name] = holder
                 trace.add(self.env.now, K["submit_ignored"], job=holder,
+                          c=0 if name is None else trace.text(name) + 1,
                           text=trace.text(handler))
                 return holder
             if holder is not None:  # the id's task is gone: a new one, numbered afresh
