@@ -294,3 +294,75 @@ def test_under_the_default_budget_the_guard_stops_at_10x_the_estimate():
     assert Guard(small, Budget(events=DEFAULT_EVENTS)).max_events == GUARD_MIN_EVENTS
     assert Guard(Estimate(events=5e6, memory_bytes=1e6)).max_events == 5e7
     assert Guard(small, Budget(events=3e8)).max_events == 3e8
+
+
+#: runs the fuzz over the whole format found more than 10x past their estimate, each shrunk
+#: (the ratio each made before the estimate learned its cause)
+MISSED = {
+    # 11.9x: a serial queue runs its jobs one after another; priced as if side by side
+    "serial_queue": """
+name: serial_queue_span
+executor: {poll_interval: 100ms}
+nodes: 1
+db: {connections: 1}
+handlers: {w: {duration: 40s}}
+workload: {streams: [{handler: w, count: 10, queue: q}]}
+""",
+    # 22.6x: a drained run goes on to its last operation
+    "late_operation": """
+name: late_operation_span
+executor: {poll_interval: 1s}
+db: {dialect: postgres}
+nodes: 1
+handlers: {w: {}}
+workload: {jobs: [{handler: w, name: j}]}
+operations: [{at: 10m, activate: j}]
+""",
+    # 11.1x: the CPU model's statements take several events each
+    "cpu_model": """
+name: cpu_model_polls
+until: 10m
+executor: {poll_interval: 1s}
+nodes: 1
+handlers: {w: {duration: {uniform: {low: 5s, high: 20s}}}}
+workload: {streams: [{handler: w, count: 2}]}
+db: {dialect: postgres, cpu: {cores: 1}}
+""",
+    # 15.6x: a crashed node's job waits a lock time for another node, every poll simulated
+    "crash_recovery": """
+name: crash_recovery_span
+executor: {poll_interval: 1s}
+db: {latency: 1ms}
+nodes: [{name: a, start_at: 0s}, {name: b, start_at: 500ms}]
+handlers: {w: {duration: 2s}}
+workload: {jobs: [{handler: w}]}
+faults: [{at: 1s, crash: a}]
+""",
+    # 26.5x: calls a rate limit refuses fail, and their retries come back together
+    "refused_calls": """
+name: refused_calls_retry
+policy: skip_locked
+nodes: 1
+services:
+  api: {rate_limit: {rate: 1}}
+handlers:
+  w: {calls: [api]}
+workload: {streams: [{handler: w, count: 8}]}
+db: {dialect: postgres}
+""",
+    # 22.9x: exhausted: failed priced as if a failure ended the job; it retries first
+    "exhausted_failed": """
+name: exhausted_failed_retries
+executor: {exhausted: failed, heartbeat: 1s, retry: {attempts: 3, backoff: {fixed: 5m}}}
+nodes: 3
+handlers: {w: {outcome: {fail_rate: 0.1}}}
+workload: {streams: [{handler: w, count: 15}]}
+""",
+}
+
+
+@pytest.mark.parametrize("name", sorted(MISSED))
+def test_runs_the_estimate_once_missed_by_over_10x_are_within_3x(name):
+    sc = scenario.loads(MISSED[name])
+    ratio = run(sc).events / estimate(sc).events
+    assert 1 / 3 <= ratio <= 3, f"{name}: {ratio:.2f}x its estimate"

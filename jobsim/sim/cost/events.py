@@ -34,6 +34,10 @@ EVENTS_PER_TICK = 0.72
 EVENTS_PER_RUN = 21.0
 #: SQLite: every write queues for the database's one write lock (a request, a release)
 SQLITE_STATEMENT_FACTOR = 1.8
+#: the CPU model (``db.cpu``): a statement's parts each take their turn on a core (the
+#: client's, the server's way there, its scan and write, the way back), an event or more
+#: each, measured over poll- and execution-driven runs on 1 and 4 cores
+CPU_STATEMENT_FACTOR = {"postgres": 5.5, "sqlite": 1.9}
 # memory: a trace row costs about 60 bytes in its buffers and several times that while it
 # is analysed (its frame, the stories, the tables); a job costs its row, its story and its
 # line in the tables
@@ -88,14 +92,18 @@ def estimate(sc: Scenario) -> Estimate:
 
 
 def _dialect_factor(sc: Scenario) -> float:
-    return SQLITE_STATEMENT_FACTOR if sc.db.dialect == "sqlite" else 1.0
+    factor = SQLITE_STATEMENT_FACTOR if sc.db.dialect == "sqlite" else 1.0
+    if sc.db.cores is not None:
+        factor *= CPU_STATEMENT_FACTOR.get(sc.db.dialect, 1.0)
+    return factor
 
 
 def _db_instant(sc: Scenario, latency: float) -> bool:
     """With no latency and no pool a statement takes no simulated time: no event (SQLite's
     write lock is still queued for; a claim skips the statement path altogether on the
     plain model if its strategy has a direct form)."""
-    return latency == 0 and sc.db.dialect != "sqlite" and not sc.db.connections
+    return latency == 0 and sc.db.dialect != "sqlite" and not sc.db.connections and \
+        sc.db.cores is None
 
 
 def _events_per_execution(sc: Scenario, workload: Workload, mean_d: float,

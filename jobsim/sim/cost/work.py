@@ -11,7 +11,7 @@ from __future__ import annotations
 
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ...executor.config import Scenario
@@ -48,6 +48,8 @@ class Work:
     #: jobs whose last execution fails (dead letters, failed tasks)
     dead: float
     longest_run: float
+    #: per handler: (executions per job, mean length of one) — for serial queues
+    per_job: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
 def mean(d) -> float:
@@ -60,11 +62,11 @@ def db_latency(sc: Scenario) -> float:
     return mean(sc.db.latency) if sc.db.latency is not None else 0.0
 
 
-def _executions_per_job(h, attempts: int, exhausted_stops: bool) -> float:
-    """Expected executions of one job of handler ``h`` (failures and retries)."""
+def _executions_per_job(h, attempts: int) -> float:
+    """Expected executions of one job of handler ``h`` (failures and retries). Where the
+    retries run out does not matter: a task that ends failed (``exhausted: failed``, as
+    failsafe-executor's with its one attempt) was retried as a dead letter would be."""
     if h.outcome == "succeed" or h.outcome == "hang":
-        return 1.0
-    if exhausted_stops:  # failsafe: a failure parks the task
         return 1.0
     a = max(1, attempts)
     if h.outcome == "always_fail":
@@ -95,32 +97,50 @@ def throughput(nodes, mean_d: float, latency: float) -> float:
     return max(total, 1e-12)
 
 
-def _ends_failed(h, attempts: int, exhausted_stops: bool) -> float:
+def _ends_failed(h, attempts: int) -> float:
     """The chance that a job of handler ``h`` ends failed (its last attempt fails)."""
     if h.outcome in ("succeed", "hang"):
         return 0.0
     if h.outcome == "always_fail":
         return 1.0
     if h.outcome == "fail_first":
-        return 1.0 if exhausted_stops or h.fail_first >= max(1, attempts) else 0.0
+        return 1.0 if h.fail_first >= max(1, attempts) else 0.0
     p = min(max(h.fail_rate, 0.0), 1.0)
-    return p if exhausted_stops else p ** max(1, attempts)
+    return p ** max(1, attempts)
 
 
-def _calls(sc: Scenario, h: Any, fit: int, waits: list[float]) -> tuple[float, float]:
+def _calls(sc: Scenario, h: Any, fit: int, waits: list[float], count: float,
+           arrivals: float) -> tuple[float, float, float]:
     """A handler that calls services: its run is its work and its calls' latencies; a job
     that comes while a service it calls is down fails until the outage is over (its
-    retries, spaced by the backoff, that fall inside the longest outage)."""
-    length, down = 0.0, 0.0
+    retries, spaced by the backoff, that fall inside the longest outage). A service that
+    refuses what it cannot take at once (a rate limit, or a capacity, that refuses) lets
+    through, of the ``count`` jobs that came faster than it takes them (over ``arrivals``
+    seconds), what it takes at once, then in each round of retries (which come back
+    together, one backoff later) what it has regained meanwhile: the last job waits every
+    round, a job half of them. Returns the run's length, the mean executions of a job and
+    the most (the last job's)."""
+    length, down, rounds = 0.0, 0.0, 0.0
+    wait = waits[1] - waits[0] if len(waits) > 1 else 0.0
     for step in h.steps:
         if isinstance(step, Call):
             spec = sc.services[step.service]
             length += mean(spec.latency)
             down = max([down] + [o.length for o in spec.outages])
-        else:
-            length += mean(step.duration)
+            takes = []  # (calls a second it takes, calls it takes at once)
+            if spec.rate_limit is not None and spec.rate_limit[2] == "refuse":
+                takes.append((spec.rate_limit[0], spec.rate_limit[1]))
+            if spec.capacity is not None and spec.when_full == "refuse" and \
+                    mean(spec.latency) > 0:
+                takes.append((spec.capacity / mean(spec.latency), float(spec.capacity)))
+            for rate, at_once in takes:
+                excess = count - rate * arrivals - at_once
+                if excess > 0:
+                    per_round = max(min(at_once, rate * wait), 1e-9)
+                    rounds = max(rounds, excess / per_round)
     inside = sum(1 for w in waits if w < down) if down else 0
-    return length, float(min(fit, inside + 1) if inside else 1)
+    most = min(float(fit), 1.0 + max(inside, math.ceil(rounds)))
+    return length, min(float(fit), 1.0 + inside + rounds / 2.0), most
 
 
 def _attempts_within(policy, attempts: int, end: float) -> tuple[int, list[float]]:
@@ -169,13 +189,13 @@ def count_workload(sc: Scenario) -> Workload:
 def count_executions(sc: Scenario, workload: Workload) -> Work:
     """The executions of the jobs with their failures and retries (as many as fit in the
     run), the handler time they take, and how long a job keeps coming back."""
-    exhausted_stops = sc.executor.exhausted == "failed"
     work = 0.0        # handler-seconds of execution
     tail = 0.0        # the longest a job keeps coming back (backoff), after the workload
     executions = 0.0
     hang_jobs = 0.0
     dead = 0.0        # jobs whose last execution fails (dead letters, failed tasks)
     longest_run = 0.0
+    per_job: dict[str, tuple[float, float]] = {}
     for name, count in workload.by_handler.items():
         h = sc.handlers[name]
         policy = sc.retry_for("", name)
@@ -191,11 +211,12 @@ def count_executions(sc: Scenario, workload: Workload) -> Work:
         elif h.fail_retries == "unchanged":  # handed back for free: until the run ends
             attempts = min(100_000, math.ceil(sc.end / max(mean_length + wait, 1e-3)))
         fit, waits = _attempts_within(policy, attempts, sc.end)
-        per = _executions_per_job(h, fit, exhausted_stops)
+        per = most = _executions_per_job(h, fit)
         if h.steps is not None:
-            mean_length, per = _calls(sc, h, fit, waits)
+            mean_length, per, most = _calls(sc, h, fit, waits, count,
+                                            workload.arrivals_end)
         if h.outcome != "succeed":
-            mean_length += wait * min(1.0, _ends_failed(h, fit, exhausted_stops) +
+            mean_length += wait * min(1.0, _ends_failed(h, fit) +
                                       (per - 1.0) / max(per, 1.0))
         if h.outcome == "hang" and math.isinf(mean_length):
             hang_jobs += count
@@ -203,11 +224,12 @@ def count_executions(sc: Scenario, workload: Workload) -> Work:
             work += count * per * mean_length
             longest_run = max(longest_run, mean_length)
         executions += count * per
+        per_job[name] = (per, mean_length)
         if h.boundary is not None and sc.boundary_timer_jobs:
             executions += count  # its boundary timer's timer job: a run of no length, at most
-        dead += count * _ends_failed(h, fit, exhausted_stops)
-        tail = max(tail, waits[min(len(waits), max(1, math.ceil(per))) - 1])
-    return Work(work, executions, tail, hang_jobs, dead, longest_run)
+        dead += count * _ends_failed(h, fit)
+        tail = max(tail, waits[min(len(waits), max(1, math.ceil(most))) - 1])
+    return Work(work, executions, tail, hang_jobs, dead, longest_run, per_job)
 
 
 def reruns(sc: Scenario, workload: Workload, run: Work, threads: int) -> float:
@@ -247,6 +269,8 @@ def run_span(sc: Scenario, workload: Workload, run: Work,
     rate = throughput(sc.nodes, run.work / run.executions if run.executions else 0.0,
                       latency)
     drain = workload.arrivals_end + run.tail + run.longest_run + run.executions / rate
+    drain = max(drain, _serial_span(sc, run), _crash_recovery(sc, drain) + run.longest_run,
+                max((f.at for f in sc.faults if f.kind in _OPERATIONS), default=0.0))
     span = min(sc.end, max(drain, sc.until or 0.0)) if sc.until is not None else \
         min(sc.end, drain)
     if run.hang_jobs or may_strand(sc):
@@ -255,6 +279,38 @@ def run_span(sc: Scenario, workload: Workload, run: Work,
                max((f.at + (f.length or 0.0) for f in sc.faults), default=0.0) if
                sc.until is not None else 0.0)
     return drain, min(span, sc.end)
+
+
+#: the operations a run waits for before it counts as drained
+_OPERATIONS = ("retry", "cancel", "move", "suspend", "activate")
+
+
+def _serial_span(sc: Scenario, run: Work) -> float:
+    """The longest a serial queue takes: its jobs run one after another, from its first."""
+    queues: dict[str, list[float]] = {}
+    for item in (*sc.jobs, *sc.streams):
+        if item.queue is None or item.handler not in run.per_job:
+            continue
+        per, length = run.per_job[item.handler]
+        count = float(getattr(item, "count", 1))
+        start = getattr(item, "at", getattr(item, "start", 0.0))
+        q = queues.setdefault(item.queue, [math.inf, 0.0])
+        q[0], q[1] = min(q[0], start), q[1] + count * per * length
+    return max((start + work for start, work in queues.values()), default=0.0)
+
+
+def _crash_recovery(sc: Scenario, drain: float) -> float:
+    """When the last crash's jobs are taken again: a crashed node's locks hold its jobs
+    until they expire (and a reset thread frees them, where expiry waits for one); a crash
+    after the work has drained holds nothing."""
+    ex = sc.executor
+    if ex.lock_expiry == "never":
+        return 0.0  # the lock never frees: may_strand prices it
+    wait = ex.lock_time + (min((n.executor.reset_interval for n in sc.nodes
+                                if n.executor.reset_interval), default=0.0)
+                           if ex.lock_expiry == "reset" else 0.0)
+    return max((f.at + wait for f in sc.faults if f.kind == "crash" and f.at < drain),
+               default=0.0)
 
 
 def may_strand(sc: Scenario) -> bool:
