@@ -132,6 +132,8 @@ def executor(r: random.Random, c: Ctx, policy: str | None, dialect: str) -> dict
     _opt(r, ex, "idempotent_submit", 0.15, r.choice([True, False]))
     _opt(r, ex, "retry", 0.5, retry(r))
     _opt(r, ex, "handles", 0.08, r.sample(c.handlers, len(c.handlers)))  # all, any order
+    if policy == "db_scheduler" and "retry" in ex:  # its million attempts, not with a
+        ex["retry"].setdefault("attempts", 3)  # backoff of a second
     count = ex.get("count_attempt", preset.get("count_attempt"))
     if count == "fetch":  # the format's rule: a rescue decides whether attempts are left
         ex["lock_expiry"] = "reset"

@@ -175,6 +175,10 @@ def scenario(r: random.Random) -> dict:
         c.services = [f"svc-{k}" for k in "ab"[:r.randint(1, 2)]]
         doc["services"] = {s: fuzzwork.service(r) for s in c.services}
     doc["handlers"] = {h: fuzzwork.handler(r, c) for h in c.handlers}
+    if policy == "db_scheduler":  # its retry is a million attempts: a handler's own short
+        for h in doc["handlers"].values():  # backoff without attempts would keep them
+            if "retry" in h:
+                h["retry"].setdefault("attempts", 1 + len(h) % 5)
     doc["workload"] = fuzzwork.workload(r, c)
     database = fuzzexec.db(r, doc, dialect)
     if database or p(r, 0.1):

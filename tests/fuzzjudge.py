@@ -12,6 +12,7 @@ narrowly as the checks allow, each with why. Used by tests/test_fuzz.py and tool
 
 from __future__ import annotations
 
+import re
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +21,7 @@ from typing import Any
 import yaml
 
 from jobsim.base.errors import ScenarioError
+from jobsim.base.trace import K
 from jobsim.executor.config import Scenario
 from jobsim.format.scenario import variants_of
 from jobsim.output.report import analyse
@@ -116,17 +118,38 @@ def _cycle(doc: dict) -> bool:
     return any(isinstance(r, dict) and isinstance(r.get("backoff"), str) for r in retries)
 
 
-def known_violation(doc: dict, sc: Scenario, v: Any) -> str | None:
+def _claimed_while_idle(result: Any, v: Any) -> bool:
+    """Whether the node a "sat idle" starvation names claimed rows after the idle span
+    began (its loop was not idle: it claimed full batches and passed the job over by order;
+    a run that frees its thread at once leaves "a thread free")."""
+    m = re.search(r"while (\S+), which may run it, sat idle .* from t=([0-9.e+-]+)s", v.message)
+    if result is None or m is None or m.group(1) not in result.trace.nodes:
+        return False
+    c = result.trace.arrays()
+    code, since = result.trace.nodes.index(m.group(1)), float(m.group(2))
+    mask = (c["kind"] == K["acquire"]) & (c["node"] == code) & (c["b"] > 0) & (
+        c["time"] > since)
+    return bool(mask.any())
+
+
+def known_violation(doc: dict, sc: Scenario, v: Any, result: Any = None) -> str | None:
     faults = doc.get("faults") or []
     forms = {h.get("fail_retries", "decrement") for h in _handlers(doc)}
     ops = {k for op in doc.get("operations") or [] for k in op if k in ("move", "retry")}
     if v.invariant == "duplicates_explained" and "broker" in _strategies(sc) and any(
-            "restart_server" in f for f in faults):
+            "restart_server" in f for f in faults) and any(
+            n.executor.queue_size > 0 for n in sc.nodes):
         return "K1 zeebe-like local queue at a server restart: unexplained duplicate"
     nodes = sc.nodes
     if v.invariant == "exclusive_locks" and any(
             n.executor.global_lock and n.executor.wakeup == "ticks" for n in nodes):
         return "F2 global_lock on a ticks node: its tick claims by read_then_write unlocked"
+    if v.invariant == "liveness" and "sat idle" in v.message and any(
+            "fail_wait" in h for h in _handlers(doc)):
+        return "F6 liveness counts a thread in its fail_wait as free: starved, falsely"
+    if v.invariant == "liveness" and "sat idle" in v.message and _claimed_while_idle(
+            result, v):
+        return "F7 liveness calls a node idle that claimed full batches all along"
     if v.invariant == "retries_follow_policy" and sc.executor.count_attempt == "fetch" and \
             any(n.executor.hint for n in nodes):
         return "F4 hint with count_attempt: fetch: a hinted job's fetch is not counted"
@@ -208,7 +231,7 @@ def judge(doc: dict) -> Outcome:
         for v in a.violations:
             if legitimate(doc, sc, v):
                 continue
-            k = known_violation(doc, sc, v)
+            k = known_violation(doc, sc, v, result)
             if k:
                 known.append(k)
             else:
