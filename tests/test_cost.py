@@ -263,3 +263,34 @@ def test_handlers_that_hang_are_priced_by_the_threads_they_hold(tmp_path):
     assert est.events < DEFAULT_EVENTS
     events = run(sc).events
     assert events / 3 <= est.events <= events * 3, (est.events, events)
+
+
+def test_a_run_that_a_stranded_job_keeps_to_its_horizon_is_priced_to_it():
+    """A crashed node's lock never frees (``lock_expiry: never``): its jobs stay, so a run
+    "until drained" lasts to its horizon, and on PostgreSQL every empty poll is simulated.
+    The estimate assumed it drained: 239 events for a run of 43,000."""
+    sc = scenario.loads("""
+name: stranded
+until: drained
+horizon: 6h
+db: {dialect: postgres, latency: 2ms}
+executor: {lock_expiry: never, poll_interval: 1s, threads: 2}
+nodes: 2
+handlers: {h: {duration: 5s}}
+workload: {streams: [{name: s, handler: h, count: 20, rate: 1/s}]}
+faults: [{at: 3s, crash: node-1}]
+""")
+    result = run(sc)
+    assert result.end_time == 6 * 3600
+    assert 1 / 3 <= result.events / estimate(sc).events <= 3
+
+
+def test_under_the_default_budget_the_guard_stops_at_10x_the_estimate():
+    """The default budget is not consent to a run 100× its estimate; a raised one is."""
+    from jobsim.sim.cost import GUARD_MIN_EVENTS, Estimate
+
+    small = Estimate(events=12_000, memory_bytes=1e6)
+    assert Guard(small).max_events == GUARD_MIN_EVENTS
+    assert Guard(small, Budget(events=DEFAULT_EVENTS)).max_events == GUARD_MIN_EVENTS
+    assert Guard(Estimate(events=5e6, memory_bytes=1e6)).max_events == 5e7
+    assert Guard(small, Budget(events=3e8)).max_events == 3e8

@@ -130,7 +130,10 @@ def _retries(trace: Trace, scenario: Scenario) -> list[Violation]:
         # what the worker's fail call sends, where the server stores it as sent
         form = scenario.handlers[handler_of[j]].fail_retries
         if form != "decrement":
-            out += _sent_retries(k, j, seq, f, form, total, int(cols["a"][seq]))
+            # sent as the job holds them: what it was created with, or an operator gave it
+            # (a cycle's repeat count is the engine's own count, not what a worker sends)
+            held = budget.get(j, scenario.initial_retries(handler_of[j]))
+            out += _sent_retries(k, j, seq, f, form, held, int(cols["a"][seq]))
             if k == K["dead_lettered"]:
                 continue
         elif k == K["dead_lettered"]:
@@ -163,8 +166,8 @@ def _retries(trace: Trace, scenario: Scenario) -> list[Violation]:
 
 def _sent_retries(k: int, j: int, seq: int, f: int, form: str, total: int,
                   left: int) -> list[Violation]:
-    """A failure whose worker sent the job's retries unchanged (it stays with ``total``,
-    never exhausted by failing) or sent none (exhausted at once)."""
+    """A failure whose worker sent the job's retries unchanged (it keeps the ``total`` it
+    holds, never exhausted by failing) or sent none (exhausted at once)."""
     why = None
     if form == "omitted" and k != K["dead_lettered"]:
         why = f"job {j} was retried after failure {f}; its worker sends no retries (0)"

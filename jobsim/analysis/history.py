@@ -21,7 +21,8 @@ conflict that let two nodes hold the job).
 - ``partition`` — an earlier execution succeeded but its completion never reached the
   database (the node was cut off), so the job ran again;
 - ``server_restart`` — the Zeebe-like server restored a job that a live worker was still
-  running, and another worker activated it;
+  running (or held in its local queue, or had run without its outcome back yet), and it was
+  activated again;
 - ``unexplained`` — none of the above: a bug in the model, flagged by the checks.
 
 A **duplicate side effect** is a side effect of a job that already had one; it takes the cause
@@ -176,7 +177,12 @@ def told(trace: Trace, cols: dict[str, np.ndarray], idx: np.ndarray) -> tuple[
                 holder[j] = (node, x_[i], h[2])
         elif k == KU:
             prev = holder.pop(j, None)
-            if s_[i] == restart_text and sum(running.get(j, {}).values()) > 0:
+            if s_[i] == restart_text and (sum(running.get(j, {}).values()) > 0 or (
+                    prev is not None and (waiting.get(j) == prev[0]
+                                          or uncommitted.get(j) == prev[0]))):
+                # the server handed back a job its worker still runs, holds in its local
+                # queue, or has run without its outcome back yet: whoever activates it next
+                # runs it again, and the worker runs or reports it all the same
                 conflict[j] = ("server_restart", [seq])
             elif prev is not None and prev[1] < t and (
                     running.get(j, {}).get(prev[0], 0) > 0 or uncommitted.get(j) == prev[0]

@@ -24,6 +24,10 @@ _DUES = [K[k] for k in ("job_created", "retry_scheduled", "timer_due", "revived"
 #: a node's events that make it busy or free (and an erroring claim, which ends an idle span)
 _NODE_EVENTS = [K[k] for k in ("exec_start", "exec_end", "node_crashed", "node_restarted",
                                "node_paused", "node_resumed", "partition")]
+#: what ends a failed execution's hold on its thread: the failure statement's outcome (the
+#: worker may first wait, ``fail_wait``, the job and the thread still its own)
+_FAIL_OUTCOMES = [K[k] for k in ("retry_scheduled", "dead_lettered", "stale_write",
+                                 "statement_failed")]
 
 
 def idle_grace(cfg: ExecutorConfig, longest_claim: float) -> float:
@@ -154,7 +158,8 @@ def _starved(trace: Trace, scenario: Scenario, hist: Histories, waiting: list[in
     timer_text = np.array([t.endswith(" timer_job") for t in trace.texts] + [False])
     room = _by_node(node, np.flatnonzero(acq & (cols["attempt"] == 0) & (cols["c"] == 0)
                                          & (cols["a"] > cols["b"])), len(trace.nodes))
-    events = _by_node(node, np.flatnonzero(np.isin(kind, _NODE_EVENTS) | (
+    frees = _threads_freed(trace, cols)
+    events = _by_node(node, np.flatnonzero(np.isin(kind, _NODE_EVENTS) | frees | (
         acq & (cols["attempt"] > 0))), len(trace.nodes))
     slowed = np.flatnonzero(kind == K["db_slowed"])
     stories = [hist.jobs[waiting[i]] for i, *_ in judge]
@@ -191,7 +196,7 @@ def _starved(trace: Trace, scenario: Scenario, hist: Histories, waiting: list[in
         if n.executor.wakeup == "ticks" or scenario.db.connections or not mine.any():
             continue  # a tick is its only poll; a bounded pool may hold a claim up for long
         rows = np.union1d(events(code), slowed)
-        s0, s1 = _idle_spans(cols, rows, n.executor.threads, n.start_at or 0.0, end)
+        s0, s1 = _idle_spans(cols, rows, frees, n.executor.threads, n.start_at or 0.0, end)
         grace = idle_grace(n.executor, longest)
         if not len(s0):
             continue
@@ -224,15 +229,40 @@ def _by_node(node: np.ndarray, rows: np.ndarray, nodes: int):
     return lambda code: rows[bounds[code]:bounds[code + 1]]
 
 
-def _idle_spans(cols: dict[str, np.ndarray], rows: np.ndarray, threads: int, start: float,
-                end: float) -> tuple[np.ndarray, np.ndarray]:
+def _threads_freed(trace: Trace, cols: dict[str, np.ndarray]) -> np.ndarray:
+    """Per trace row: whether it gives a worker thread back. A successful ``exec_end``
+    does; a failed one does not, for its thread goes on to the failure statement (after the
+    handler's ``fail_wait``, if any): the outcome of that statement by the same node for the
+    same job and attempt does (a crash, which may come between, frees every thread)."""
+    kind = cols["kind"]
+    end = kind == K["exec_end"]
+    fail_text = trace.texts.index("fail") if "fail" in trace.texts else -2
+    outcome = np.isin(kind, _FAIL_OUTCOMES[:2]) | (
+        np.isin(kind, _FAIL_OUTCOMES[2:]) & (cols["text"] == fail_text))
+    failed = end & (cols["a"] == 0)
+    frees = end & (cols["a"] == 1)
+    rows = np.flatnonzero(failed | (outcome & (cols["attempt"] > 0)))
+    if len(rows) > 1:
+        key = np.lexsort((rows, cols["attempt"][rows], cols["job"][rows], cols["node"][rows]))
+        r = rows[key]
+        same = ((cols["node"][r[1:]] == cols["node"][r[:-1]])
+                & (cols["job"][r[1:]] == cols["job"][r[:-1]])
+                & (cols["attempt"][r[1:]] == cols["attempt"][r[:-1]]))
+        paired = same & failed[r[:-1]] & outcome[r[1:]]
+        frees[r[1:][paired]] = True
+    return frees
+
+
+def _idle_spans(cols: dict[str, np.ndarray], rows: np.ndarray, frees: np.ndarray,
+                threads: int, start: float, end: float) -> tuple[np.ndarray, np.ndarray]:
     """The spans ``[s0, s1)`` from ``start`` to ``end`` during which a node was up, not
-    paused, cut off or slowed, and ran fewer executions than ``threads``; ``rows``: its
-    events (and the database's slowdowns), in order. An erroring claim ends a span."""
+    paused, cut off or slowed, and ran fewer executions than ``threads`` (a failed one holds
+    its thread until its failure statement is done: ``frees``); ``rows``: its events (and
+    the database's slowdowns), in order. An erroring claim ends a span."""
     k, t, a, x = (cols[c][rows] for c in ("kind", "time", "a", "x"))
     ix = np.arange(len(rows))
     crash = k == K["node_crashed"]
-    running = np.cumsum((k == K["exec_start"]).astype(np.int64) - (k == K["exec_end"]))
+    running = np.cumsum((k == K["exec_start"]).astype(np.int64) - frees[rows])
     at_crash = np.maximum.accumulate(np.where(crash, ix, -1))
     running = running - np.where(at_crash >= 0, running[np.maximum(at_crash, 0)], 0)
 

@@ -164,6 +164,8 @@ def plain_jobs(cols: dict[str, np.ndarray], idx: np.ndarray, discard_text: int) 
     kind = cols["kind"][idx]
     idx = idx[(kind != K["lock_extended"]) & (cols["job"][idx] >= 0)]  # an extension: nothing
     del kind
+    if not len(idx):  # no job was created before the run's end
+        return np.zeros(0, np.int64)
     job = cols["job"][idx]
     order = np.argsort(job, kind="stable")
     idx, job = idx[order], job[order]

@@ -22,9 +22,11 @@ Backoff forms:
   The offset is part of ``d`` in every form: the jitter spreads the whole delay, offset
   included (a numeric jitter always did), and ``decorrelated`` starts from ``offset + base``.
   Without a stream the middle of the draw is taken (``U = 1/2``);
-- ``CycleBackoff(repeat, interval)`` — ISO-8601 ``R5/PT10M``: on the first failure the retry
-  count is replaced by the repeat count (Flowable's ``failedJobRetryTimeCycle``), so the job
-  runs ``repeat`` times in all, ``interval`` apart.
+- ``CycleBackoff(repeat, interval)`` — ISO-8601 ``R5/PT10M``: on the job's first failure
+  ever the retry count is replaced by the repeat count (Flowable's
+  ``failedJobRetryTimeCycle``: only while the job's exception message is empty), so the job
+  runs ``repeat`` times in all, ``interval`` apart. A job an operator moved back with
+  retries has failed before: the cycle does not replace those.
 """
 
 from __future__ import annotations
@@ -217,10 +219,15 @@ class RetryPolicy:
         return self.attempts
 
     def on_failure(self, retries: int, failure: int, stream: Stream | None = None,
-                   previous: float | None = None) -> Decision:
+                   previous: float | None = None, first: bool | None = None) -> Decision:
         """The decision for the ``failure``-th failure of a job holding ``retries``, whose
-        previous delay was ``previous`` (``None`` before its first)."""
-        if failure == 1 and isinstance(self.backoff, CycleBackoff):
+        previous delay was ``previous`` (``None`` before its first). ``first``: whether the
+        job never failed before (Flowable: its exception message is still empty); only then
+        does a cycle replace the retries by its repeat count, so an operator's move with
+        retries, which keeps the exception, is not overridden. ``None``: ``failure == 1``."""
+        if first is None:
+            first = failure == 1
+        if first and isinstance(self.backoff, CycleBackoff):
             retries = self.backoff.repeat
         if retries <= 1:
             return Decision(True, 0, 0.0)

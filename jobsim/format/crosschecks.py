@@ -35,6 +35,7 @@ def cross_checks(v: dict[str, Any], problems: list[Problem]) -> None:
     handlers = tuple(k for k in _d(v.get("handlers")))
     job_names, schedules = _workload(v, ex, seen, known, handlers, problems)
     _faults_and_operations(v, seen, known, job_names | schedules, problems)
+    _server_restarts(v, nodes, ex, problems)
     for i, n in enumerate(nodes):
         for k, h in enumerate(_l(n.get("handles"))):
             if isinstance(h, str) and "handlers" in v and h not in handlers:
@@ -55,7 +56,15 @@ def _fail_forms(v: dict[str, Any], nodes: list[dict[str, Any]], ex: dict[str, An
     others = sorted(str(s) for s in strategies if s != "broker")
     for name, h in _d(v.get("handlers")).items():
         form = _d(h).get("fail_retries", "decrement")
-        if form != "decrement" and others:
+        if form != "decrement" and ex.get("count_attempt") == "fetch":
+            # a server that stores the retries as sent counts no attempt at fetch (Zeebe);
+            # one that counts at fetch takes no retries from the worker (Oban, River)
+            problems.append(Problem(f"handlers.{name}.fail_retries",
+                                    "decrement where attempts are counted at fetch "
+                                    "(count_attempt: fetch): the claim already counts each "
+                                    "execution, so a worker's own count would contradict it",
+                                    f"{form!r} with count_attempt 'fetch'"))
+        elif form != "decrement" and others:
             problems.append(Problem(f"handlers.{name}.fail_retries",
                                     "decrement: only a worker whose server stores the retries "
                                     "as sent (acquisition: broker) chooses what it sends; "
@@ -246,6 +255,23 @@ def _faults_and_operations(v: dict[str, Any], seen: set[str], known: list[str],
                                         "in workload.jobs or of a schedule in "
                                         "workload.recurring", show(name),
                                         suggest(name, sorted(job_names))))
+
+
+def _server_restarts(v: dict[str, Any], nodes: list[dict[str, Any]], ex: dict[str, Any],
+                     problems: list[Problem]) -> None:
+    """A server restart needs a server: every node's jobs handed out by one (acquisition:
+    broker). Rows claimed with SQL stay locked through a database's restart, so a restart
+    that unlocked them would model no real system."""
+    default_strategy = ex.get("acquisition", DEFAULT_EXECUTOR.acquisition)
+    others = sorted({str(n.get("acquisition", default_strategy)) for n in nodes} - {"broker"})
+    if not others:
+        return
+    for i, f in enumerate(_l(v.get("faults"))):
+        if "restart_server" in _d(f):
+            problems.append(Problem(f"faults[{i}].restart_server", "a server that activates "
+                                    "jobs itself on every node (acquisition: broker, as in "
+                                    "policy: zeebe_like or zeebe)",
+                                    f"acquisition {others[0]!r}: no server to restart"))
 
 
 # --- expectations and distributions -----------------------------------------------------------

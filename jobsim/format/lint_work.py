@@ -1,4 +1,5 @@
-"""Traps of the workload rather than of a node's settings: a job its worker hands back for
+"""Traps of the workload rather than of a node's settings: an item that creates nothing
+before the run's end (``created-after-the-end``), a job its worker hands back for
 ever (``handed-back-for-ever``) and a schedule that a failure ends for good
 (``schedule-stops-on-failure``), and a call that can hang its thread for good
 (``call-without-timeout``), a service nothing calls (``service-not-called``) or a rule for
@@ -21,8 +22,24 @@ Found = tuple[str, str, str]
 
 def workload_traps(sc: Scenario) -> list[Found]:
     """The workload's traps, in the order they are reported."""
-    return [*_handed_back_for_ever(sc), *_stopped_schedules(sc), *_calls_that_hang(sc),
-            *_idle_services(sc)]
+    return [*_after_the_end(sc), *_handed_back_for_ever(sc), *_stopped_schedules(sc),
+            *_calls_that_hang(sc), *_idle_services(sc)]
+
+
+def _after_the_end(sc: Scenario) -> Iterator[Found]:
+    """A workload item whose first job would be created at or after the run's end: it
+    creates nothing in this run (and a run with no job at all has nothing to show)."""
+    end = sc.end
+    until = "until" if sc.until is not None else "horizon"
+    for group, items, key in (("jobs", sc.jobs, "at"), ("streams", sc.streams, "start"),
+                              ("recurring", sc.recurring, "start")):
+        for i, item in enumerate(items):
+            first = getattr(item, key)
+            if first >= end:
+                yield ("created-after-the-end", f"workload.{group}[{i}].{key}",
+                       f"its first job would be created at {format_duration(first)}, at or "
+                       f"after the run's end ({until}: {format_duration(end)}), so it creates "
+                       f"no job in this run; fix: an earlier {key}, or a later {until}")
 
 
 def _idle_services(sc: Scenario) -> Iterator[Found]:

@@ -6,7 +6,8 @@ Each ends the execution as the drawn runs do, with its ``exec_end``, and returns
 succeeded and its error. A worker's own timeout (``worker_timeout``) races the whole run: the
 step it cuts short ends the run there with "processing took too long" (a call still in
 flight stays with the service: it does not know the caller left). A stalled node's thread
-goes on after each step only when the pause ends.
+goes on after each step only when the pause ends; if the worker's timeout passed meanwhile,
+the run ends there, timed out, before its next step.
 """
 
 from __future__ import annotations
@@ -55,6 +56,10 @@ def _steps(node: Node, h: Handler, jid: int, attempt: int, stream: Any,
     said = False
     for i, step in enumerate(steps):
         left = deadline - env.now
+        if left < 0:
+            # the worker's timeout passed while the node was paused: its timer fires the
+            # moment the node runs again, before the next step starts
+            return False, TIMED_OUT, said
         if isinstance(step, Call):
             t, cut = step.timeout, False
             if left < math.inf and (t is None or left < t):

@@ -65,7 +65,8 @@ def fail(node: Node, jid: int, hname: str, attempt: int, error: str,
             return "stale", 0, 0.0
         previous = row.last_delay  # what a decorrelated jitter grows from
         if form == "decrement":
-            d = policy.on_failure(row.retries + counted, row.failures + 1, stream, previous)
+            d = policy.on_failure(row.retries + counted, row.failures + 1, stream, previous,
+                                  first=row.error is None)
         elif form == "unchanged":  # job.retries as it is: the failure uses none
             d = Decision(False, row.retries,
                          policy.backoff.delay(row.failures + 1, stream, previous))

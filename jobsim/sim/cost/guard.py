@@ -1,15 +1,20 @@
 """The guard while a run runs: it stops a run that goes far past its estimate.
 
 The run loop calls a ``Guard`` every few thousand events; it raises ``RunStopped`` when the
-run has made ``GUARD_FACTOR`` times its estimated events (or more than the budget, if that
-is higher), or when the process's memory grew past the memory budget.
+run has made ``GUARD_FACTOR`` times its estimated events (and at least ``GUARD_MIN_EVENTS``,
+a few seconds of simulation, so that a small run is never stopped for a small miss), or when
+the process's memory grew past the memory budget. A budget raised above the default
+(``--budget``) is the user's consent to a bigger run: the guard then stops at that budget if
+it is higher. The default budget is not such a consent: a run estimated at 12,000 events
+that makes millions has gone wrong (or the estimate has), and is stopped with a message
+that says so and how to let it go on.
 """
 
 from __future__ import annotations
 
 import os
 
-from .budget import Budget, Estimate, _bytes, _count
+from .budget import DEFAULT_EVENTS, Budget, Estimate, _bytes, _count
 
 #: a run stops when it reaches this many times its estimate (or its budget, if higher)
 GUARD_FACTOR = 10.0
@@ -36,7 +41,8 @@ class Guard:
     def __init__(self, est: Estimate, budget: Budget = Budget(), what: str = "the run"):
         self.estimate = est
         self.what = what
-        self.max_events = max(GUARD_FACTOR * est.events, budget.events, GUARD_MIN_EVENTS)
+        raised = budget.events if budget.events > DEFAULT_EVENTS else 0.0
+        self.max_events = max(GUARD_FACTOR * est.events, raised, GUARD_MIN_EVENTS)
         self.max_growth = max(budget.memory, 2.0 * est.memory_bytes)
         self.start_rss = _rss()
 

@@ -242,18 +242,43 @@ def run_span(sc: Scenario, workload: Workload, run: Work,
              latency: float) -> tuple[float, float]:
     """How long the run lasts: the time its work takes to drain (the workload, the longest
     backoff, the longest execution and the backlog at the nodes' throughput), and its span
-    (the drain, within the run's horizon and ``until``; a hanging job lasts to the end)."""
+    (the drain, within the run's horizon and ``until``; a hanging job, or one that may be
+    stranded (``may_strand``), lasts to the end)."""
     rate = throughput(sc.nodes, run.work / run.executions if run.executions else 0.0,
                       latency)
     drain = workload.arrivals_end + run.tail + run.longest_run + run.executions / rate
     span = min(sc.end, max(drain, sc.until or 0.0)) if sc.until is not None else \
         min(sc.end, drain)
-    if run.hang_jobs:
+    if run.hang_jobs or may_strand(sc):
         span = sc.end
     span = max(span, max((t.at for t in sc.ticks), default=0.0),
                max((f.at + (f.length or 0.0) for f in sc.faults), default=0.0) if
                sc.until is not None else 0.0)
     return drain, min(span, sc.end)
+
+
+def may_strand(sc: Scenario) -> bool:
+    """Whether a job may stay unfinished to the run's end, so that a run "until drained"
+    lasts to its horizon, its nodes polling all the while: a lock that never frees (no
+    expiry, or a reset and no reset thread) held by a node that crashes or is cut off, with
+    no server restart after it to hand the job back; a job that no node runs; a job
+    suspended and not activated after."""
+    ex = sc.executor
+    never = ex.lock_expiry == "never" or (ex.lock_expiry == "reset" and not any(
+        n.executor.reset_interval for n in sc.nodes))
+    if never:
+        cuts = [f.at for f in sc.faults if f.kind in ("crash", "partition")]
+        restarts = [f.at for f in sc.faults if f.kind == "restart_server"]
+        if cuts and not (restarts and max(restarts) > max(cuts)):
+            return True
+    used = {j.handler for j in sc.jobs} | {s.handler for s in sc.streams} | {
+        r.handler for r in sc.recurring}
+    if any(all(n.executor.handles is not None and h not in n.executor.handles
+               for n in sc.nodes) for h in used):
+        return True
+    suspended = [f for f in sc.faults if f.kind == "suspend"]
+    return any(not any(a.kind == "activate" and a.at >= f.at and a.node in (f.node, "all")
+                       for a in sc.faults) for f in suspended)
 
 
 def outlived_locks(sc: Scenario, workload: Workload, span: float,

@@ -220,7 +220,8 @@ def hunt(doc: dict[str, Any], prop: Property | str, *, source: str = "<scenario>
         result.bounds = b = bounds(hunt_spec or {}, names,
                                    None if ex.lock_expiry == "never" else ex.lock_time,
                                    float(row0.get("end_time") or 0.0),
-                                   ex.acquisition == "broker", kinds, source,
+                                   all(n.executor.acquisition == "broker"
+                                       for n in base.nodes), kinds, source,
                                    list(doc.get("faults") or []))
         found, found_row = _search(runner, b, hunt_seed, base.seed, runs, seconds, zero, row0)
         if found is not None:
