@@ -137,6 +137,7 @@ def executor(r: random.Random, c: Ctx, policy: str | None, dialect: str) -> dict
     count = ex.get("count_attempt", preset.get("count_attempt"))
     if count == "fetch":  # the format's rule: a rescue decides whether attempts are left
         ex["lock_expiry"] = "reset"
+    c.fetch = count == "fetch"
     c.idempotent = bool(ex.get("idempotent_submit", preset.get("idempotent_submit")))
     c.timer_table = bool(ex.get("timer_table", preset.get("timer_table")))
     return ex

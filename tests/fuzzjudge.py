@@ -106,16 +106,12 @@ def legitimate(doc: dict, sc: Scenario, v: Any) -> str | None:
 
 
 # --- known bugs: recognised by their signature, counted, not reported again ------------------
-# K…: known before this fuzzing, being fixed on main; F…: found by it and reported (see the
-# commit that added each). Remove an entry when its fix lands, so that the fuzz holds it.
+# F…: found by this fuzzing and reported, not fixed yet (the commit that added each says
+# what it is). Remove an entry when its fix lands, so that the fuzz holds it. (The bugs
+# known before it, K1-K5, and F6 were fixed on main and their entries removed.)
 
 def _handlers(doc: dict) -> list[dict]:
     return [h for h in (doc.get("handlers") or {}).values() if isinstance(h, dict)]
-
-
-def _cycle(doc: dict) -> bool:
-    retries = [doc.get("executor", {}).get("retry")] + [h.get("retry") for h in _handlers(doc)]
-    return any(isinstance(r, dict) and isinstance(r.get("backoff"), str) for r in retries)
 
 
 def _claimed_while_idle(result: Any, v: Any) -> bool:
@@ -133,45 +129,22 @@ def _claimed_while_idle(result: Any, v: Any) -> bool:
 
 
 def known_violation(doc: dict, sc: Scenario, v: Any, result: Any = None) -> str | None:
-    faults = doc.get("faults") or []
-    forms = {h.get("fail_retries", "decrement") for h in _handlers(doc)}
-    ops = {k for op in doc.get("operations") or [] for k in op if k in ("move", "retry")}
-    if v.invariant == "duplicates_explained" and "broker" in _strategies(sc) and any(
-            "restart_server" in f for f in faults) and any(
-            n.executor.queue_size > 0 for n in sc.nodes):
-        return "K1 zeebe-like local queue at a server restart: unexplained duplicate"
     nodes = sc.nodes
     if v.invariant == "exclusive_locks" and any(
             n.executor.global_lock and n.executor.wakeup == "ticks" for n in nodes):
         return "F2 global_lock on a ticks node: its tick claims by read_then_write unlocked"
-    if v.invariant == "liveness" and "sat idle" in v.message and any(
-            "fail_wait" in h for h in _handlers(doc)):
-        return "F6 liveness counts a thread in its fail_wait as free: starved, falsely"
     if v.invariant == "liveness" and "sat idle" in v.message and _claimed_while_idle(
             result, v):
         return "F7 liveness calls a node idle that claimed full batches all along"
     if v.invariant == "retries_follow_policy" and sc.executor.count_attempt == "fetch" and \
             any(n.executor.hint for n in nodes):
         return "F4 hint with count_attempt: fetch: a hinted job's fetch is not counted"
-    if v.invariant == "retries_follow_policy":
-        if _cycle(doc) and "unchanged" in forms:
-            return "K3a ISO cycle backoff with fail_retries: unchanged"
-        if sc.executor.count_attempt == "fetch" and "unchanged" in forms:
-            return "K3b count_attempt: fetch with fail_retries: unchanged"
-        if _cycle(doc) and ops:
-            return "K3c cycle backoff after an operator's move/retry"
     return None
 
 
 def known_crash(doc: dict, exc: BaseException, frame: str) -> str | None:
-    if isinstance(exc, ValueError) and "Negative delay" in str(exc) and any(
-            "pause" in f for f in doc.get("faults") or []) and any(
-            "calls" in h and "worker_timeout" in h for h in _handlers(doc)):
-        return "K4 pause past a worker_timeout inside calls: Negative delay"
     if isinstance(exc, ZeroDivisionError) and "cpu.py" in frame and "_growth" in frame:
         return "F3 a profile's select/update of mean 0 with a per-row time: division by zero"
-    if isinstance(exc, IndexError) and "stories.py" in frame:
-        return "K5 stories.plain_jobs with no job created before until"
     return None
 
 

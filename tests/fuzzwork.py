@@ -110,6 +110,7 @@ class Ctx:
     late_jobs: list[str] = field(default_factory=list)  # named jobs created later
     schedules: list[str] = field(default_factory=list)
     idempotent: bool = False
+    fetch: bool = False               # count_attempt: fetch
     timer_table: bool = False
     boundary: bool = False            # a handler has a boundary timer
     total: int = 0                    # jobs the workload creates
@@ -195,7 +196,8 @@ def handler(r: random.Random, c: Ctx) -> dict:
     if p(r, 0.2):
         h["fail_wait"] = backoff(r, fail_wait=True)
     if c.broker and p(r, 0.4):
-        h["fail_retries"] = r.choice(FAIL_RETRIES)
+        # a worker's own count beside attempts counted at fetch is refused by the format
+        h["fail_retries"] = "decrement" if c.fetch else r.choice(FAIL_RETRIES)
         if h["fail_retries"] == "unchanged" and c.until is None:
             h["fail_retries"] = "omitted"
         if h["fail_retries"] == "unchanged":
