@@ -86,11 +86,16 @@ def one(args: tuple[int, float]) -> tuple[int, Outcome, float]:
     return seed, outcome, cpu
 
 
-def shrunk(args: tuple[int, str, float]) -> tuple[int, str, dict]:
+def shrunk(args: tuple[int, str, float]) -> tuple[int, str, dict, Outcome]:
+    """The scenario of ``seed`` shrunk to what keeps its failure, and its outcome."""
     seed, target, limit = args
     doc = fuzzgen.scenario(random.Random(seed))
     small, _ = _limited(limit, lambda: shrink(doc, same_failure(target, COST_OVER)))
-    return seed, target, small if isinstance(small, dict) else doc
+    small = small if isinstance(small, dict) else doc
+    o = judge(small)
+    if target == "cost":
+        o = Outcome("cost", f"{o.ratio:.1f}× its estimate", _ratios(o), o.ratios)
+    return seed, target, small, o
 
 
 def _replay(seed: int) -> str:
@@ -154,8 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         if a.shrink and distinct:
             print(f"shrinking {len(distinct)} distinct failure(s)…", flush=True)
             jobs = [(s, sig, a.cpu_limit * 10) for sig, s in sorted(distinct.items())]
-            for seed, sig, doc in pool.imap_unordered(shrunk, jobs):
-                o = results[seed][0] if sig != "cost" else Outcome("cost", sig)
+            for seed, sig, doc, o in pool.imap_unordered(shrunk, jobs):
                 print(f"  {sig}: {_write(out, seed, o.kind, o, doc, '.min')}", flush=True)
     except KeyboardInterrupt:
         pool.terminate()
