@@ -3,8 +3,9 @@ run under the cost guard and analysed, and the outcome classed — ``ok``, ``inv
 format refused the draw: a generator bug), ``refused`` (beyond the fuzz budget: a generator
 bug too), ``break`` (an invariant violated that the draw's settings do not excuse),
 ``expect`` (an expectation that holds on any run failed), ``crash`` (an exception: its type
-and last frame), ``hang`` (the guard stopped it far past its estimate), or ``known`` (a
-known bug, being fixed on main: recognised by its signature and counted, not reported).
+and last frame), ``hang`` (the guard stopped it far past its estimate, or the fuzz tool's
+CPU limit), or ``known`` (a bug found and reported, not fixed yet: recognised by its
+signature and counted, not reported again; tests/test_fuzz_findings.py holds each).
 
 What a draw legitimately breaks is decided invariant by invariant in ``legitimate``, as
 narrowly as the checks allow, each with why. Used by tests/test_fuzz.py and tools/fuzz.py.
