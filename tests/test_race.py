@@ -283,7 +283,7 @@ def test_a_failed_race_cleans_up_too(tmp_path):
 
 def test_ctrl_c_in_process_stops_the_workers_and_cleans_up(tmp_path, capsys, monkeypatch):
     """KeyboardInterrupt while the workers race: they are stopped and reaped, the table is
-    dropped, the journal mode restored; the CLI says so in one line and exits 2."""
+    dropped, the journal mode restored; the CLI says so in one line and exits 130 (Ctrl-C)."""
     monkeypatch.setenv("JOBSIM_PROGRESS", "0")
     db = tmp_path / "theirs.db"
     _user_db(db)
@@ -306,9 +306,10 @@ def test_ctrl_c_in_process_stops_the_workers_and_cleans_up(tmp_path, capsys, mon
     status = cli.main(["race", "--db", f"sqlite:{db}", "--strategy", "guarded_update",
                        "--workers", "3", "--jobs", "200000", "--batch", "1"])
     out, err = capsys.readouterr()
-    assert status == 2
+    assert status == 130
     assert err.count("\n") == 1 and "Traceback" not in err
-    assert err.startswith("jobsim: interrupted after 0 of 1 races: the workers were stopped")
+    assert err.startswith("jobsim: stopped by SIGINT (Ctrl-C); 0 of 1 races were run; the "
+                          "workers were stopped")
     assert "table dropped" in err
     assert len(seen["pids"]) == 3 and seen["claimed"] > 0
     assert multiprocessing.active_children() == []
@@ -364,8 +365,9 @@ def test_ctrl_c_from_a_terminal_leaves_no_process_and_no_traceback(tmp_path):
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)
             p.wait()
-    assert p.returncode == 2
-    assert err.startswith("jobsim: interrupted after 0 of 1 races") and err.count("\n") == 1
+    assert p.returncode == 130
+    assert err.startswith("jobsim: stopped by SIGINT (Ctrl-C); 0 of 1 races were run")
+    assert err.count("\n") == 1
     assert "Traceback" not in err and "KeyboardInterrupt" not in err
     assert _session_members(p.pid) == []
     assert _state(db) == before
@@ -461,9 +463,10 @@ def test_race_on_postgres_keeps_the_users_tables(pg, capsys, monkeypatch):
     monkeypatch.setattr(race_mod, "_collect", interrupted)
     monkeypatch.setenv("JOBSIM_PROGRESS", "0")
     assert cli.main(["race", "--db", pg, "--strategy", "guarded_update", "--workers", "4",
-                     "--jobs", "200000", "--batch", "1"]) == 2
+                     "--jobs", "200000", "--batch", "1"]) == 130
     err = capsys.readouterr().err
-    assert err.startswith("jobsim: interrupted after 0 of 1 races") and "dropped" in err
+    assert err.startswith("jobsim: stopped by SIGINT (Ctrl-C); 0 of 1 races were run")
+    assert "dropped" in err
     assert multiprocessing.active_children() == []
     assert _pg_tables(pg) == before
     monkeypatch.undo()

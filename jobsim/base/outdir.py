@@ -32,6 +32,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .signals import held
+
 MANIFEST = ".jobsim-manifest.json"
 FORMAT = 1
 
@@ -40,8 +42,9 @@ class OutputError(Exception):
     """jobsim will not write where asked: the message names the folder and says why."""
 
 
-def make_dir(path: Path) -> None:
-    """``mkdir -p`` with the user's umask (``os.mkdir`` applies it to 0o777)."""
+def make_dir(path: Path) -> list[Path]:
+    """``mkdir -p`` with the user's umask (``os.mkdir`` applies it to 0o777); the folders it
+    made, outermost first (``unmake`` takes them away again if they stayed empty)."""
     path = Path(path)
     missing = []
     p = path
@@ -52,26 +55,46 @@ def make_dir(path: Path) -> None:
         p = p.parent
     if p.exists() and not p.is_dir():
         raise OutputError(f"cannot make the folder {path}: {p} is a file")
+    made = []
     for d in reversed(missing):
         try:
             os.mkdir(d, 0o777)
+            made.append(d)
         except FileExistsError:
             if not d.is_dir():
                 raise OutputError(f"cannot make the folder {path}: {d} is a file") from None
+    return made
+
+
+def unmake(made: list[Path]) -> None:
+    """Remove the folders ``make_dir`` or ``ignored_dir`` made, innermost first, while they
+    are empty but for ``ignored_dir``'s own ``.gitignore``: a stopped command leaves none."""
+    for d in reversed(made):
+        ignore = d / ".gitignore"
+        try:
+            if ignore.is_file() and not ignore.is_symlink() and \
+                    ignore.read_text(encoding="utf-8") == IGNORE_ALL and \
+                    [p.name for p in d.iterdir()] == [".gitignore"]:
+                ignore.unlink()
+            d.rmdir()
+        except OSError:
+            return  # not empty (something of the user's, or ours to keep): stop there
 
 
 #: what jobsim writes into a folder of throwaway output it makes (what-if runs, sweeps)
 IGNORE_ALL = "# made by jobsim: what-if runs and sweeps, not for version control\n*\n"
 
 
-def ignored_dir(path: Path) -> None:
+def ignored_dir(path: Path) -> list[Path]:
     """Make ``path`` (and its parents) for throwaway output, with a ``.gitignore`` that
-    ignores all of it, if it does not exist yet; an existing folder is left as it is."""
+    ignores all of it, if it does not exist yet; an existing folder is left as it is. The
+    folders it made (for ``unmake``)."""
     path = Path(path)
     if path.exists():
-        return
-    make_dir(path)
+        return []
+    made = make_dir(path)
     (path / ".gitignore").write_text(IGNORE_ALL, encoding="utf-8")
+    return made
 
 
 def sha256_of(path: Path) -> str:
@@ -167,15 +190,17 @@ def check(out: str | Path, kind: str) -> dict[str, Any] | None:
     return manifest
 
 
-def _tmp_dir(parent: Path, name: str) -> Path:
-    make_dir(parent)
+def _tmp_dir(parent: Path, name: str) -> tuple[Path, list[Path]]:
+    """A new temporary folder in ``parent``, and the folders made for it."""
+    made = make_dir(parent)
     for _ in range(100):
         path = parent / f".{name}.tmp-{secrets.token_hex(4)}"
         try:
             os.mkdir(path, 0o777)
-            return path
+            return path, made
         except FileExistsError:
             continue
+    unmake(made)
     raise OutputError(f"cannot make a temporary folder in {parent}")
 
 
@@ -197,8 +222,13 @@ def _write_manifest(folder: Path, kind: str, files: dict[str, str],
            "note": "written by jobsim: it replaces only the files listed here, and only "
                    "while they hold what it wrote"}
     tmp = folder / f".{MANIFEST}.{os.getpid()}.tmp"
-    tmp.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
-    os.replace(tmp, folder / MANIFEST)
+    with held():  # no signal between the two: no manifest's temporary file left behind
+        try:
+            tmp.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+            os.replace(tmp, folder / MANIFEST)
+        finally:
+            if tmp.exists():
+                tmp.unlink()
 
 
 def replace(out: str | Path, kind: str, fill: Callable[[Path], None]) -> Path:
@@ -207,43 +237,54 @@ def replace(out: str | Path, kind: str, fill: Callable[[Path], None]) -> Path:
     that jobsim did not write stay; if a new file would land on one, nothing is changed."""
     out = Path(out)
     check(out, kind)
-    tmp = _tmp_dir(out.parent, out.name)
+    tmp, made = _tmp_dir(out.parent, out.name)
+    swapped = False
     try:
         fill(tmp)
         new = {rel: sha256_of(tmp / rel) for rel in _files_under(tmp)}
         _write_manifest(tmp, kind, new)
-        # check again just before the swap: the folder may have changed during a long run
-        manifest = check(out, kind)
-        if manifest is None:
-            if out.exists():
-                out.rmdir()  # empty
-            os.rename(tmp, out)
-            return out
-        old = manifest["files"]
-        present = set(_files_under(out)) - {MANIFEST}
-        theirs = present - set(old)
-        clash = sorted(theirs & set(new))
-        for rel in new:  # a user's file where a new folder goes, or a folder where a file goes
-            for parent in Path(rel).parents:
-                if parent.as_posix() in theirs:
-                    clash.append(parent.as_posix())
-        if clash:
-            raise OutputError(f"refusing to write into {out}: {', '.join(clash[:5])} would "
-                              "replace files jobsim did not write; move them away or choose "
-                              "another folder")
-        for rel in sorted(old):
-            p = out / rel
-            if p.is_file() and not p.is_symlink():
-                p.unlink()
-        for rel in sorted(new, key=lambda r: (r.count("/"), r)):
-            dest = out / rel
-            make_dir(dest.parent)
-            os.replace(tmp / rel, dest)
-        _remove_empty_dirs(out, {str(Path(r).parent) for r in old})
-        os.replace(tmp / MANIFEST, out / MANIFEST)
+        with held():  # a signal now stops the command after the swap, never half-way
+            _swap(out, kind, tmp, new)
+            swapped = True
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        with held():  # the clean-up itself is not cut short
+            shutil.rmtree(tmp, ignore_errors=True)
+            if not swapped:
+                unmake(made)  # the folders made for it, if they stayed empty
     return out
+
+
+def _swap(out: Path, kind: str, tmp: Path, new: dict[str, str]) -> None:
+    """Put the new files (in ``tmp``, with their manifest) in the place of the old."""
+    # check again just before the swap: the folder may have changed during a long run
+    manifest = check(out, kind)
+    if manifest is None:
+        if out.exists():
+            out.rmdir()  # empty
+        os.rename(tmp, out)
+        return
+    old = manifest["files"]
+    present = set(_files_under(out)) - {MANIFEST}
+    theirs = present - set(old)
+    clash = sorted(theirs & set(new))
+    for rel in new:  # a user's file where a new folder goes, or a folder where a file goes
+        for parent in Path(rel).parents:
+            if parent.as_posix() in theirs:
+                clash.append(parent.as_posix())
+    if clash:
+        raise OutputError(f"refusing to write into {out}: {', '.join(clash[:5])} would "
+                          "replace files jobsim did not write; move them away or choose "
+                          "another folder")
+    for rel in sorted(old):
+        p = out / rel
+        if p.is_file() and not p.is_symlink():
+            p.unlink()
+    for rel in sorted(new, key=lambda r: (r.count("/"), r)):
+        dest = out / rel
+        make_dir(dest.parent)
+        os.replace(tmp / rel, dest)
+    _remove_empty_dirs(out, {str(Path(r).parent) for r in old})
+    os.replace(tmp / MANIFEST, out / MANIFEST)
 
 
 def _remove_empty_dirs(root: Path, rels: set[str]) -> None:
@@ -288,12 +329,13 @@ class Folder:
         tmp = dest.parent / f".{dest.name}.{os.getpid()}.tmp"
         try:
             writer(tmp)
-            os.replace(tmp, dest)
+            with held():  # the file and its line in the manifest, or neither
+                os.replace(tmp, dest)
+                self.files[rel] = sha256_of(dest)
+                _write_manifest(self.path, self.kind, self.files, self.dirs)
         finally:
             if tmp.exists():
                 tmp.unlink()
-        self.files[rel] = sha256_of(dest)
-        _write_manifest(self.path, self.kind, self.files, self.dirs)
         return dest
 
     def write_text(self, rel: str, text: str) -> Path:
@@ -344,14 +386,15 @@ def write_file(dest: str | Path, writer: Callable[[Path], None],
     tmp = dest.parent / f".{dest.name}.{os.getpid()}.tmp"
     try:
         writer(tmp)
-        os.replace(tmp, dest)
+        with held():  # the file and its line in its folder's manifest, or neither
+            os.replace(tmp, dest)
+            owner = _owner(dest)
+            if owner is not None:
+                folder, manifest = owner
+                files = dict(manifest["files"])
+                files[dest.relative_to(folder).as_posix()] = sha256_of(dest)
+                _write_manifest(folder, manifest["kind"], files, manifest.get("dirs", []))
     finally:
         if tmp.exists():
             tmp.unlink()
-    owner = _owner(dest)
-    if owner is not None:
-        folder, manifest = owner
-        files = dict(manifest["files"])
-        files[dest.relative_to(folder).as_posix()] = sha256_of(dest)
-        _write_manifest(folder, manifest["kind"], files, manifest.get("dirs", []))
     return dest

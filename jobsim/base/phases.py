@@ -105,5 +105,8 @@ def check_file(path: Path) -> None:
 def write_file(path: Path, figures: dict[str, Any]) -> None:
     """Write ``figures`` as ``path`` (by a temporary file and a rename)."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(figures, sort_keys=True, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    try:  # stopped half-way (Ctrl-C, SIGTERM): no temporary file left beside it
+        tmp.write_text(json.dumps(figures, sort_keys=True, indent=2) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)

@@ -15,6 +15,8 @@ import sys
 import time
 from typing import IO, Any
 
+from .printable import printable, stream_of
+
 
 class _Lines:
     """A stream for tqdm that turns its redraws into whole lines (for logs)."""
@@ -57,10 +59,12 @@ class Bar:
                  stream: IO[str] | None = None, log_every: float = 10.0,
                  scale: float | None = None):
         self.bar: Any = None
-        self.desc = desc
+        self.desc = desc = printable(desc)  # a name: its control characters escaped
         self.total = total
         self.stream = stream if stream is not None else sys.stderr
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        if self.tty:  # the bar's carriage returns are its own: beneath an escaping stream
+            self.stream = stream_of(self.stream)
         self.started = time.monotonic()
         self.log_every = log_every
         if not (show and enabled()):
@@ -93,13 +97,14 @@ class Bar:
             return
         n = min(max(n, 0.0), self.total)
         if postfix is not None:
-            self.bar.set_postfix_str(postfix, refresh=False)
+            self.bar.set_postfix_str(printable(postfix), refresh=False)
         self.bar.update(n - self.bar.n)
 
     def stage(self, text: str) -> None:
         """What happens now that the counted work is done."""
         if self.bar is None:
             return
+        text = printable(text)
         self.bar.set_postfix_str(text, refresh=self.tty)
         if not self.tty and time.monotonic() - self.started >= self.log_every:
             self.stream.write(f"{self.desc}: {text}\n")

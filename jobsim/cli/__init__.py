@@ -8,8 +8,9 @@ prints the format as JSON Schema; ``jobsim list`` the shipped
 scenarios; ``jobsim bench`` measures the simulator against a bare SimPy M/M/c.
 
 Exit status: 0 all is well; 1 an invariant or an expectation failed; 2 bad input (a scenario
-file, a flag), reported without a traceback. ``main(argv)`` returns the status, so tests call
-it in-process.
+file, a flag), reported without a traceback; 128 + N stopped by signal N (130 Ctrl-C, 143
+SIGTERM, 129 SIGHUP), cleaned up as for Ctrl-C (``base.signals``). ``main(argv)`` returns
+the status, so tests call it in-process.
 
 The flags are in ``parser`` (their value types in ``values``); each command is in the module
 of its concern: ``run`` (run, reports), ``scenarios`` (validate, list, schema), ``sweep``,
@@ -18,15 +19,20 @@ of its concern: ``run`` (run, reports), ``scenarios`` (validate, list, schema), 
 
 from __future__ import annotations
 
+import argparse
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from ..base.errors import ScenarioError
+from ..base.printable import PrintableStream, printable
+from ..base.signals import stopping_cleanly
 from .bench import _bench
 from .parser import _parser, _UsageError
 from .race import _race
 from .run import _reports, _run
 from .scenarios import _list, _schema, _validate
-from .status import BAD_INPUT, FAILED, OK
+from .status import BAD_INPUT, FAILED, OK, stopped
 from .sweep import _sweep
 from .hunt import _hunt
 from .view import _view
@@ -35,6 +41,13 @@ __all__ = ["BAD_INPUT", "FAILED", "OK", "entry", "main"]
 
 
 def main(argv: list[str] | None = None) -> int:
+    # every text printed (a name, an error message, a flag's value) has its control
+    # characters escaped: none reaches the terminal raw (``base.printable``)
+    with _printable_output():
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     if not (sys.argv[1:] if argv is None else argv):  # a bare ``jobsim``: what it can do
         _parser().print_help(sys.stderr)
         return BAD_INPUT
@@ -43,30 +56,51 @@ def main(argv: list[str] | None = None) -> int:
     except _UsageError as exc:
         print(f"{exc}\n(run 'jobsim --help' for usage)", file=sys.stderr)
         return BAD_INPUT
+    with stopping_cleanly():  # SIGTERM and SIGHUP clean up as Ctrl-C does
+        try:
+            return _dispatch(args)
+        except ScenarioError as exc:
+            print(f"jobsim: {len(exc.problems)} problem(s) in {exc.source}:", file=sys.stderr)
+            print(exc.format(), file=sys.stderr)
+            return BAD_INPUT
+        except KeyboardInterrupt as exc:  # a command without words of its own for a stop
+            return stopped(exc, "nothing half-written was left")
+
+
+@contextmanager
+def _printable_output() -> Iterator[None]:
+    """Standard output and error through ``base.printable`` for the command's duration."""
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = PrintableStream(out), PrintableStream(err)
     try:
-        if args.command == "run":
-            return _run(args)
-        if args.command == "view":
-            return _view(args)
-        if args.command == "validate":
-            return _validate(args)
-        if args.command == "schema":
-            return _schema()
-        if args.command == "list":
-            return _list(args)
-        if args.command == "reports":
-            return _reports(args)
-        if args.command == "sweep":
-            return _sweep(args)
-        if args.command == "hunt":
-            return _hunt(args)
-        if args.command == "race":
-            return _race(args)
-        return _bench(args)
-    except ScenarioError as exc:
-        print(f"jobsim: {len(exc.problems)} problem(s) in {exc.source}:", file=sys.stderr)
-        print(exc.format(), file=sys.stderr)
-        return BAD_INPUT
+        yield
+    finally:
+        try:
+            sys.stdout.flush()
+        finally:
+            sys.stdout, sys.stderr = out, err
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    if args.command == "run":
+        return _run(args)
+    if args.command == "view":
+        return _view(args)
+    if args.command == "validate":
+        return _validate(args)
+    if args.command == "schema":
+        return _schema()
+    if args.command == "list":
+        return _list(args)
+    if args.command == "reports":
+        return _reports(args)
+    if args.command == "sweep":
+        return _sweep(args)
+    if args.command == "hunt":
+        return _hunt(args)
+    if args.command == "race":
+        return _race(args)
+    return _bench(args)
 
 
 def entry() -> None:
@@ -74,15 +108,20 @@ def entry() -> None:
     try:
         status = main()
         sys.stdout.flush()
-    except KeyboardInterrupt:
-        # Ctrl-C: a report or sweep folder is only ever replaced whole, at the end, so
-        # nothing half-written is left looking complete
-        print("\njobsim: interrupted; nothing half-written was left", file=sys.stderr)
-        status = BAD_INPUT
+    except KeyboardInterrupt as exc:
+        # Ctrl-C before or after ``main`` took over the signals (while importing, say):
+        # nothing was being written
+        status = stopped(exc, "nothing was written")
     except BrokenPipeError:
         # The reader (``| head``) went away: not an error of ours, and no traceback.
         import os
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         status = OK
+    except Exception as exc:  # a bug of jobsim's: its traceback, escaped like all it prints
+        import traceback
+
+        text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        sys.stderr.write(printable(text, lines=True))
+        status = 1
     sys.exit(status)

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from ..base.errors import Problem, ScenarioError
-from .status import BAD_INPUT, FAILED, OK
+from .status import BAD_INPUT, FAILED, OK, stopped
 
 _TIME = re.compile(r"^\d+(\.\d+)?\s*(ms|s|m|h)$")
 
@@ -42,15 +42,9 @@ def _budget(text: str) -> tuple[int | None, float | None]:
 
 
 def _hunt(args: argparse.Namespace) -> int:
-    import os
-    import signal
-    import threading
-
     from ..base import outdir
-    from ..base import progress as progress_mod
     from ..format import scenario as scenario_mod
-    from ..tools.hunt import MAX_WORKERS, configuration, hunt, parse
-    from ..tools.sweep import SweepError
+    from ..tools.hunt import configuration, parse
 
     runs, seconds = _budget(args.budget)
     prop = parse(args.prop)
@@ -59,12 +53,29 @@ def _hunt(args: argparse.Namespace) -> int:
     scenario_mod.from_dict(raw, args.scenario, sets=args.sets)  # every problem of the file
     doc = configuration(raw, args.variant, args.sets, args.scenario)
     out = Path(args.out) if args.out else Path("hunts") / doc["name"]
+    made: list[Path] = []  # hunts/ with its .gitignore, taken away if the hunt makes nothing
     if not args.out:
         try:
-            outdir.ignored_dir(out.parent)
+            made = outdir.ignored_dir(out.parent)
         except (outdir.OutputError, OSError) as exc:
             print(f"jobsim: cannot make the folder {out.parent}: {exc}", file=sys.stderr)
             return BAD_INPUT
+    try:
+        return _hunt_in(args, doc, raw, prop, runs, seconds, kinds, out)
+    finally:
+        outdir.unmake(made)  # only as far as it stayed empty: a hunt's folder stays
+
+
+def _hunt_in(args: argparse.Namespace, doc: dict, raw: dict, prop: object, runs: int | None,
+             seconds: float | None, kinds: tuple[str, ...] | None, out: Path) -> int:
+    import os
+
+    from ..base import outdir
+    from ..base import progress as progress_mod
+    from ..sim.cost import BudgetError
+    from ..tools.hunt import MAX_WORKERS, hunt
+    from ..tools.sweep import SweepError
+
     workers = args.workers or min(os.cpu_count() or 1, MAX_WORKERS)
     bars: dict[str, progress_mod.Bar] = {}
 
@@ -76,32 +87,29 @@ def _hunt(args: argparse.Namespace) -> int:
             bar = bars[phase] = progress_mod.Bar(total, f"hunt {phase}", unit="runs")
         bar.set(min(done, bar.total))
 
-    def on_sigterm(signum: int, frame: object) -> None:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        raise KeyboardInterrupt
-
-    in_main = threading.current_thread() is threading.main_thread()
-    old = signal.signal(signal.SIGTERM, on_sigterm) if in_main else None
     command = "jobsim hunt " + " ".join(shlex.quote(a) for a in sys.argv[2:]) \
         if len(sys.argv) > 2 and sys.argv[1] == "hunt" else \
         f"jobsim hunt {args.scenario} --break {shlex.quote(args.prop)}"
     try:
         result = hunt(doc, prop, source=args.scenario, runs=runs, seconds=seconds,
                       seed=args.seed, kinds=kinds, workers=workers, dask=args.dask, out=out,
-                      hunt_spec=raw.get("hunt"), progress=progress, command=command)
-    except KeyboardInterrupt:
-        print(f"\njobsim: the hunt was stopped; the runs that finished are cached in "
-              f"{out}/cache: run the same command again to compute only the rest",
-              file=sys.stderr)
-        return BAD_INPUT
-    except (outdir.OutputError, SweepError, OSError) as exc:
+                      hunt_spec=raw.get("hunt"), progress=progress, command=command,
+                      cache_limit=args.cache_limit,
+                      say=lambda line: print(f"jobsim: {line}", file=sys.stderr))
+    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP (``base.signals``)
+        for bar in bars.values():
+            bar.close()
+        if not (out / "cache").is_dir():
+            return stopped(exc, "nothing was written")
+        return stopped(exc, f"the hunt's worker processes ended; the runs that finished are "
+                            f"cached in {out}/cache: run the same command again to compute "
+                            "only the rest")
+    except (outdir.OutputError, SweepError, BudgetError, OSError) as exc:
         print(f"jobsim: {exc}", file=sys.stderr)
         return BAD_INPUT
     finally:
         for bar in bars.values():
             bar.close()
-        if in_main:
-            signal.signal(signal.SIGTERM, old if old is not None else signal.SIG_DFL)
     return _print(result, out)
 
 
@@ -112,8 +120,16 @@ def _print(result, out: Path) -> int:
     print(f"hunt {result.name}: {result.prop.text}")
     for line in lines:
         print(line)
-    for kind, (drawn, with_it, broke) in by.items():
-        print(f"  {kind:<20} {drawn:>6,} faults in {with_it:>6,} runs, {broke:,} broke it")
+    for kind, (drawn, with_it, broke, crashed) in by.items():
+        print(f"  {kind:<20} {drawn:>6,} faults in {with_it:>6,} runs, {broke:,} broke it"
+              + (f", {crashed:,} crashed" if crashed else ""))
+    if result.crash:
+        print("CRASHED: the model raised an error in a run (a bug in jobsim, a finding of its "
+              "own); the traceback's last lines:")
+        for line in result.traceback.splitlines():
+            print(f"  {line}")
+        print(f"\nreproduce: jobsim run {out}/minimal.yaml   (raises it)\nhunt: {out}/hunt.md")
+        return FAILED
     if result.minimal is None:
         print(f"nothing broke it in these runs (which proves nothing safe: see {out}/hunt.md)")
         return OK

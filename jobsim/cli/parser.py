@@ -124,6 +124,7 @@ def _parser() -> argparse.ArgumentParser:
     _budget_args(sw)
     sw.add_argument("--set", dest="sets", action="append", default=[],
                     metavar="PATH=VALUE", help="override one value of the base scenario")
+    _cache_arg(sw, "sweep", "the sweep stops there, keeping its cached runs")
     hu = sub.add_parser("hunt", help="search the fault space for runs that break a property "
                                      "(an invariant or an expectation), and shrink the first "
                                      "to a minimal scenario file")
@@ -150,6 +151,7 @@ def _parser() -> argparse.ArgumentParser:
     hu.add_argument("--set", dest="sets", action="append", default=[],
                     metavar="PATH=VALUE", help="override one value of the configuration, e.g. "
                                                "faults=[] (repeatable)")
+    _cache_arg(hu, "hunt", "the search stops there and the hunt reports what it found")
     rc = sub.add_parser("race", help="race real worker processes on a real SQLite or "
                                      "PostgreSQL with a strategy's SQL, beside the "
                                      "simulator's prediction")
@@ -221,3 +223,12 @@ def _budget_args(p: argparse.ArgumentParser) -> None:
                    help=f"refuse a run estimated beyond this much memory, e.g. 8GB "
                         f"(default {DEFAULT_MEMORY // 1024 ** 3}GB)")
 
+
+def _cache_arg(p: argparse.ArgumentParser, what: str, then: str) -> None:
+    from ..tools.sweep.disk import DEFAULT_CACHE_LIMIT
+
+    p.add_argument("--cache-limit", type=_size, default=DEFAULT_CACHE_LIMIT, metavar="SIZE",
+                   help=f"the most disk the {what}'s cache (<out>/cache) may take, e.g. 5GB; "
+                        f"runs beyond it are refused or capped before it starts, and if it "
+                        f"fills anyway {then} (default "
+                        f"{DEFAULT_CACHE_LIMIT // 1024 ** 3}GB)")

@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .status import BAD_INPUT, OK
+from .status import BAD_INPUT, OK, stopped
 
 
 def _race(args: argparse.Namespace) -> int:
@@ -108,13 +108,12 @@ def _race(args: argparse.Namespace) -> int:
     except RaceError as exc:
         print(f"jobsim: {exc}", file=sys.stderr)
         return BAD_INPUT
-    except KeyboardInterrupt as exc:  # Ctrl-C: race() stopped its workers and cleaned up
+    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP: race() cleaned up
         left = (f"but {' '.join(str(exc).split())}" if str(exc) else
                 "its table dropped and the database left as it was")
-        print(f"jobsim: interrupted after {done} of {len(plan)} races: the workers "
-              f"were stopped, {left}" + ("; no profile was written" if calibrating and
-                                         done < len(plan) else ""), file=sys.stderr)
-        return BAD_INPUT
+        return stopped(exc, f"{done} of {len(plan)} races were run; the workers were "
+                            f"stopped, {left}" + ("; no profile was written" if calibrating
+                                                   and done < len(plan) else ""))
     rows = [tuple(r) for r in rows]
     _print_runs(args, kind, rows)
     from ..tools.race.agreement import table

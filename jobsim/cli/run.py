@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from .scenarios import _scenario_folder
-from .status import BAD_INPUT, FAILED, OK
+from .status import BAD_INPUT, FAILED, OK, stopped
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ..base.outdir import ignored_dir
+    from ..base.outdir import OutputError, ignored_dir, unmake
     from ..base.phases import Phases, TimingsError, check_file, write_file
     from ..format import scenario as scenario_mod
     from ..format.lint import lint_runs
@@ -52,35 +52,46 @@ def _run(args: argparse.Namespace) -> int:
     estimates = _estimates(args.scenario, runs, budget)
     if estimates is None:
         return BAD_INPUT
+    made: list[Path] = []  # folders made for the report, taken away if it is not written
+    written = False
     try:
         analyses = run_variants(runs, [Guard(est, budget, what) for est, what in estimates],
                                 quiet=args.quiet, every_poll=args.every_poll, phases=phases)
+        with Bar(100, "report", unit="%", show=not args.quiet) as bar:
+            bar.stage(f"writing {out}")
+            if not args.out and runs[0].overrides:
+                made = ignored_dir(SCRATCH)
+            write(analyses, out, with_plots=not args.no_plots, phases=phases,
+                  with_view=not args.no_view)
+            written = True
+        for line in told(analyses, out, args.quiet):
+            print(line)
+        if phases is not None:
+            write_file(Path(args.timings), phases.figures())
+    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP (``base.signals``)
+        if written:
+            return stopped(exc, f"the report {out} was written whole" +
+                           ("" if phases is None else f"; --timings {args.timings} may not "
+                            "have been"))
+        unmake(made)
+        return stopped(exc, "nothing was written" + (f" ({out} is as it was)"
+                                                    if out.exists() else ""))
     except RunStopped as exc:
         print(f"jobsim: {exc}", file=sys.stderr)
         return BAD_INPUT
-    with Bar(100, "report", unit="%", show=not args.quiet) as bar:
-        bar.stage(f"writing {out}")
-        try:
-            if not args.out and runs[0].overrides:
-                ignored_dir(SCRATCH)
-            write(analyses, out, with_plots=not args.no_plots, phases=phases,
-                  with_view=not args.no_view)
-        except ReportError as exc:
-            print(f"jobsim: {exc}", file=sys.stderr)
-            return BAD_INPUT
-        except OSError as exc:
-            print(f"jobsim: cannot write the report folder {out}: {exc.strerror or exc}",
-                  file=sys.stderr)
-            return BAD_INPUT
-    for line in told(analyses, out, args.quiet):
-        print(line)
-    if phases is not None:
-        try:
-            write_file(Path(args.timings), phases.figures())
-        except OSError as exc:
+    except (ReportError, OutputError) as exc:
+        unmake(made)
+        print(f"jobsim: {exc}", file=sys.stderr)
+        return BAD_INPUT
+    except OSError as exc:
+        if written:
             print(f"jobsim: cannot write --timings {args.timings}: {exc.strerror or exc}",
                   file=sys.stderr)
-            return BAD_INPUT
+        else:
+            unmake(made)
+            print(f"jobsim: cannot write the report folder {out}: {exc.strerror or exc}",
+                  file=sys.stderr)
+        return BAD_INPUT
     return OK if all(a.ok for a in analyses) else FAILED
 
 
@@ -155,15 +166,23 @@ def _reports(args: argparse.Namespace) -> int:
             return BAD_INPUT
         targets.append((f, runs, target))
     status = OK
+    done: list[str] = []
     for f, runs, target in targets:
-        analyses = [analyse(run(sc)) for sc in runs]
         try:
+            analyses = [analyse(run(sc)) for sc in runs]
             out = write(analyses, target)
         except (OSError, ReportError) as exc:
             print(f"jobsim: cannot write the report of {f.name}: {exc}", file=sys.stderr)
             return BAD_INPUT
+        except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP (``base.signals``)
+            kept = (f"the reports of {', '.join(done)} were written whole; " if done else "")
+            return stopped(exc, f"{kept}{f.name}'s was not written" +
+                           (f" ({target} is as it was)" if target.exists() else "") +
+                           (f", nor the {len(targets) - len(done) - 1} after it"
+                            if len(targets) - len(done) > 1 else ""))
+        done.append(f.name)
         ok = all(a.ok for a in analyses)
-        print(f"{'ok    ' if ok else 'FAILED'} {f.name} → {out}/report.md")
+        print(f"{'ok    ' if ok else 'FAILED'} {f.name} → {out}/report.md", flush=True)
         if not ok:
             status = FAILED
     return status

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..base.errors import ScenarioError
-from .status import BAD_INPUT, FAILED, OK
+from .status import BAD_INPUT, FAILED, OK, stopped
 
 
 class _Settings(NamedTuple):
@@ -28,33 +28,33 @@ class _Settings(NamedTuple):
     precision: tuple[str, float] | None
 
 
-class _Stopped(BaseException):  # not an Exception: no run records it as its own error
-    """SIGTERM (a CI timeout, kill): the sweep stops, its workers end, no traceback."""
-
-
 def _sweep(args: argparse.Namespace) -> int:
     settings = _settings(args)
-    out = Path(args.out) if args.out else Path("sweeps") / settings.base.name
-    if not args.out:  # the default folder holds throwaway output: git-ignored
-        from ..base.outdir import OutputError, ignored_dir
+    from ..base.outdir import OutputError, ignored_dir, unmake
 
+    out = Path(args.out) if args.out else Path("sweeps") / settings.base.name
+    made: list[Path] = []  # sweeps/ with its .gitignore, taken away if nothing is written
+    if not args.out:  # the default folder holds throwaway output: git-ignored
         try:
-            ignored_dir(out.parent)
+            made = ignored_dir(out.parent)
         except (OutputError, OSError) as exc:
             print(f"jobsim: cannot make the folder {out.parent}: {exc}", file=sys.stderr)
             return BAD_INPUT
-    result = _execute(args, settings, out)
+    try:
+        result = _execute(args, settings, out)
+    finally:
+        unmake(made)  # only as far as it stayed empty: a sweep's folder stays
     if result is None:
         return BAD_INPUT
-    return _print_sweep(result, settings.base.name, out)
+    if isinstance(result, int):  # stopped by a signal: its exit status, the line printed
+        return result
+    return _print_sweep(result, settings.base.name, out, args)
 
 
 def _settings(args: argparse.Namespace) -> _Settings:
     """The sweep's settings from the flags and the file's ``sweep:`` section (the flags
     win); raises ``ScenarioError`` with every problem found."""
     import copy
-
-    import yaml
 
     from ..format import scenario as scenario_mod
     from ..base.errors import Problem
@@ -70,10 +70,7 @@ def _settings(args: argparse.Namespace) -> _Settings:
     base = scenario_mod.from_dict(doc, args.scenario, sets=args.sets)  # reports every problem
     doc = copy.deepcopy(doc)
     problems: list[Problem] = []
-    for item in args.sets:  # valid: from_dict checked them
-        path, _, text = item.partition("=")
-        scenario_mod.set_path(doc, path.strip(), yaml.safe_load(text) if text.strip() else "",
-                              f"--set {path.strip()}", problems)
+    scenario_mod.apply_sets(doc, args.sets, args.scenario, problems)  # valid: from_dict said
     spec = doc.get("sweep") or {}
     if args.grid:
         axes = parse_grid(args.grid)
@@ -118,11 +115,9 @@ def _precision(given: str | None, spec: dict, problems: list) -> tuple[str, floa
 
 
 def _execute(args: argparse.Namespace, settings: _Settings, out: Path) -> Any:
-    """Run the sweep with a progress bar, SIGTERM turned into a clean stop; its result, or
-    None (the reason printed) if it stopped or failed."""
+    """Run the sweep with a progress bar; its result, None (the reason printed) if it
+    failed, or the exit status if a signal stopped it."""
     import os
-    import signal
-    import threading
 
     from ..base import outdir
     from ..sim.cost import Budget
@@ -145,25 +140,21 @@ def _execute(args: argparse.Namespace, settings: _Settings, out: Path) -> Any:
         if bar is not None:
             bar.stage(text)
 
-    def on_sigterm(signum: int, frame: object) -> None:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: let the clean-up finish
-        raise _Stopped
-
-    in_main = threading.current_thread() is threading.main_thread()
-    old_sigterm = signal.signal(signal.SIGTERM, on_sigterm) if in_main else None
-    try:
+    try:  # SIGTERM and SIGHUP stop it as Ctrl-C does (``base.signals``, set by ``main``)
         return sweep(settings.doc, settings.axes, settings.replications, source=args.scenario,
                      seed=args.seed, workers=workers, dask=args.dask, out=out,
                      precision=settings.precision, plot=settings.figures, progress=progress,
                      stage=stage, budget=Budget(args.budget, args.memory_budget),
                      notes=[f"Overrides: {' '.join('--set ' + s for s in args.sets)}."]
-                     if args.sets else [])
-    except (_Stopped, KeyboardInterrupt) as exc:
-        how = "by SIGTERM" if isinstance(exc, _Stopped) else "(interrupted)"
-        print(f"jobsim: the sweep was stopped {how} and its worker processes ended; the "
-              f"runs that finished are cached in {out}/cache: run the same command again to "
-              "compute only the rest", file=sys.stderr)
-        return None
+                     if args.sets else [], cache_limit=args.cache_limit, sets=args.sets)
+    except KeyboardInterrupt as exc:
+        if bar is not None:
+            bar.close()
+        if not (out / "cache").is_dir():
+            return stopped(exc, "nothing was written")
+        return stopped(exc, f"the sweep's worker processes ended; the runs that finished "
+                            f"are cached in {out}/cache: run the same command again to "
+                            "compute only the rest")
     except (outdir.OutputError, SweepError) as exc:
         print(f"jobsim: {exc}", file=sys.stderr)
         return None
@@ -173,32 +164,60 @@ def _execute(args: argparse.Namespace, settings: _Settings, out: Path) -> Any:
     finally:
         if bar is not None:
             bar.close()
-        if in_main:
-            signal.signal(signal.SIGTERM,
-                          old_sigterm if old_sigterm is not None else signal.SIG_DFL)
 
 
-def _print_sweep(result: Any, name: str, out: Path) -> int:
+def _print_sweep(result: Any, name: str, out: Path, args: argparse.Namespace) -> int:
     """The sweep's outcome: damaged cache entries, the counts of runs, the table of
-    sweep.md and the first error; the exit status."""
+    sweep.md, the runs that crashed and the first error; the exit status."""
     if result.recomputed:
         n = result.recomputed
         print(f"jobsim: {n} cache {'entry was' if n == 1 else 'entries were'} damaged or "
               f"stale and {'was' if n == 1 else 'were'} computed again", file=sys.stderr)
     rows = result.rows
     failed = int((~rows["ok"]).sum()) if len(rows) else 0
-    print(f"sweep {name}: {len(rows)} runs over {len(result.points)} grid points "
-          f"({result.computed} computed, {result.cached} from the cache), {failed} failed")
-    from ..tools.sweep.report import judged
+    from ..tools.sweep.report import crashed_runs, judged
 
+    crashed = crashed_runs(rows)
+    print(f"sweep {name}: {len(rows)} runs over {len(result.points)} grid points "
+          f"({result.computed} computed, {result.cached} from the cache), {failed} failed"
+          + (f", {len(crashed)} of them crashed" if len(crashed) else ""))
     for line in (out / "sweep.md").read_text(encoding="utf-8").splitlines():
         if line.startswith("|"):
             print(line)
     for line in judged(rows):
         if line:
             print(line)
-    if failed:
+    if len(crashed):
+        print(f"\nCRASHED: the model raised an error in {len(crashed)} run(s) (a bug in "
+              "jobsim); each is reproduced by:")
+        for _, r in crashed.head(10).iterrows():
+            print(f"  {_rerun(args, result.axes, r)}   # {r['error']}")
+        if len(crashed) > 10:
+            print(f"  … and {len(crashed) - 10} more (the column crashed in runs.csv)")
+        print("the first one's traceback, its last lines:")
+        for line in str(crashed["traceback"].iloc[0]).splitlines():
+            print(f"  {line}")
+    elif failed:
         first = rows.loc[~rows["ok"], "error"].iloc[0]
         print(f"\nfirst error: {first}")
     print(f"\nsweep: {out}/sweep.md (runs.csv, runs.parquet, points.csv)")
     return FAILED if failed else OK
+
+
+def _rerun(args: argparse.Namespace, axes: Any, row: Any) -> str:
+    """The ``jobsim run`` command line of one run of the sweep."""
+    import json
+    import shlex
+
+    sets = list(args.sets) + [f"{a.path}={v if isinstance(v, str) else json.dumps(v)}"
+                              for a, v in zip(axes, _values(axes, row))]
+    return " ".join(["jobsim run", shlex.quote(args.scenario)] +
+                    [f"--set {shlex.quote(s)}" for s in sets] + [f"--seed {int(row['seed'])}"])
+
+
+def _values(axes: Any, row: Any) -> list[Any]:
+    """The axes' values of a row, as the grid gave them (the table holds a list or a
+    mapping as its JSON)."""
+    from ..tools.sweep.grid import grid_points
+
+    return [v for _, v in grid_points(tuple(axes))[int(row["point"])]]

@@ -15,7 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .status import BAD_INPUT, OK
+from .status import BAD_INPUT, OK, stopped
 
 
 def _ours(path: Path) -> bool:
@@ -48,5 +48,8 @@ def _view(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"jobsim: cannot write {out}: {exc.strerror or exc}", file=sys.stderr)
         return BAD_INPUT
+    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP (``base.signals``)
+        return stopped(exc, "nothing was written" + (f" ({out} is as it was)"
+                                                    if out.exists() else ""))
     print(f"view: {out}")
     return OK

@@ -19,8 +19,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ..base.errors import Problem, ScenarioError
 from ..executor.config import Scenario
 from .build import build
@@ -28,11 +26,13 @@ from .crosschecks import cross_checks
 from .fileformat import FORMAT, schema
 from .paths import set_path
 from .profile import resolve
-from .reading import MAX_FILE_BYTES, MAX_NODES, parse, read
+from .reading import (MAX_FILE_BYTES, MAX_NODES, check_document, parse, parse_value,
+                      read)
 from .spec import show, suggest
 
-__all__ = ["MAX_FILE_BYTES", "MAX_NODES", "from_dict", "load", "load_variants", "loads", "parse",
-           "read", "schema", "set_path", "variants_of", "with_handler"]
+__all__ = ["MAX_FILE_BYTES", "MAX_NODES", "apply_sets", "check_document", "from_dict", "load",
+           "load_variants", "loads", "parse", "parse_value", "read", "schema", "set_path",
+           "variants_of", "with_handler"]
 
 
 def load(path: str | Path, seed: int | None = None,
@@ -62,35 +62,56 @@ def from_dict(doc: Any, source: str = "<scenario>", seed: int | None = None,
 def variants_of(doc: Any, source: str = "<scenario>", seed: int | None = None,
                 sets: list[str] | tuple[str, ...] = (), base_only: bool = False
                 ) -> list[Scenario]:
-    """The base run, and one run per variant (its ``set`` applied, its ``expect`` added)."""
+    """The base run, and one run per variant (its ``set`` applied, its ``expect`` added).
+
+    A document given as Python values is held to a file's limits before anything else is
+    done with it (``reading.check_document``), each ``--set`` value as it is read, and the
+    document with them once more."""
     if not isinstance(doc, dict):
         raise ScenarioError([Problem("", "a mapping of scenario keys", show(doc))], source)
+    check_document(doc, source)  # before any copy or validation: it walks a bomb for ever
     doc = copy.deepcopy(doc)
     problems: list[Problem] = []
-    seen: dict[str, str] = {}
-    for item in sets:
-        path, sep, text = item.partition("=")
-        if sep and path.strip() in seen:  # which one was meant? say so, do not pick one
-            problems.append(Problem(f"--set {path.strip()}", "each path set once",
-                                    f"{seen[path.strip()]} and {text}"))
-            continue
-        seen[path.strip()] = text
-        if not sep or not path.strip():
-            problems.append(Problem(f"--set {item}", "dotted.path=value", show(item)))
-            continue
-        try:
-            value = yaml.safe_load(text) if text.strip() else ""
-        except yaml.YAMLError:
-            value = text
-        set_path(doc, path.strip(), value, f"--set {path.strip()}", problems)
+    apply_sets(doc, sets, source, problems)
     if seed is not None:
         doc["seed"] = seed
     if problems:
         raise ScenarioError(problems, source)
+    if sets or seed is not None:
+        check_document(doc, source, "(with the --set values)")
     given = tuple(f"--set {item}" for item in sets) + \
         ((f"--seed {seed}",) if seed is not None else ())
     return [dataclasses.replace(sc, overrides=given) if given else sc
             for sc in _variants(doc, source, base_only)]
+
+
+def apply_sets(doc: dict[str, Any], sets: list[str] | tuple[str, ...], source: str,
+               problems: list[Problem]) -> None:
+    """Apply ``"dotted.path=value"`` overrides to ``doc`` in place, each value read as YAML
+    within a file's limits (``reading.parse_value``: an alias bomb is refused as it is in a
+    file); what is wrong with one is added to ``problems``, naming ``--set PATH``."""
+    seen: dict[str, str] = {}
+    for item in sets:
+        if not isinstance(item, str):
+            problems.append(Problem("--set", "dotted.path=value as text", show(item)))
+            continue
+        path, sep, text = item.partition("=")
+        path = path.strip()
+        if sep and path in seen:  # which one was meant? say so, do not pick one
+            problems.append(Problem(f"--set {path}", "each path set once",
+                                    f"{seen[path]} and {text}"))
+            continue
+        seen[path] = text
+        if not sep or not path:
+            problems.append(Problem(f"--set {item}", "dotted.path=value", show(item)))
+            continue
+        where = f"--set {path}"
+        try:
+            value = parse_value(text, where, source)
+        except ScenarioError as exc:
+            problems.extend(exc.problems)
+            continue
+        set_path(doc, path, value, where, problems)
 
 
 def _variants(doc: dict[str, Any], source: str, base_only: bool) -> list[Scenario]:

@@ -11,7 +11,8 @@ between fields, ``\\n`` after each row, and
   exponent on one side only) are spelled by ``repr`` itself;
 - texts quoted as the ``csv`` module quotes them (pandas' writer): only a field with a ``,``,
   a ``"`` or a line break, its quotes doubled; None and NaN empty. A text column is
-  factorized, and each distinct value is quoted once.
+  factorized, and each distinct value is quoted once, its control characters escaped first
+  (``base.printable``: a name cannot drive the terminal of whoever reads the file).
 
 Each column becomes an Arrow string array; a block of rows at a time is joined into lines
 (``pyarrow.compute``) and written, so memory stays near one block's text.
@@ -30,6 +31,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..base.printable import printable
+
 #: rows formatted and written at a time (a block's text is a few tens of MB)
 BLOCK = 1 << 17
 
@@ -43,7 +46,7 @@ def quoted(values: Sequence[Any]) -> list[str]:
         if v is None or (isinstance(v, float) and v != v):
             out.append("")
             continue
-        text = str(v)
+        text = printable(str(v))  # a name's control characters escaped
         if text == "":
             out.append("")
             continue
@@ -121,6 +124,17 @@ def _arrow_text(arr: pa.Array) -> pa.Array:
     names = quoted(coded.dictionary.to_pylist()) + [""]
     ix = pc.fill_null(coded.indices, len(names) - 1)
     return pa.array(names, pa.string()).take(ix)
+
+
+def printable_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with the control characters of its texts and its column names escaped
+    (``base.printable``), for a table written by pandas (a hunt's or a sweep's runs)."""
+    out = frame.copy(deep=False)
+    for c in out.columns:
+        if out[c].dtype == object:
+            out[c] = out[c].map(lambda v: printable(v) if isinstance(v, str) else v)
+    out.columns = [printable(str(c)) for c in out.columns]
+    return out
 
 
 def write_csv(path: str | Path, columns: dict[str, Any], rows: int) -> None:

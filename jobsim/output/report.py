@@ -33,6 +33,7 @@ import yaml
 from .service_report import (jobs_with_services, python_note,
                              service_section)
 from ..base import memory, outdir
+from ..base.printable import printable
 from ..base.phases import phase
 from ..analysis.checks import Violation, check
 from ..analysis.expect import NO_FIGURE, Verdict, evaluate, figure
@@ -315,13 +316,15 @@ def _write_run(a: Analysis, folder: Path, with_plots: bool,
     if "--no-expect" in overrides:
         doc.pop("expect", None)
     said = f"# a what-if run: {' '.join(overrides)} (applied below)\n" if overrides else ""
-    (folder / "scenario.yaml").write_text(said + python_note(result.scenario, "# ") +
+    said = printable(said + python_note(result.scenario, "# "), lines=True)
+    (folder / "scenario.yaml").write_text(said +
                                           yaml.safe_dump(doc, sort_keys=False,
                                                          allow_unicode=True), encoding="utf-8")
     if a.violations:
         tdf = trace_frame(result.trace)
         told = [format_violation(v, tdf, result.trace.nodes) for v in a.violations]
-        (folder / "violations.txt").write_text("\n".join(told) + "\n", encoding="utf-8")
+        (folder / "violations.txt").write_text(printable("\n".join(told) + "\n", lines=True),
+                                               encoding="utf-8")
         del tdf
     if not with_plots:
         return []
@@ -366,7 +369,8 @@ def write(analyses: list[Analysis] | Analysis, out: str | Path, with_plots: bool
             (tmp / "summary.json").write_text(
                 json.dumps(combined_summary(analyses), sort_keys=True, indent=2) + "\n",
                 encoding="utf-8")
-        (tmp / "report.md").write_text(markdown(analyses, plots_of), encoding="utf-8")
+        (tmp / "report.md").write_text(printable(markdown(analyses, plots_of), lines=True),
+                                       encoding="utf-8")  # no name's control character raw
         if (with_plots if with_view is None else with_view) and not view_left_out(analyses):
             from .view import FILE, analyses_page
 

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ...analysis.stories import Histories
+from ...base.printable import printable
 from ..columns import plot_frame
 from ..plots.depth import _gone, _lock_series, _step_series, _thin
 from ..plots.timeline import (_evenly_spaced, _executions, _node_names, _node_strings,
@@ -70,10 +71,22 @@ class RunData:
     counts: dict[str, int] = field(default_factory=dict)
 
 
+def _printable_nodes(tdf: pd.DataFrame) -> pd.DataFrame:
+    """The frame with its node names as the files spell them (``base.printable``), so that
+    a run's page and the page ``jobsim view`` builds from its folder are the same."""
+    node = tdf["node"]
+    if isinstance(node.dtype, pd.CategoricalDtype):
+        shown = [printable(str(c)) for c in node.cat.categories]
+        if shown != [str(c) for c in node.cat.categories] and len(set(shown)) == len(shown):
+            return tdf.assign(node=node.cat.rename_categories(shown))
+        return tdf
+    return tdf.assign(node=node.map(lambda n: printable(n) if isinstance(n, str) else n))
+
+
 def run_data(trace, hist: Histories, summary: dict, variant: str | None) -> RunData:
     """The view of one run: its trace, its stories (``history.histories``), its summary
     (for the scenario's name and seed) and its variant's name (None without variants)."""
-    tdf = plot_frame(trace)
+    tdf = _printable_nodes(plot_frame(trace))
     times = tdf["time"].to_numpy(dtype=float)
     finite = times[np.isfinite(times)]
     t0, t_end = (float(finite.min()), float(finite.max())) if len(finite) else (0.0, 1.0)
@@ -266,9 +279,12 @@ def _stories(data: RunData, tdf: pd.DataFrame, node_all: np.ndarray,
     t = hist.table
     if jobs is not None:
         t = t[np.isin(t["id"].to_numpy(), jobs)]
-    handlers = sorted({str(h) for h in t["handler"].tolist()})
+    # names as the files spell them (``base.printable``): the same page from the folder
+    handler = [printable(str(h)) for h in t["handler"].tolist()]
+    handlers = sorted(set(handler))
     outcomes = sorted({str(o) for o in t["outcome"].tolist()})
-    labels = sorted({str(n) for n in t["name"].tolist() if n})
+    names = [printable(str(n)) if n else "" for n in t["name"].tolist()]
+    labels = sorted({n for n in names if n})
     code = {n: i for i, n in enumerate(labels)}
     created = t["created"].to_numpy(float)
     data.tables["jobs"] = {
@@ -276,9 +292,8 @@ def _stories(data: RunData, tdf: pd.DataFrame, node_all: np.ndarray,
         "due": (t["due"].to_numpy(float) - created).astype(np.float32),
         "end": (t["end"].to_numpy(float) - created).astype(np.float32),
         "outcome": pd.Categorical(t["outcome"].astype(str), outcomes).codes.astype(np.int8),
-        "handler": pd.Categorical(t["handler"].astype(str), handlers).codes.astype(np.int16),
-        "name": np.array([code.get(str(n), -1) if n else -1 for n in t["name"].tolist()],
-                         np.int32)}
+        "handler": pd.Categorical(handler, handlers).codes.astype(np.int16),
+        "name": np.array([code.get(n, -1) if n else -1 for n in names], np.int32)}
     data.names.update(handlers=handlers, outcomes=outcomes, job_names=labels)
     for table, kind in (("claims", "locked"), ("retries", "retry_scheduled")):
         sel = (tdf["kind"] == kind).to_numpy(bool)

@@ -13,6 +13,7 @@ import html
 import json
 from typing import Any
 
+from ...base.printable import printable
 from .data import CATEGORIES, RunData
 from .figures import COLORS, DEPTH, MARKS, SPAN_COLORS, SPAN_LABELS, item
 from .script import HOOK, SCRIPT, STYLE
@@ -31,9 +32,15 @@ def bokeh_js() -> list[str]:
 
 
 def _json(value: Any) -> str:
-    """JSON to put inside a ``<script>`` element (``<`` escaped: no ``</script>`` in it)."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-                      ).replace("<", "\\u003c")
+    """JSON to put inside a ``<script>`` element (``<`` escaped: no ``</script>`` in it; no
+    control character raw in the file: ``base.printable``'s escapes are JSON's)."""
+    return printable(json.dumps(value, separators=(",", ":"), ensure_ascii=False,
+                                allow_nan=False).replace("<", "\\u003c"))
+
+
+def _html(text: str) -> str:
+    """A text (a name) as the page's HTML shows it: escaped, control characters too."""
+    return printable(html.escape(text))
 
 
 def _plural(n: int, one: str, many: str | None = None) -> str:
@@ -85,12 +92,12 @@ def page(runs: list[tuple[RunData, dict]], heading: str) -> str:
     tabs, sections, blobs = [], [], []
     for k, (run, summary) in enumerate(runs):
         key = str(k)
-        tabs.append(f'<button type="button" data-key="{key}">{html.escape(run.name)}</button>')
+        tabs.append(f'<button type="button" data-key="{key}">{_html(run.name)}</button>')
         sections.append(
             f'<section class="run" id="tab-{key}" data-key="{key}" '
-            f'data-variant="{html.escape(run.name)}" hidden>\n'
-            f'<h2>{html.escape(run.title)}</h2>\n'
-            f'<p class="counts">{html.escape(counts_line(run, summary))}</p>\n{_legend()}\n'
+            f'data-variant="{_html(run.name)}" hidden>\n'
+            f'<h2>{_html(run.title)}</h2>\n'
+            f'<p class="counts">{_html(counts_line(run, summary))}</p>\n{_legend()}\n'
             f'<div class="body"><div class="plot" id="plot-{key}"></div>'
             f'<aside class="story" id="story-{key}"><h3>A job\'s story</h3><p>Click an '
             'execution to see its job\'s whole story: created, due, each claim, each run, '
@@ -107,9 +114,9 @@ def page(runs: list[tuple[RunData, dict]], heading: str) -> str:
     nav = f'<nav class="tabs">{"".join(tabs)}</nav>\n' if len(runs) > 1 else ""
     scripts = "".join(f"<script>{js}</script>\n" for js in bokeh_js())
     return (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n{GENERATOR}\n'
-            f'<title>{html.escape(heading)}</title>\n<script>{HOOK}</script>\n'
+            f'<title>{_html(heading)}</title>\n<script>{HOOK}</script>\n'
             f'<style>{STYLE}</style>\n{scripts}</head>\n<body data-errors="0">\n'
-            f'<header><h1>{html.escape(heading)}</h1><p>Executions per node and thread, '
+            f'<header><h1>{_html(heading)}</h1><p>Executions per node and thread, '
             'coloured by outcome, above the jobs in the table, on one time axis. Written by '
             'jobsim view.</p></header>\n'
             f'<div id="jobsim-errors" hidden></div>\n{nav}<main>\n'

@@ -46,8 +46,11 @@ from typing import Any
 
 from ...base import outdir
 from ...base.errors import Problem, ScenarioError
-from ..sweep import MAX_WORKERS, _execute, check_dask_address, connect_dask
+from ...sim.cost.budget import _bytes
+from ..sweep import (DEFAULT_CACHE_LIMIT, MAX_WORKERS, _execute, _run_packed,
+                     check_dask_address, connect_dask)
 from ..sweep.cache import _Cache, _doc_hash, task_key
+from .plan import plan_runs
 from .prop import Property, parse
 from .shrink import anchored, candidates, overrides, shape_of
 from .space import Bounds, bounds, draw, kind_of
@@ -87,6 +90,12 @@ class HuntResult:
     shrink_capped: bool = False
     folder: Path | None = None
     analysis: Any = None  # the minimal run's analysis
+    #: the finding is a crash (the model raised), not a break of the property; the minimal
+    #: run's traceback, its last lines
+    crash: bool = False
+    traceback: str = ""
+    #: what bounded the search beyond the budget asked for (``plan``)
+    budget_lines: list[str] = field(default_factory=list)
 
     @property
     def searched(self) -> list[dict[str, Any]]:
@@ -97,8 +106,6 @@ def configuration(doc: dict[str, Any], variant: str | None, sets: list[str],
                   source: str) -> dict[str, Any]:
     """The document the hunt runs: the scenario with ``variant``'s values and ``sets``
     applied, without its variants, expectations, sweep and hunt sections."""
-    import yaml
-
     from ...format import scenario as scenario_mod
 
     d = copy.deepcopy(doc)
@@ -111,10 +118,7 @@ def configuration(doc: dict[str, Any], variant: str | None, sets: list[str],
                                          repr(variant))], source)
         for path, value in (variants[variant].get("set") or {}).items():
             scenario_mod.set_path(d, path, value, f"variants.{variant}.set.{path}", problems)
-    for item in sets:
-        path, _, text = item.partition("=")
-        scenario_mod.set_path(d, path.strip(), yaml.safe_load(text) if text.strip() else "",
-                              f"--set {path.strip()}", problems)
+    scenario_mod.apply_sets(d, sets, source, problems)  # a file's limits, as from_dict's
     if problems:
         raise ScenarioError(problems, source)
     for key in ("expect", "sweep", "hunt", "report"):
@@ -136,6 +140,24 @@ class _Runner:
         self.progress = progress
         self.doc_hash = _doc_hash(doc)
         self.memo: dict[str, dict[str, Any]] = {}
+        #: what shrinking keeps: a run that breaks the property, or (a crash) one that crashes
+        self.hit: Callable[[dict[str, Any]], bool] = prop.broken
+
+    def baseline(self, zero: dict[str, Any], row: dict[str, Any], cached: bool) -> None:
+        """The configuration's own run, made before the folder was (``_baseline``):
+        recorded, and cached now that there is a cache."""
+        ov = overrides(zero, self.doc)
+        key = task_key(self.doc_hash, ov, zero["seed"])
+        self.memo[key] = row
+        if cached:
+            self.result.cached += 1
+        else:
+            self.result.computed += 1
+            if row.get("ok"):
+                self.cache.put(key, ov, zero["seed"], row)
+        self.result.records.append(_record("baseline", 0, zero, row, self.prop))
+        if self.progress is not None:
+            self.progress("baseline", 1, 1)
 
     def rows(self, cases: list[dict[str, Any]], phase: str, first: int,
              total: int) -> list[dict[str, Any]]:
@@ -150,7 +172,8 @@ class _Runner:
         progress = None
         if self.progress is not None:
             progress = (lambda done, _n: self.progress(phase, first + done, total))
-        got, ran = _execute(tasks, self.cache, self.workers, self.client, progress)
+        got, ran = _execute(tasks, self.cache, self.workers, self.client, progress,
+                            stop_when_full=False)  # a full cache ends the search, not runs
         self.result.computed += ran
         self.result.cached += len(got) - ran
         self.memo.update(got)
@@ -169,7 +192,7 @@ def _record(phase: str, index: int, case: dict[str, Any], row: dict[str, Any],
             "kinds": ", ".join(kind_of(f) for f in case["faults"]),
             "jobs": row.get("jobs.created"), "ok": bool(row.get("ok")),
             "broken": prop.broken(row), "value": prop.value(row),
-            "error": row.get("error")}
+            "crashed": bool(row.get("crashed")), "error": row.get("error")}
 
 
 def hunt(doc: dict[str, Any], prop: Property | str, *, source: str = "<scenario>",
@@ -177,12 +200,19 @@ def hunt(doc: dict[str, Any], prop: Property | str, *, source: str = "<scenario>
          kinds: tuple[str, ...] | None = None, workers: int = 1, dask: str | None = None,
          out: str | Path | None = None, hunt_spec: dict[str, Any] | None = None,
          progress: Callable[[str, int, int], None] | None = None,
-         command: str = "") -> HuntResult:
+         command: str = "", cache_limit: float = DEFAULT_CACHE_LIMIT,
+         say: Callable[[str], None] | None = None) -> HuntResult:
     """Hunt the configuration ``doc`` (see ``configuration``) for runs that break ``prop``;
     shrink the first; write the hunt folder under ``out`` if given (``report``).
-    ``runs``/``seconds``: the search's budget (either or both; at least one);
+    ``runs``/``seconds``: the search's budget (either or both; at least one), capped at what
+    the cost estimate and the cache's room allow (``plan``; ``say(line)`` is told why);
     ``hunt_spec``: the scenario's ``hunt:`` section; ``progress(phase, done, total)``;
-    ``command``: the command line, said in the files."""
+    ``command``: the command line, said in the files. A run in which the model raises is a
+    finding of its own (``HuntResult.crash``), shrunk like a break of the property.
+
+    Everything is checked before anything is written — the flags, the configuration, its
+    cost and the disk, the folder, the property against the configuration's own run (the
+    baseline, run here or taken from an earlier hunt's cache) and the ``hunt:`` bounds."""
     from ...format.scenario import from_dict
     from .report import minimal_doc, verify, write
 
@@ -201,37 +231,45 @@ def hunt(doc: dict[str, Any], prop: Property | str, *, source: str = "<scenario>
     base = from_dict(doc, source)  # every problem of the configuration, before any run
     if out is not None:
         outdir.check(out, KIND)
+    cap, lines = plan_runs(base, runs, seconds, MAX_HUNT_RUNS, MAX_SHRINK_RUNS, cache_limit,
+                           out, source)
     names = tuple(n.name for n in base.nodes)
     hunt_seed = base.seed if seed is None else seed
+    zero = {"seed": base.seed, "faults": []}
+    row0, cached0 = _baseline(doc, source, zero, out)
+    if not row0.get("ok") and not row0.get("crashed"):
+        raise ScenarioError([Problem("(the configuration)", "a run that completes",
+                                     str(row0.get("error")))], source)
+    if row0.get("ok"):
+        prop = prop.resolved(row0, "the command line")
+    ex = base.executor
+    b = bounds(hunt_spec or {}, names, None if ex.lock_expiry == "never" else ex.lock_time,
+               float(row0.get("end_time") or 0.0),
+               all(n.executor.acquisition == "broker" for n in base.nodes), kinds,
+               source, list(doc.get("faults") or []))
+    for line in lines:
+        if say is not None:
+            say(line)
     with ExitStack() as stack:
         client = stack.enter_context(connect_dask(dask)) if dask is not None else None
         folder = outdir.Folder(out, KIND, dirs=("cache",)) if out is not None else None
-        cache = _Cache(folder.path / "cache" if folder is not None else None, _doc_hash(doc))
-        result = HuntResult(prop, None, str(doc["name"]), hunt_seed)  # type: ignore[arg-type]
+        cache = _Cache(folder.path / "cache" if folder is not None else None, _doc_hash(doc),
+                       limit=cache_limit)
+        result = HuntResult(prop, b, str(doc["name"]), hunt_seed, budget_lines=lines)
         runner = _Runner(doc, source, prop, cache, workers, client, result, progress)
-        zero = {"seed": base.seed, "faults": []}
-        row0, = runner.rows([zero], "baseline", 0, 1)
-        if not row0.get("ok"):
-            raise ScenarioError([Problem("(the configuration)", "a run that completes",
-                                         str(row0.get("error")))], source)
-        prop = result.prop = prop.resolved(row0, "the command line")
-        runner.prop = prop
-        ex = base.executor
-        result.bounds = b = bounds(hunt_spec or {}, names,
-                                   None if ex.lock_expiry == "never" else ex.lock_time,
-                                   float(row0.get("end_time") or 0.0),
-                                   all(n.executor.acquisition == "broker"
-                                       for n in base.nodes), kinds, source,
-                                   list(doc.get("faults") or []))
-        found, found_row = _search(runner, b, hunt_seed, base.seed, runs, seconds, zero, row0)
+        runner.baseline(zero, row0, cached0)
+        found, found_row = _search(runner, b, hunt_seed, base.seed, cap, seconds, zero, row0)
         if found is not None:
             result.original = found
+            if found_row.get("crashed"):
+                result.crash, runner.hit = True, _crashed
             result.minimal = _shrink(runner, found, found_row, shape_of(
                 doc, base.executor.threads), result)
             result.original_doc = minimal_doc(doc, source, found, prop, result, "original")
             result.minimal_doc = minimal_doc(doc, source, result.minimal, prop, result,
                                              "minimal")
-            result.analysis = verify(result.minimal_doc, source, prop)
+            result.analysis, result.traceback = verify(result.minimal_doc, source, prop,
+                                                       result.crash)
         if folder is not None:
             result.folder = folder.path
             write(folder, result, doc, source, command or f"jobsim hunt {source} "
@@ -239,33 +277,60 @@ def hunt(doc: dict[str, Any], prop: Property | str, *, source: str = "<scenario>
     return result
 
 
-def _search(runner: _Runner, b: Bounds, hunt_seed: int, file_seed: int, runs: int | None,
+def _crashed(row: dict[str, Any]) -> bool:
+    return bool(row.get("crashed"))
+
+
+def _baseline(doc: dict[str, Any], source: str, zero: dict[str, Any],
+              out: str | Path | None) -> tuple[dict[str, Any], bool]:
+    """The configuration's own run, before the hunt folder is made: from the cache of an
+    earlier hunt in ``out`` (read, nothing written), else run in this process. Its row,
+    and whether it came from the cache."""
+    ov = overrides(zero, doc)
+    key = task_key(_doc_hash(doc), ov, zero["seed"])
+    folder = Path(out) / "cache" if out is not None else None
+    if folder is not None and folder.is_dir() and not folder.is_symlink():
+        row = _Cache(folder, _doc_hash(doc)).get(key, ov, zero["seed"])
+        if row is not None:
+            return row, True
+    return _run_packed((doc, source, ov, zero["seed"])), False
+
+
+def _search(runner: _Runner, b: Bounds, hunt_seed: int, file_seed: int, cap: int,
             seconds: float | None, zero: dict[str, Any], row0: dict[str, Any]
             ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-    """Run the search's cases; the broken case to shrink and its row: the fewest faults,
-    then the kinds first in ``b.kinds`` (the preference), then the first drawn."""
+    """Run the search's cases (at most ``cap``); the case to shrink and its row: a run that
+    crashed if any did (the model raised: a bug in jobsim, a finding of its own), else one
+    that broke the property; of those, the fewest faults, then the kinds first in
+    ``b.kinds`` (the preference), then the first drawn. A full cache ends the search."""
     result = runner.result
-    best: tuple[int, list[int], int, dict[str, Any], dict[str, Any]] | None = None
-    if runner.prop.broken(row0):
-        result.baseline_broken = True
-        best = (0, [], -1, zero, row0)
-    cap = runs if runs is not None else MAX_HUNT_RUNS
+    best: dict[bool, tuple] = {}  # crashed? → (faults, kind ranks, index, case, row)
+    if row0.get("crashed") or runner.prop.broken(row0):
+        result.baseline_broken = not row0.get("crashed")
+        best[bool(row0.get("crashed"))] = (0, [], -1, zero, row0)
     start = time.monotonic()
     i = 0
-    while i < cap:
+    while i < cap and not row0.get("crashed"):  # a crash without faults: no search
         if seconds is not None and time.monotonic() - start >= seconds:
             result.budget_note = (f"the budget of {seconds:g} s ran out after {i:,} runs "
                                   f"(--budget {i} repeats this search exactly)")
             break
+        if runner.cache.full:
+            result.budget_note = (f"the cache reached its limit of {_bytes(runner.cache.limit)}"
+                                  f" (--cache-limit) after {i:,} runs: the search stopped "
+                                  "there (the runs after it are not cached)")
+            break
         cases = [draw(b, hunt_seed, k, file_seed) for k in range(i, min(cap, i + BATCH))]
         for k, (c, row) in enumerate(zip(cases, runner.rows(cases, "search", i, cap))):
-            if runner.prop.broken(row):
+            crashed = bool(row.get("crashed"))
+            if crashed or runner.prop.broken(row):
                 ranks = sorted(b.kinds.index(f_kind(f)) for f in c["faults"])
                 cand = (len(c["faults"]), ranks, i + k, c, row)
-                if best is None or cand[:3] < best[:3]:
-                    best = cand
+                if crashed not in best or cand[:3] < best[crashed][:3]:
+                    best[crashed] = cand
         i += len(cases)
-    return (best[3], best[4]) if best is not None else (None, None)
+    chosen = best.get(True) or best.get(False)
+    return (chosen[3], chosen[4]) if chosen is not None else (None, None)
 
 
 def _shrink(runner: _Runner, case: dict[str, Any], row: dict[str, Any], shape: dict[str, Any],
@@ -297,7 +362,7 @@ def _first_broken(runner: _Runner, todo: list[dict[str, Any]], made: int,
         batch = todo[at:at + BATCH]
         rows = runner.rows(batch, "shrink", made, made + len(todo) - at)
         made += len(batch)
-        k = next((k for k, r in enumerate(rows) if runner.prop.broken(r)), None)
+        k = next((k for k, r in enumerate(rows) if runner.hit(r)), None)
         if k is not None:
             return (batch[k], rows[k]), made
     return None, made

@@ -16,8 +16,10 @@ from typing import Any
 import yaml
 
 from ...base.outdir import Folder
+from ...base.printable import printable
+from ...output.csvtext import printable_frame
 from ..sweep.grid import _point_doc
-from ..sweep.runs import flatten
+from ..sweep.runs import flatten, traceback_tail
 from .prop import Property
 from .shrink import overrides
 from .space import as_file, kind_of, seconds
@@ -26,14 +28,15 @@ from .space import as_file, kind_of, seconds
 def minimal_doc(doc: dict[str, Any], source: str, case: dict[str, Any], prop: Property,
                 result: Any, which: str) -> dict[str, Any]:
     """The case as a scenario document of its own: the configuration with the case's
-    values, its seed, and the property as its one expectation."""
+    values, its seed, and the property as its one expectation (a crash needs none)."""
     d = _point_doc(doc, source, overrides(case, doc))
     d["name"] = f"{doc['name']}_{which}"
     d["seed"] = case["seed"]
-    d["description"] = (f"jobsim hunt, {which}: {prop.text} breaks" +
+    what = "the run crashes (the model raises)" if result.crash else f"{prop.text} breaks"
+    d["description"] = (f"jobsim hunt, {which}: {what}" +
                         (" with no fault added" if not case["faults"] else
                          f" under {len(case['faults'])} fault(s)"))
-    if prop.expect():
+    if prop.expect() and not result.crash:
         d["expect"] = prop.expect()
     return d
 
@@ -46,21 +49,31 @@ def _analyse(d: dict[str, Any], source: str) -> Any:
     return analyse(run(from_dict(d, source)))
 
 
-def verify(d: dict[str, Any], source: str, prop: Property) -> Any:
-    """Run the minimal scenario as ``jobsim run`` would; its analysis. RuntimeError if it
-    does not break the property or does not fail (it would not reproduce)."""
+def verify(d: dict[str, Any], source: str, prop: Property, crash: bool = False
+           ) -> tuple[Any, str]:
+    """Run the minimal scenario as ``jobsim run`` would: its analysis (and no traceback),
+    or, for a crash, no analysis and the crash's traceback, its last lines. RuntimeError if
+    it does not break the property or does not fail (it would not reproduce)."""
+    if crash:
+        try:
+            _analyse(d, source)
+        except Exception as exc:  # noqa: BLE001 - the crash the hunt found, reproduced
+            return None, traceback_tail(exc)
+        raise RuntimeError("the minimal scenario does not reproduce: it runs without "
+                           "crashing (a bug in jobsim: please report it with the hunt's "
+                           "command)")
     a = _analyse(d, source)
     row = {"ok": True, **flatten(a.summary)}
     if not prop.broken(row) or a.ok:
         raise RuntimeError(f"the minimal scenario does not reproduce: {prop.text} "
                            f"{'holds' if not prop.broken(row) else 'breaks but the run passes'}"
                            " (a bug in jobsim: please report it with the hunt's command)")
-    return a
+    return a, ""
 
 
 def file_text(d: dict[str, Any], header: list[str]) -> str:
     body = yaml.safe_dump(d, sort_keys=False, allow_unicode=True, width=100)
-    return "".join(f"# {h}\n" if h else "#\n" for h in header) + body
+    return "".join(f"# {printable(h)}\n" if h else "#\n" for h in header) + body
 
 
 def _schedule(case: dict[str, Any] | None) -> list[str]:
@@ -87,11 +100,12 @@ def _size(case: dict[str, Any], doc: dict[str, Any]) -> dict[str, str]:
 
 def coverage(result: Any) -> tuple[list[str], dict[str, list[int]]]:
     """The search's coverage as lines, and by kind: [faults drawn, runs with one, of them
-    broken]."""
+    broken, of them crashed]."""
     runs = result.searched
     broken = sum(r["broken"] for r in runs)
-    failed = sum(not r["ok"] for r in runs)
-    by: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0, 0])
+    crashed = sum(r.get("crashed", False) for r in runs)
+    failed = sum(not r["ok"] for r in runs) - crashed
+    by: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0, 0, 0])
     for r in runs:
         kinds = [kind_of(f) for f in json.loads(r["faults"])]
         for k in kinds:
@@ -99,19 +113,27 @@ def coverage(result: Any) -> tuple[list[str], dict[str, list[int]]]:
         for k in set(kinds):
             by[k][1] += 1
             by[k][2] += r["broken"]
+            by[k][3] += r.get("crashed", False)
     share = f"{broken / len(runs):.1%}" if runs else "n/a"
     lines = [f"- runs of the search: {len(runs):,} (plus 1 without added faults); "
-             f"{broken:,} broke the property ({share}); {failed:,} did not complete"
+             f"{broken:,} broke the property ({share}); {crashed:,} crashed (the model "
+             f"raised); {failed:,} did not complete otherwise"
              + (f"\n- {result.budget_note}" if result.budget_note else ""),
              f"- runs of the hunt in all (search and shrinking): computed {result.computed:,}, "
-             f"from the cache {result.cached:,}"]
+             f"from the cache {result.cached:,}"] + [f"- {line}" for line in result.budget_lines]
     return lines, dict(sorted(by.items()))
 
 
 def markdown(result: Any, doc: dict[str, Any], story: list[str], command: str) -> str:
     b = result.bounds
     lines = [f"# Hunt: {result.name} — {result.prop.text}", ""]
-    if result.minimal is None:
+    if result.crash:
+        lines += ["**A run crashed**: the model raised an error — a bug in jobsim, not a "
+                  f"property of the configuration (a finding of its own, besides "
+                  f"`{result.prop.text}`). `minimal.yaml` is the smallest run found that "
+                  "still crashes; `jobsim run minimal.yaml` raises it again. The traceback's "
+                  "last lines:", "", "```", *result.traceback.splitlines(), "```", ""]
+    elif result.minimal is None:
         lines += [f"**Nothing broke `{result.prop.text}`** in the runs below. That is what "
                   "this search covered, not a proof that the configuration is safe: other "
                   "seeds, more faults, longer windows or other instants may still break it.",
@@ -131,10 +153,12 @@ def markdown(result: Any, doc: dict[str, Any], story: list[str], command: str) -
               + ("each run with its own seed." if b.seeds else "every run with the file's seed."),
               ""]
     cov, by = coverage(result)
-    lines += cov + ["", "| fault kind | faults drawn | runs with it | of them broke it |",
-                    "|---|---:|---:|---:|"]
+    crashes = any(v[3] for v in by.values())
+    lines += cov + ["", "| fault kind | faults drawn | runs with it | of them broke it |"
+                    + (" of them crashed |" if crashes else ""),
+                    "|---|---:|---:|---:|" + ("---:|" if crashes else "")]
     lines += [f"| {k} | {v[0]:,} | {v[1]:,} | {v[2]:,} ({v[2] / v[1]:.0%}) |"
-              for k, v in by.items()]
+              + (f" {v[3]:,} |" if crashes else "") for k, v in by.items()]
     lines += ["", "![the faults tried](faults.png)", ""]
     if result.minimal is not None:
         shrinks = [r for r in result.records if r["phase"] == "shrink"]
@@ -149,10 +173,14 @@ def markdown(result: Any, doc: dict[str, Any], story: list[str], command: str) -
         for i in range(max(len(so), len(sm))):
             lines.append(f"| fault {i + 1} | {so[i] if i < len(so) else ''} | "
                          f"{sm[i] if i < len(sm) else ''} |")
-        lines += ["", "## The minimal run", "", "```", *story, "```", "",
-                  "![timeline](minimal/timeline.png)", "",
-                  "Its report: [minimal/report.md](minimal/report.md), its interactive page "
-                  "minimal/view.html.", "", "Reproduce it: `jobsim run minimal.yaml`."]
+        if result.crash:
+            lines += ["", "## The minimal run", "", "It crashes: `jobsim run minimal.yaml` "
+                      "reproduces the traceback above (no report of it can be written)."]
+        else:
+            lines += ["", "## The minimal run", "", "```", *story, "```", "",
+                      "![timeline](minimal/timeline.png)", "",
+                      "Its report: [minimal/report.md](minimal/report.md), its interactive "
+                      "page minimal/view.html.", "", "Reproduce it: `jobsim run minimal.yaml`."]
     lines += ["", f"This hunt: `{command}`; its runs: runs.csv.", ""]
     return "\n".join(lines)
 
@@ -215,14 +243,17 @@ def write(folder: Folder, result: Any, doc: dict[str, Any], source: str,
     if result.minimal_doc is not None:
         for which, d, case in (("minimal", result.minimal_doc, result.minimal),
                                ("original", result.original_doc, result.original)):
-            header = [f"Found by: {command}", f"It breaks {result.prop.text}: "
-                      "jobsim run on this file exits 1.", ""]
+            header = [f"Found by: {command}", "The model crashes on it (a bug in jobsim): "
+                      "jobsim run on this file raises the error again." if result.crash else
+                      f"It breaks {result.prop.text}: jobsim run on this file exits 1.", ""]
             folder.write_text(f"{which}.yaml", file_text(d, header))
         a = result.analysis
-        write_run(a, folder.path / "minimal", with_plots=True)
-        story = narrate(a.result.trace, 40)
+        if a is not None:
+            write_run(a, folder.path / "minimal", with_plots=True)
+            story = narrate(a.result.trace, 40)
     frame = pd.DataFrame(result.records, columns=["phase", "index", "seed", "faults", "kinds",
-                                                  "jobs", "ok", "broken", "value", "error"])
-    folder.write_with("runs.csv", lambda p: frame.to_csv(p, index=False))
+                                                  "jobs", "ok", "broken", "value", "crashed",
+                                                  "error"])
+    folder.write_with("runs.csv", lambda p: printable_frame(frame).to_csv(p, index=False))
     folder.write_with("faults.png", lambda p: _faults_png(result, p))
-    folder.write_text("hunt.md", markdown(result, doc, story, command))
+    folder.write_text("hunt.md", printable(markdown(result, doc, story, command), lines=True))

@@ -36,6 +36,7 @@ import threading
 import time
 from typing import Any
 
+from ...base.signals import worker_defaults
 from .harness import _check, _tally
 from .outcome import Outcome, verdict
 from .plot import check_plot, save_plot
@@ -57,8 +58,9 @@ _OWN_TABLES = (_SQLITE_CREATE, _LEGACY_SQLITE, _LEGACY_MARKER_SQLITE)
 
 
 def _ignore_sigint() -> None:
-    """In a worker: Ctrl-C is the parent's to handle (it stops the workers)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    """In a worker: Ctrl-C and a hang-up are the parent's to handle (it stops the workers);
+    SIGTERM (the pool's own way to stop a worker) ends it at once."""
+    worker_defaults()
 
 
 def _collect(pending: Any, timeout: float) -> list[dict[str, Any]]:

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from ...base.signals import Stopped
 from .settings import RaceError
 
 TABLE = "job"  # the name the claim SQL (``sql``) uses
@@ -194,6 +195,8 @@ def own_table(kind: str, target: str, jobs: int, distinct: bool = False) -> Iter
         problems = _clean_up(kind, target, mode)
         if problems:
             text = "; ".join(problems)
+            if isinstance(primary, Stopped):
+                raise Stopped(primary.signum, text) from None
             if isinstance(primary, KeyboardInterrupt):
                 raise KeyboardInterrupt(text) from None
             if isinstance(primary, RaceError):

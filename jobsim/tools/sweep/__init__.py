@@ -52,6 +52,7 @@ from typing import Any
 from ...base import outdir
 from ...base.errors import Problem, ScenarioError
 from ...sim.cost import Budget
+from ...sim.cost.budget import _bytes
 from .cache import (ENTRY_KEYS, MAX_ENTRY_BYTES, NOT_IN_MODEL, RESERVED_IN_ROW, _Cache,
                     _doc_hash, cache_entry, check_entry, code_hash, model_version, row_sha256,
                     task_key)
@@ -61,10 +62,12 @@ from .grid import (MAX_AXES, MAX_AXIS_VALUES, MAX_REPLICATIONS, MAX_SWEEP_RUNS, 
                    grid_size, parse_grid, replication_seed)
 from .pool import MAX_WORKERS, _in_pool, die_with_parent, watch_parent
 from .report import KIND, _write
-from .runs import SweepError, _run_packed, flatten, run_one
+from .disk import DEFAULT_CACHE_LIMIT, check_room, entry_bytes, runs_that_fit
+from .runs import CacheFull, SweepError, _run_packed, flatten, run_one
 from .tables import SweepResult, _half_width_ok, _table, point_table
 
-__all__ = ["DASK_TIMEOUT", "ENTRY_KEYS", "KIND", "MAX_AXES", "MAX_AXIS_VALUES",
+__all__ = ["DASK_TIMEOUT", "DEFAULT_CACHE_LIMIT", "ENTRY_KEYS", "CacheFull", "check_room",
+           "entry_bytes", "runs_that_fit", "KIND", "MAX_AXES", "MAX_AXIS_VALUES",
            "MAX_ENTRY_BYTES", "MAX_REPLICATIONS", "MAX_SWEEP_RUNS", "MAX_WORKERS",
            "NOT_IN_MODEL", "RESERVED", "RESERVED_IN_ROW", "SWEEP_BUDGET_RUNS", "Axis",
            "SweepError", "SweepResult", "cache_entry", "check_axes", "check_dask_address",
@@ -74,8 +77,11 @@ __all__ = ["DASK_TIMEOUT", "ENTRY_KEYS", "KIND", "MAX_AXES", "MAX_AXIS_VALUES",
 
 
 def _execute(tasks: list[tuple[str, tuple]], cache: _Cache, workers: int, client: Any,
-             progress: Callable[[int, int], None] | None) -> tuple[dict[str, dict], int]:
-    """Run the tasks not in the cache; return every row by key, and how many were run."""
+             progress: Callable[[int, int], None] | None, stop_when_full: bool = True
+             ) -> tuple[dict[str, dict], int]:
+    """Run the tasks not in the cache; return every row by key, and how many were run. A
+    cache that reaches its limit stops the runs (``CacheFull``), unless not
+    ``stop_when_full``: then the runs go on, no more cached."""
     rows: dict[str, dict[str, Any]] = {}
     todo = []
     by_key = dict(tasks)
@@ -95,6 +101,12 @@ def _execute(tasks: list[tuple[str, tuple]], cache: _Cache, workers: int, client
         if row.get("ok"):  # a failure may be transient: it is tried again next time
             task = by_key[key]
             cache.put(key, task[2], task[3], row)
+            if cache.full and stop_when_full:
+                raise CacheFull(f"the cache reached its limit of {_bytes(cache.limit)} "
+                                f"(--cache-limit) after {done:,} of {total:,} runs; the runs "
+                                f"that finished are kept in {cache.folder}: raise "
+                                "--cache-limit and run the same command again to compute "
+                                "only the rest")
         done += 1
         if progress:
             progress(done, total)
@@ -117,14 +129,18 @@ def sweep(doc: dict[str, Any], axes: list[Axis], replications: int, *,
           precision: tuple[str, float] | None = None, min_replications: int = 3,
           plot: Iterable[str] = (), progress: Callable[[int, int], None] | None = None,
           stage: Callable[[str], None] | None = None,
-          budget: Budget | None = None, notes: Iterable[str] = ()) -> SweepResult:
+          budget: Budget | None = None, notes: Iterable[str] = (),
+          cache_limit: float = DEFAULT_CACHE_LIMIT, sets: Iterable[str] = ()) -> SweepResult:
     """Run the sweep; write its tables, plots and ``sweep.md`` under ``out`` if given.
 
     Everything that can be refused is refused before any run, and before ``out`` is made:
     the axes, the sweep's size, the workers, the Dask address, the folder (``OutputError``)
     and every grid point's scenario. ``progress(done, total)`` follows the runs;
     ``stage(text)`` says what comes after them; ``notes`` are said in ``sweep.md`` (the
-    command line's overrides)."""
+    command line's overrides; ``sets``, its ``--set`` values, are in the command that
+    reproduces a run that crashed). The sweep's cache takes at most ``cache_limit`` bytes:
+    a sweep whose runs would take more, or more than its disk's free space, is refused
+    before any run; one whose cache fills anyway stops (``CacheFull``), keeping it."""
     if isinstance(replications, bool) or not isinstance(replications, int) or \
             replications < 1:
         raise ValueError(f"replications must be a positive integer (got {replications!r})")
@@ -143,7 +159,10 @@ def sweep(doc: dict[str, Any], axes: list[Axis], replications: int, *,
             raise outdir.OutputError(f"refusing to write into {Path(out) / 'cache'}: it is a "
                                      "symbolic link; choose another folder")
     combos = grid_points(axes)
-    check_points(doc, combos, axes, replications, source, budget)
+    disk = check_points(doc, combos, axes, replications, source, budget)
+    if out is not None:  # its cache within its limit and the disk's room, before any run
+        check_room(disk, len(combos) * replications, cache_limit, out, source, "the sweep",
+                   "sweep fewer points or replications")
     doc_hash = _doc_hash(doc)
     reps = {i: (min(min_replications, replications) if precision else replications)
             for i in range(len(combos))}
@@ -153,7 +172,7 @@ def sweep(doc: dict[str, Any], axes: list[Axis], replications: int, *,
         client = stack.enter_context(connect_dask(dask)) if dask is not None else None
         folder = outdir.Folder(out, KIND, dirs=("cache",)) if out is not None else None
         cache = _Cache(folder.path / "cache" if folder is not None else None, doc_hash,
-                       [a.path for a in axes])
+                       [a.path for a in axes], cache_limit)
         while True:
             tasks = []
             meta = {}
@@ -189,5 +208,5 @@ def sweep(doc: dict[str, Any], axes: list[Axis], replications: int, *,
             stage("writing tables and plots")
         _write(folder, result, list(plot), precision, str(doc.get("name", "")),
                [f"Base seed {base_seed} (each replication's seed is derived from it; the "
-                "same at every grid point)."] + list(notes))
+                "same at every grid point)."] + list(notes), source, list(sets))
     return result

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ...base import outdir
+from .disk import BLOCK
 
 
 def _doc_hash(doc: dict[str, Any]) -> str:
@@ -164,17 +165,26 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} in a cache entry")
 
 
+def _on_disk(size: int) -> int:
+    return -(-size // BLOCK) * BLOCK
+
+
 class _Cache:
-    """One JSON file per run in ``folder`` (a folder jobsim owns whole)."""
+    """One JSON file per run in ``folder`` (a folder jobsim owns whole), at most ``limit``
+    bytes of them on disk: past it nothing more is cached and ``full`` says so."""
 
     def __init__(self, folder: Path | None, doc_hash: str = "",
-                 forbidden: Iterable[str] = ()):
+                 forbidden: Iterable[str] = (), limit: float = math.inf):
         self.folder = folder
         self.doc_hash = doc_hash
         self.forbidden = tuple(forbidden)
         self.damaged = 0  # entries there but damaged or stale
+        self.limit, self.bytes, self.full = limit, 0, False
         if folder is not None:
             outdir.make_dir(folder)
+            with os.scandir(folder) as entries:  # what an earlier sweep or hunt cached
+                self.bytes = sum(_on_disk(e.stat(follow_symlinks=False).st_size)
+                                 for e in entries if e.is_file(follow_symlinks=False))
 
     def get(self, key: str, overrides: tuple[tuple[str, Any], ...],
             seed: int) -> dict[str, Any] | None:
@@ -212,10 +222,16 @@ class _Cache:
         dest = self.folder / f"{key}.json"
         if dest.is_dir() and not dest.is_symlink():
             return  # a folder in the way: leave it, compute this run next time
+        size = _on_disk(len(text.encode("utf-8")))
+        old = _on_disk(dest.stat().st_size) if dest.is_file() and not dest.is_symlink() else 0
+        if self.bytes - old + size > self.limit:
+            self.full = True  # the run stays in hand; the cache grows no more
+            return
         tmp = self.folder / f".{key}.{os.getpid()}.tmp"
         try:
             tmp.write_text(text, encoding="utf-8")
             os.replace(tmp, dest)
+            self.bytes += size - old
         finally:
             if tmp.exists():
                 tmp.unlink()

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...base.errors import Problem, ScenarioError
-from ...format.scenario import from_dict, set_path
+from ...format.scenario import from_dict, parse_value, set_path
 from ...sim.cost import Budget, estimate
+from .disk import entry_bytes
 
 #: the most runs (grid points × replications) a sweep may have
 MAX_SWEEP_RUNS = 100_000
@@ -38,8 +39,6 @@ class Axis:
 def parse_grid(items: Iterable[str], where: str = "the command line") -> list[Axis]:
     """``["executor.lock_time=10s,30s,2m", "nodes=2,4"]`` → axes; each value is read as YAML
     (``30s`` stays text, ``4`` is a number)."""
-    import yaml
-
     axes, problems = [], []
     items = list(items)
     if len(items) > MAX_AXES:
@@ -58,11 +57,11 @@ def parse_grid(items: Iterable[str], where: str = "the command line") -> list[Ax
                                     "executor.lock_time=10s,30s,2m", repr(item)))
             continue
         parsed = []
-        for v in values:
+        for v in values:  # each within a file's limits, as a --set value is
             try:
-                parsed.append(yaml.safe_load(v))
-            except yaml.YAMLError:
-                parsed.append(v)
+                parsed.append(parse_value(v, f"--grid {path.strip()}", where))
+            except ScenarioError as exc:
+                problems.extend(exc.problems)
         axes.append(Axis(path.strip(), tuple(parsed)))
     if problems:
         raise ScenarioError(problems, where)
@@ -158,15 +157,16 @@ def _point_doc(doc: dict[str, Any], source: str,
 
 def check_points(doc: dict[str, Any], combos: list[tuple[tuple[str, Any], ...]],
                  axes: tuple[Axis, ...], replications: int, source: str,
-                 budget: Budget | None) -> None:
+                 budget: Budget | None) -> float:
     """Refuse, all at once, the grid points whose scenario cannot be built, and (with a
-    budget) the points beyond it or a sweep beyond ``SWEEP_BUDGET_RUNS`` × the budget."""
+    budget) the points beyond it or a sweep beyond ``SWEEP_BUDGET_RUNS`` × the budget; the
+    disk the sweep's runs will take (``disk.entry_bytes``)."""
     # Build every point's scenario now (no run), so that a bad path or value anywhere in
     # the grid is reported, all at once, before any work; and estimate each point's cost:
     # a point beyond the run budget, or a sweep beyond SWEEP_BUDGET_RUNS × the budget in
     # all, is refused here, before any run.
     problems: list[Problem] = []
-    total_events = 0.0
+    total_events = disk = 0.0
     for combo in combos:
         where = ", ".join(f"{p}={v}" for p, v in combo)
         try:
@@ -175,6 +175,7 @@ def check_points(doc: dict[str, Any], combos: list[tuple[tuple[str, Any], ...]],
             problems += [Problem(f"{p.path} (grid point {where})", p.expected, p.got, p.hint)
                          for p in err.problems]
             continue
+        disk += entry_bytes(sc) * replications
         if budget is not None:
             est = estimate(sc)
             total_events += est.events * replications
@@ -194,3 +195,4 @@ def check_points(doc: dict[str, Any], combos: list[tuple[tuple[str, Any], ...]],
                                             f"{len(problems) - 50:,} more problems")]
     if problems:
         raise ScenarioError(problems, source)
+    return disk

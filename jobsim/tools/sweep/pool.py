@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ...base.signals import worker_defaults
 from .runs import SweepError, _run_packed
 
 #: the most local worker processes
@@ -52,10 +53,9 @@ def watch_parent(parent: int, interval: float = 0.5,
 
 def _worker_init(parent: int) -> None:
     """The pool's initializer, in each worker process."""
-    # fork copies the parent's handlers: a worker must die of SIGTERM, and leave Ctrl-C
-    # (sent to the whole process group) to the parent, which stops the pool
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # fork copies the parent's handlers: a worker must die of SIGTERM, and leave Ctrl-C and
+    # a hang-up (sent to the whole process group) to the parent, which stops the pool
+    worker_defaults()
     die_with_parent()
     if os.getppid() != parent:  # the parent ended before the line above took effect
         os._exit(1)

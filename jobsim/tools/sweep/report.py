@@ -13,6 +13,8 @@ import pandas as pd
 from ...analysis.expect import seconds_figure
 from ...base import outdir
 from ...base.durations import parse_duration
+from ...base.printable import printable
+from ...output.csvtext import printable_frame
 from ...output import plots
 from .grid import Axis
 from .tables import BOOTSTRAP, SweepResult
@@ -56,16 +58,17 @@ def _unit(path: str, values: list[Any] | None = None) -> str:
 
 def _write(folder: outdir.Folder, result: SweepResult, figures: list[str],
            precision: tuple[str, float] | None, name: str = "",
-           notes: list[str] | None = None) -> None:
+           notes: list[str] | None = None, source: str = "", sets: list[str] = ()) -> None:
     """Every file through ``folder``: each replaces only a file jobsim wrote there."""
     rows = result.rows
-    folder.write_with("runs.csv", lambda p: rows.to_csv(p, index=False))
+    folder.write_with("runs.csv", lambda p: printable_frame(rows).to_csv(p, index=False))
     parquet = rows.copy()
     for c in parquet.columns:  # one type per column: mixed text/number become text
         if parquet[c].dtype == object:
             parquet[c] = parquet[c].map(lambda v: None if v is None else str(v))
     folder.write_with("runs.parquet", lambda p: parquet.to_parquet(p, index=False))
-    folder.write_with("points.csv", lambda p: result.points.to_csv(p, index=False))
+    folder.write_with("points.csv", lambda p: printable_frame(result.points).to_csv(
+        p, index=False))
     axes = result.axes
     made = []
     if axes:
@@ -85,6 +88,7 @@ def _write(folder: outdir.Folder, result: SweepResult, figures: list[str],
              f"({result.computed} computed, {result.cached} from the cache); "
              f"{int((~rows['ok']).sum()) if len(rows) else 0} failed.", ""]
     lines += [" ".join(notes or []), ""] if notes else []
+    lines += crash_lines(rows, axes, source, list(sets))
     lines += judged(rows)
     if result.recomputed:
         lines += [f"{result.recomputed} cache entries were damaged or stale (written by "
@@ -118,7 +122,45 @@ def _write(folder: outdir.Folder, result: SweepResult, figures: list[str],
     lines += [f"![{n}]({n})" for n in made] + [""]
     lines += ["Files: `runs.csv` and `runs.parquet` (one row per run), `points.csv` (mean and "
               "95% CI per grid point), `cache/` (one file per run).", ""]
-    folder.write_text("sweep.md", "\n".join(lines))
+    folder.write_text("sweep.md", printable("\n".join(lines), lines=True))
+
+
+def crashed_runs(rows: pd.DataFrame) -> pd.DataFrame:
+    """The runs in which the model raised (``crashed``): each a bug in jobsim."""
+    if not len(rows) or "crashed" not in rows:
+        return rows.iloc[0:0]
+    return rows[rows["crashed"].eq(True)]
+
+
+def crash_lines(rows: pd.DataFrame, axes: tuple[Axis, ...], source: str,
+                sets: list[str]) -> list[str]:
+    """sweep.md's words on the runs that crashed: how many, each named by its point,
+    replication and seed with the ``jobsim run`` that reproduces it, and the first one's
+    traceback."""
+    import json
+    import shlex
+
+    from .grid import grid_points
+
+    bad = crashed_runs(rows)
+    if not len(bad):
+        return []
+    points = grid_points(axes)
+    lines = [f"**{len(bad)} of {len(rows)} runs crashed**: the model raised an error — a bug "
+             "in jobsim, not a figure of the scenario. Each is reproduced by the command "
+             "beside it:", ""]
+    for _, r in bad.head(20).iterrows():
+        values = [f"{p}={v if isinstance(v, str) else json.dumps(v)}"
+                  for p, v in points[int(r["point"])]]
+        run = " ".join(["jobsim run", shlex.quote(source)] + [
+            f"--set {shlex.quote(s)}" for s in list(sets) + values] + [f"--seed {r['seed']}"])
+        lines.append(f"- point {r['point']}, replication {r['replication']}: {r['error']} — "
+                     f"`{run}`")
+    if len(bad) > 20:
+        lines.append(f"- … and {len(bad) - 20} more (`crashed` in `runs.csv`)")
+    lines += ["", "The first one's traceback, its last lines:", "", "```",
+              *str(bad["traceback"].iloc[0]).splitlines(), "```", ""]
+    return lines
 
 
 def judged(rows: pd.DataFrame) -> list[str]:

@@ -83,8 +83,7 @@ def point_table(rows: pd.DataFrame, axes: tuple[Axis, ...]) -> pd.DataFrame:
     ``range_ci``, which says in ``fig.ci`` how the interval was made)."""
     axis_cols = [a.path for a in axes]
     skip = {"point", "replication", "seed", "ok", "error", "violations", "expectations_missed",
-            "end_time",
-            "trace_events"}
+            "end_time", "trace_events", "crashed", "traceback"}
     figures = [c for c in rows.columns if c not in skip and c not in axis_cols
                and pd.api.types.is_numeric_dtype(rows[c]) and not c.startswith("seed")]
     out = []
@@ -95,6 +94,8 @@ def point_table(rows: pd.DataFrame, axes: tuple[Axis, ...]) -> pd.DataFrame:
         ok = group[group["ok"]]
         rec["runs"] = int(len(group))
         rec["failed_runs"] = int((~group["ok"]).sum())
+        if "crashed" in group:
+            rec["crashed_runs"] = int(group["crashed"].eq(True).sum())
         for f in figures:
             vals = ok[f].dropna().to_numpy(dtype=float)
             how = ""

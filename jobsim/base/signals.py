@@ -1,0 +1,137 @@
+"""Stopping cleanly on a signal: Ctrl-C, ``kill`` and a closed terminal alike.
+
+Python turns SIGINT into ``KeyboardInterrupt``, so ``finally`` blocks and ``except
+BaseException`` clean-ups run and nothing half-written is left; SIGTERM and SIGHUP, by
+default, end the process at once and leave whatever it was writing (a report's temporary
+folder beside its target, for ever). ``stopping_cleanly()`` makes all three raise
+``Stopped`` — a ``KeyboardInterrupt``, so every clean-up written for Ctrl-C runs — in the
+main thread, once: a second signal while the first one's clean-up runs is ignored.
+
+``held()`` marks a step that must be whole (the swap of a report's files for the new ones,
+a manifest written beside its files): a signal arriving inside it is acted on at its end.
+
+The command line's exit status for a stop is 128 + the signal's number (130 for Ctrl-C, 143
+for SIGTERM, 129 for SIGHUP), as a shell reports a process that a signal ended.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+#: the signals that stop a command cleanly
+SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
+                if hasattr(signal, name))
+
+
+class Stopped(KeyboardInterrupt):
+    """The process was asked to stop by a signal (``signum``); a ``KeyboardInterrupt`` so
+    that every clean-up written for Ctrl-C runs for it too."""
+
+    def __init__(self, signum: int = signal.SIGINT, note: str = ""):
+        super().__init__(signum, note)
+        self.signum, self.note = int(signum), note
+
+    def __str__(self) -> str:
+        return self.note  # as a KeyboardInterrupt's: what the clean-up could not do, if any
+
+
+def signum_of(exc: BaseException) -> int:
+    """The signal behind a stop: a plain ``KeyboardInterrupt`` is Ctrl-C's."""
+    return exc.signum if isinstance(exc, Stopped) else int(signal.SIGINT)
+
+
+def name_of(exc: BaseException) -> str:
+    """``SIGTERM``, ``SIGHUP`` or ``SIGINT`` (Ctrl-C)."""
+    signum = signum_of(exc)
+    try:
+        name = signal.Signals(signum).name
+    except ValueError:
+        name = f"signal {signum}"
+    return f"{name} (Ctrl-C)" if signum == signal.SIGINT else name
+
+
+def status_of(exc: BaseException) -> int:
+    """The exit status of a process stopped by ``exc``: 128 + the signal's number."""
+    return 128 + signum_of(exc)
+
+
+class _State:
+    pid: int | None = None  # the process that installed the handlers (a fork has another)
+    held = 0  # depth of ``held()`` sections
+    pending: int | None = None  # a signal that came inside one
+    stopping = False  # a Stopped was raised: further signals are ignored
+
+
+def _raise(signum: int) -> None:
+    _State.stopping = True
+    raise Stopped(signum)
+
+
+def _handler(signum: int, frame: object) -> None:
+    if os.getpid() != _State.pid:
+        # a process forked with this handler (a worker) that did not set its own: it ends
+        # as it would have without it
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        return
+    if _State.stopping:
+        return  # once: let the clean-up finish
+    if _State.held:
+        _State.pending = _State.pending or signum
+        return
+    _raise(signum)
+
+
+@contextmanager
+def stopping_cleanly() -> Iterator[None]:
+    """SIGINT, SIGTERM and SIGHUP raise ``Stopped`` while inside; the handlers before are
+    put back at the end. Outside the main thread (where Python cannot take signals) it does
+    nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = {s: signal.getsignal(s) for s in SIGNALS}
+    saved = (_State.pid, _State.held, _State.pending, _State.stopping)
+    _State.pid, _State.held, _State.pending, _State.stopping = os.getpid(), 0, None, False
+    for s in SIGNALS:
+        if old[s] is not signal.SIG_IGN:  # ignored by the caller (nohup): stays ignored
+            signal.signal(s, _handler)
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h if h is not None else signal.SIG_DFL)
+        _State.pid, _State.held, _State.pending, _State.stopping = saved
+
+
+@contextmanager
+def held() -> Iterator[None]:
+    """A step that must be done whole: a signal that comes during it stops the process at
+    its end (if it ended with an error, that error is the stop's cause)."""
+    _State.held += 1
+    try:
+        yield
+    except BaseException as exc:
+        _State.held -= 1
+        if not _State.held and _State.pending is not None and not _State.stopping:
+            signum, _State.pending = _State.pending, None
+            _State.stopping = True
+            raise Stopped(signum) from exc
+        raise
+    _State.held -= 1
+    if not _State.held and _State.pending is not None and not _State.stopping:
+        signum, _State.pending = _State.pending, None
+        _raise(signum)
+
+
+def worker_defaults() -> None:
+    """In a worker process (forked from the command): Ctrl-C and a hang-up are the parent's
+    to handle — it stops its workers — and SIGTERM ends the worker at once."""
+    for name, action in (("SIGINT", signal.SIG_IGN), ("SIGHUP", signal.SIG_IGN),
+                         ("SIGTERM", signal.SIG_DFL)):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), action)
