@@ -5,7 +5,8 @@ bug too), ``break`` (an invariant violated that the draw's settings do not excus
 ``expect`` (an expectation that holds on any run failed), ``crash`` (an exception: its type
 and last frame), ``hang`` (the guard stopped it far past its estimate, or the fuzz tool's
 CPU limit), or ``known`` (a bug found and reported, not fixed yet: recognised by its
-signature and counted, not reported again; tests/test_fuzz_findings.py holds each).
+signature and counted, not reported again, until its fix lands; a fixed one is held by its
+shrunk scenario in tests/test_audit_findings.py).
 
 What a draw legitimately breaks is decided invariant by invariant in ``legitimate``, as
 narrowly as the checks allow, each with why. Used by tests/test_fuzz.py and tools/fuzz.py.
@@ -13,7 +14,6 @@ narrowly as the checks allow, each with why. Used by tests/test_fuzz.py and tool
 
 from __future__ import annotations
 
-import re
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +22,6 @@ from typing import Any
 import yaml
 
 from jobsim.base.errors import ScenarioError
-from jobsim.base.trace import K
 from jobsim.executor.config import Scenario
 from jobsim.format.scenario import variants_of
 from jobsim.output.report import analyse
@@ -107,45 +106,18 @@ def legitimate(doc: dict, sc: Scenario, v: Any) -> str | None:
 
 
 # --- known bugs: recognised by their signature, counted, not reported again ------------------
-# F…: found by this fuzzing and reported, not fixed yet (the commit that added each says
-# what it is). Remove an entry when its fix lands, so that the fuzz holds it. (The bugs
-# known before it, K1-K5, and F6 were fixed on main and their entries removed.)
-
-def _handlers(doc: dict) -> list[dict]:
-    return [h for h in (doc.get("handlers") or {}).values() if isinstance(h, dict)]
-
-
-def _claimed_while_idle(result: Any, v: Any) -> bool:
-    """Whether the node a "sat idle" starvation names claimed rows after the idle span
-    began (its loop was not idle: it claimed full batches and passed the job over by order;
-    a run that frees its thread at once leaves "a thread free")."""
-    m = re.search(r"while (\S+), which may run it, sat idle .* from t=([0-9.e+-]+)s", v.message)
-    if result is None or m is None or m.group(1) not in result.trace.nodes:
-        return False
-    c = result.trace.arrays()
-    code, since = result.trace.nodes.index(m.group(1)), float(m.group(2))
-    mask = (c["kind"] == K["acquire"]) & (c["node"] == code) & (c["b"] > 0) & (
-        c["time"] > since)
-    return bool(mask.any())
-
+# A bug the fuzz finds is fixed and held by its shrunk scenario (tests/test_audit_findings.py);
+# one that cannot be fixed at once gets an entry here, recognised by a narrow signature, until
+# its fix lands. (K1-K5, F2-F4, F6, F7 and E1 were found, fixed, and their entries removed.)
 
 def known_violation(doc: dict, sc: Scenario, v: Any, result: Any = None) -> str | None:
-    nodes = sc.nodes
-    if v.invariant == "exclusive_locks" and any(
-            n.executor.global_lock and n.executor.wakeup == "ticks" for n in nodes):
-        return "F2 global_lock on a ticks node: its tick claims by read_then_write unlocked"
-    if v.invariant == "liveness" and "sat idle" in v.message and _claimed_while_idle(
-            result, v):
-        return "F7 liveness calls a node idle that claimed full batches all along"
-    if v.invariant == "retries_follow_policy" and sc.executor.count_attempt == "fetch" and \
-            any(n.executor.hint for n in nodes):
-        return "F4 hint with count_attempt: fetch: a hinted job's fetch is not counted"
+    """A violation of a bug found and not fixed yet (none today: each one found is fixed
+    and held by its shrunk scenario in tests/test_audit_findings.py)."""
     return None
 
 
 def known_crash(doc: dict, exc: BaseException, frame: str) -> str | None:
-    if isinstance(exc, ZeroDivisionError) and "cpu.py" in frame and "_growth" in frame:
-        return "F3 a profile's select/update of mean 0 with a per-row time: division by zero"
+    """A crash of a bug found and not fixed yet (none today)."""
     return None
 
 
