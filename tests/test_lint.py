@@ -363,3 +363,21 @@ def test_a_queue_wait_and_a_run_that_each_fit_the_lock_but_not_together_are_a_tr
     assert len(found) == 1 and "holds its row for 15.2s" in found[0].message
     assert not [w for w in lint_runs(load_variants(SCENARIOS / "node_crash.yaml"))
                 if w.code == "queue-and-run-outlive-lock"]
+
+
+def test_a_global_lock_some_nodes_take_and_others_do_not_is_warned_about():
+    """Under the global lock a node claims with a bulk UPDATE and no version check: it takes
+    rows that nodes claiming without the lock have just locked (found by the fuzz)."""
+    from jobsim.format.scenario import loads
+
+    text = """
+name: mixed_lock
+db: {latency: 1ms}
+nodes: [{name: a}, {name: b, global_lock: true}]
+handlers: {w: {duration: 1s}}
+workload: {jobs: [{handler: w}, {handler: w}]}
+"""
+    (w,) = [w for w in lint(loads(text)) if w.code == "mixed-global-lock"]
+    assert w.path == "nodes[1].global_lock" and "only b takes" in w.message
+    every = text.replace("{name: a}", "{name: a, global_lock: true}")
+    assert not [w for w in lint(loads(every)) if w.code == "mixed-global-lock"]

@@ -9,7 +9,8 @@ runs (``lock-shorter-than-run``), the local queue (``queue-outlives-lock``, and 
 heartbeat the wait and the run together: ``queue-and-run-outlive-lock``), the heartbeat
 (``heartbeat-not-shorter-than-lock``) and polls (``poll-longer-than-lock``) — all quiet when
 no lock can expire within the run; settings that the others make ineffective
-(``ignored-setting``, ``IGNORED``); idle nodes (``more-nodes-than-jobs``,
+(``ignored-setting``, ``IGNORED``); a global lock some nodes take and others do not
+(``mixed-global-lock``); idle nodes (``more-nodes-than-jobs``,
 ``node-without-work``); a job handed back for ever (``handed-back-for-ever``); a schedule
 that a failure ends for good (``schedule-stops-on-failure``).
 """
@@ -317,6 +318,24 @@ NODE_CHECKS = (_lock_shorter_than_run, _queue_outlives_lock, _heartbeat_not_shor
                _poll_longer_than_lock, _ignored)
 
 
+def _mixed_global_lock(run: _Run) -> Iterator[Found]:
+    """The global acquire lock taken by some nodes only: under it a node claims with a bulk
+    UPDATE and no version check (Flowable's, made safe by the lock), which takes rows the
+    nodes that claim without the lock hold."""
+    takers = [n for n in run.nodes if n.cfg.global_lock]
+    others = [n for n in run.nodes if not n.cfg.global_lock and n.cfg.acquisition != "broker"]
+    if not takers or not others:
+        return
+    node = takers[0] if takers[0].raw.get("global_lock") else others[0]
+    yield ("mixed-global-lock", run.where(node, "global_lock"),
+           f"only {', '.join(n.name for n in takers)} take{'s' if len(takers) == 1 else ''} "
+           f"the global acquire lock, and {', '.join(n.name for n in others)} "
+           f"do{'es' if len(others) == 1 else ''} not; under the lock a node claims with a "
+           f"bulk UPDATE and no version check, which takes rows the others have just locked "
+           f"without it: one job acquired twice; fix: global_lock on every node or on none "
+           f"(in Flowable it is the engine's setting, the same on every node)")
+
+
 # --- 6: nodes without work --------------------------------------------------------------------
 
 def _idle_nodes(run: _Run) -> Iterator[Found]:
@@ -363,7 +382,8 @@ def lint(sc: Scenario) -> list[Warning]:
     out = [Warning(code, path, message if path.startswith("nodes[") or
                    len(names) == len(run.nodes) else f"(on {', '.join(names)}) {message}")
            for (code, path, message), names in found.items()]
-    return out + [Warning(*item) for item in _idle_nodes(run)] + \
+    return out + [Warning(*item) for item in _mixed_global_lock(run)] + \
+        [Warning(*item) for item in _idle_nodes(run)] + \
         [Warning(*item) for item in workload_traps(sc)]
 
 
