@@ -358,7 +358,63 @@ nodes: 3
 handlers: {w: {outcome: {fail_rate: 0.1}}}
 workload: {streams: [{handler: w, count: 15}]}
 """,
+    # 61x: a call with no timeout into an outage that never answers waits for ever: the run
+    # goes on to its horizon, every poll simulated
+    "silent_outage": """
+name: silent
+db: {dialect: postgres}
+executor: {poll_interval: 1s}
+horizon: 2h
+nodes: 1
+services: {api: {outages: [{at: 0s, for: 1m, fail: timeout}]}}
+handlers: {w: {calls: [api]}}
+workload: {jobs: [{handler: w}]}
+""",
+    # 11.5x: a node cut off loses its completion; the job waits for its lock to expire
+    "partition_lost_write": """
+name: partition_lost
+executor: {poll_interval: 1s, lock_time: 2m}
+db: {latency: 1ms}
+nodes: 2
+handlers: {w: {duration: 2s}}
+workload: {jobs: [{handler: w}]}
+faults: [{at: 1s, partition: node-1, for: 30s, timeout: 1s}]
+""",
 }
+
+
+def test_the_unluckiest_job_sets_how_long_retries_go_on():
+    """With a failure rate p, the last of n jobs keeps failing about log(n)/log(1/p) times:
+    a drained run lasts until its chain of backoffs ends, not the average job's."""
+    from types import SimpleNamespace
+
+    from jobsim.sim.cost.work import _most_executions
+
+    h = SimpleNamespace(outcome="fail_rate", fail_rate=0.5)
+    assert _most_executions(h, 30, 1024) == 11
+    assert _most_executions(h, 5, 1024) == 5  # no more than the attempts
+    assert _most_executions(SimpleNamespace(outcome="succeed"), 30, 1024) == 1
+
+
+def test_a_job_handed_back_for_ever_at_one_instant_is_refused_as_a_run_that_never_ends(
+        tmp_path, capsys):
+    """No run time, no wait, no backoff, and a worker that hands every failure back
+    unchanged: the run loops at t=0 for ever (the guard stopped it after a million events
+    and half a minute); it is refused before it starts, naming why."""
+    path = tmp_path / "livelock.yaml"
+    path.write_text("""
+name: livelock
+policy: zeebe_like
+horizon: 10m
+nodes: 1
+handlers: {w: {outcome: always_fail, fail_retries: unchanged}}
+workload: {jobs: [{handler: w}]}
+""")
+    with pytest.raises(BudgetError, match="would never end: jobs of 'w' handed back for ever"):
+        check(estimate(scenario.load(path)), Budget(), "livelock")
+    assert main(["run", str(path), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "would never end" in err and "fix:" in err and not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize("name", sorted(MISSED))

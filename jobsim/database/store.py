@@ -76,9 +76,7 @@ class Store(Indexes):
         row.lock_until = lock_until if owner is not None else -math.inf
         if owner is not None:
             self._held[table] += 1
-            if self.count_at_fetch and table == JOB:
-                row.retries -= 1
-                row.fetched += 1
+            _count_fetch(self, row)
         if row.queue is not None:
             self.has_queues = self._general = True
             if owner is not None:
@@ -164,9 +162,7 @@ class Store(Indexes):
         row.version += 1
         if row.queue is not None:
             self._queue_holder[row.queue] = row.id
-        if self.count_at_fetch and row.table == JOB:
-            row.retries -= 1
-            row.fetched += 1
+        _count_fetch(self, row)
         self._reindex(row)
 
     def extend(self, ids: list[int], owner: str, lock_until: float) -> list[int]:
@@ -277,6 +273,13 @@ class Store(Indexes):
         row.version += 1
         self._reindex(row, now)
         return True
+
+
+def _count_fetch(store: Store, row: Row) -> None:
+    """Counted at fetch (Oban's ``attempt``): a lock taken on a job row uses an attempt."""
+    if store.count_at_fetch and row.table == JOB:
+        row.retries -= 1
+        row.fetched += 1
 
 
 def unlock_all(store: Store, table: str = JOB) -> list[int]:

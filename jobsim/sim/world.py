@@ -172,13 +172,7 @@ class World:
         else:
             holder = self._holders.get(jid)
             if holder is not None and self.store.get(holder) is not None:
-                trace = self.trace
-                if name is not None:  # the name stands for the task that holds the id
-                    self.names[name] = holder
-                trace.add(self.env.now, K["submit_ignored"], job=holder,
-                          c=0 if name is None else trace.text(name) + 1,
-                          text=trace.text(handler))
-                return holder
+                return _submit_ignored(self, holder, handler, name)
             if holder is not None:  # the id's task is gone: a new one, numbered afresh
                 reused, jid = jid, self._next_id
                 self._next_id += 1
@@ -354,3 +348,14 @@ def run(scenario: Scenario, seed: int | None = None,
     ``cost.Guard``). ``idle_shortcut=False`` simulates every poll of an idle node instead of
     counting them (the same trace, less the empty polls' records, and slower)."""
     return World(scenario, seed, idle_shortcut).run(progress, guard)
+
+
+def _submit_ignored(world: World, holder: int, handler: str, name: str | None) -> int:
+    """An idempotent submit of an id whose task is in the table: nothing inserted; a name it
+    gives stands for that task (its event carries it)."""
+    trace = world.trace
+    if name is not None:
+        world.names[name] = holder
+    trace.add(world.env.now, K["submit_ignored"], job=holder,
+              c=0 if name is None else trace.text(name) + 1, text=trace.text(handler))
+    return holder

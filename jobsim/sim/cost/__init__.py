@@ -32,9 +32,16 @@ command line's ``--budget`` and ``--memory-budget`` raise them) with the estimat
 settings that drive it, and how to raise it. ``Guard`` stops a run that goes far past its
 estimate (``GUARD_FACTOR``×, or past the budget if that is higher) or past the memory budget.
 
-The modules: ``budget`` (the budget, the ``Estimate`` and the refusal), ``work`` (the jobs,
-their executions and how long the run lasts), ``events`` (what that costs in events and
-memory, and ``estimate``), ``guard`` (the guard while running).
+How long a run lasts decides how many polls and periodic ticks it makes: the time its work
+takes to drain (the unluckiest job's chain of retries included), longer for a serial queue's
+jobs one after another, a crashed or cut-off node's locks that must expire first, or an
+operation still to come, and to the horizon when a job may be stranded. A job handed back
+for ever at one instant (no run time, no wait, no backoff) is a run that never ends: it is
+refused as such, with the setting that causes it.
+
+The modules: ``budget`` (the budget, the ``Estimate`` and the refusal), ``work`` (the jobs
+and their executions), ``span`` (how long the run lasts), ``events`` (what that costs in
+events and memory, and ``estimate``), ``guard`` (the guard while running).
 """
 
 from .budget import (DEFAULT_EVENTS, DEFAULT_MEMORY, MAX_EVENTS, MAX_MEMORY, Budget,

@@ -52,6 +52,8 @@ class Estimate:
 
     def drivers(self, n: int = 3) -> list[str]:
         total = max(self.events, 1.0)
+        if not math.isfinite(total):
+            return [what for what, ev in self.parts[:n] if not math.isfinite(ev)]
         return [f"{what}: {_count(ev)} events ({ev / total:.0%})"
                 for what, ev in self.parts[:n] if ev >= 0.01 * total]
 
@@ -71,6 +73,12 @@ def check(estimate: Estimate, budget: Budget, what: str) -> None:
     why = estimate.over(budget)
     if why is None:
         return
+    if not math.isfinite(estimate.events):
+        raise BudgetError("\n".join(
+            [f"{what}: the run would never end: "
+             + "; ".join(estimate.drivers() or ["unboundedly many events"]) + ".",
+             "  fix: let time pass between the runs (a run time, a fail_wait or a backoff), "
+             "or let the jobs end (fail_retries: decrement, a handler that succeeds)"]))
     lines = [f"{what}: {why}.", f"  estimate: {estimate.describe()}"]
     drivers = estimate.drivers()
     if drivers:

@@ -17,8 +17,9 @@ from ...base.dists import Constant
 from ...database.claims import INSTANT
 from ...executor.config import ExecutorConfig, Scenario
 from .budget import Estimate
+from .span import run_span
 from .work import (Work, Workload, count_executions, count_workload, db_latency,
-                   outlived_locks, reruns, run_span, shares, within_capacity)
+                   outlived_locks, reruns, shares, within_capacity)
 
 # events (SimPy steps) per unit, measured (see tests/test_cost.py)
 EVENTS_PER_EXECUTION = 2.14
@@ -54,6 +55,11 @@ def estimate(sc: Scenario) -> Estimate:
     # --- the work: the jobs, their executions, and how long the run lasts ---
     workload = count_workload(sc)
     run = count_executions(sc, workload)
+    if run.livelock:  # handed back at one instant for ever: the run never ends
+        why = (f"jobs of {', '.join(repr(h) for h in run.livelock)} handed back for ever at "
+               "one instant (fail_retries: unchanged, no run time, no wait, no backoff)")
+        return Estimate(math.inf, math.inf, [(why, math.inf)], workload.jobs, math.inf,
+                        sc.end, {"executions": math.inf})
     rerun = reruns(sc, workload, run, threads)
     run.work *= rerun
     run.executions *= rerun

@@ -3,8 +3,8 @@
 The steps of the estimate that count, before any event is priced: the jobs the workload
 creates (by handler) and when it ends; the executions they make (a failing handler runs
 again up to its retry policy's attempts); the rows that wait in a local queue past their
-lock and are run again; how long the run lasts (its span); the executions again when a
-handler outlives its lock; and what the nodes can run in the time the run has.
+lock and are run again; the executions again when a handler outlives its lock; and what the
+nodes can run in the time the run has. How long the run lasts is ``span``'s.
 """
 
 from __future__ import annotations
@@ -50,6 +50,8 @@ class Work:
     longest_run: float
     #: per handler: (executions per job, mean length of one) — for serial queues
     per_job: dict[str, tuple[float, float]] = field(default_factory=dict)
+    #: handlers whose jobs are handed back for ever with no time passing (a livelock)
+    livelock: list[str] = field(default_factory=list)
 
 
 def mean(d) -> float:
@@ -95,6 +97,24 @@ def throughput(nodes, mean_d: float, latency: float) -> float:
                 rate = min(rate, (e.queue_size + e.threads) / cycle)
         total += rate
     return max(total, 1e-12)
+
+
+def _most_executions(h, attempts: int, count: float) -> float:
+    """The executions of the unluckiest of ``count`` jobs of handler ``h``: with a failure
+    rate ``p``, about the ``k`` at which ``count × p^k`` falls to one job."""
+    if h.outcome in ("succeed", "hang"):
+        return 1.0
+    a = float(max(1, attempts))
+    if h.outcome == "always_fail":
+        return a
+    if h.outcome == "fail_first":
+        return min(a, h.fail_first + 1.0)
+    p = min(max(h.fail_rate, 0.0), 1.0)
+    if p <= 0.0:
+        return 1.0
+    if p >= 1.0:
+        return a
+    return min(a, 1.0 + math.ceil(math.log(max(count, 1.0)) / math.log(1.0 / p)))
 
 
 def _ends_failed(h, attempts: int) -> float:
@@ -196,6 +216,7 @@ def count_executions(sc: Scenario, workload: Workload) -> Work:
     dead = 0.0        # jobs whose last execution fails (dead letters, failed tasks)
     longest_run = 0.0
     per_job: dict[str, tuple[float, float]] = {}
+    livelock: list[str] = []
     for name, count in workload.by_handler.items():
         h = sc.handlers[name]
         policy = sc.retry_for("", name)
@@ -210,8 +231,13 @@ def count_executions(sc: Scenario, workload: Workload) -> Work:
             attempts = 1  # no retries sent: the first failure is the last
         elif h.fail_retries == "unchanged":  # handed back for free: until the run ends
             attempts = min(100_000, math.ceil(sc.end / max(mean_length + wait, 1e-3)))
+            if mean_length + wait <= 0 and policy.backoff.mean(1) <= 0 and \
+                    db_latency(sc) <= 0 and h.steps is None and \
+                    _ends_failed(h, 1_000_000) >= 1.0:
+                livelock.append(name)  # at one instant, for ever: time never advances
         fit, waits = _attempts_within(policy, attempts, sc.end)
-        per = most = _executions_per_job(h, fit)
+        per = _executions_per_job(h, fit)
+        most = _most_executions(h, fit, count)
         if h.steps is not None:
             mean_length, per, most = _calls(sc, h, fit, waits, count,
                                             workload.arrivals_end)
@@ -229,7 +255,7 @@ def count_executions(sc: Scenario, workload: Workload) -> Work:
             executions += count  # its boundary timer's timer job: a run of no length, at most
         dead += count * _ends_failed(h, fit)
         tail = max(tail, waits[min(len(waits), max(1, math.ceil(most))) - 1])
-    return Work(work, executions, tail, hang_jobs, dead, longest_run, per_job)
+    return Work(work, executions, tail, hang_jobs, dead, longest_run, per_job, livelock)
 
 
 def reruns(sc: Scenario, workload: Workload, run: Work, threads: int) -> float:
@@ -258,83 +284,6 @@ def reruns(sc: Scenario, workload: Workload, run: Work, threads: int) -> float:
         ratio = max(1.0, queued / max(reach, 1e-9))
         weighted += share * math.sqrt(ratio)
     return weighted
-
-
-def run_span(sc: Scenario, workload: Workload, run: Work,
-             latency: float) -> tuple[float, float]:
-    """How long the run lasts: the time its work takes to drain (the workload, the longest
-    backoff, the longest execution and the backlog at the nodes' throughput), and its span
-    (the drain, within the run's horizon and ``until``; a hanging job, or one that may be
-    stranded (``may_strand``), lasts to the end)."""
-    rate = throughput(sc.nodes, run.work / run.executions if run.executions else 0.0,
-                      latency)
-    drain = workload.arrivals_end + run.tail + run.longest_run + run.executions / rate
-    drain = max(drain, _serial_span(sc, run), _crash_recovery(sc, drain) + run.longest_run,
-                max((f.at for f in sc.faults if f.kind in _OPERATIONS), default=0.0))
-    span = min(sc.end, max(drain, sc.until or 0.0)) if sc.until is not None else \
-        min(sc.end, drain)
-    if run.hang_jobs or may_strand(sc):
-        span = sc.end
-    span = max(span, max((t.at for t in sc.ticks), default=0.0),
-               max((f.at + (f.length or 0.0) for f in sc.faults), default=0.0) if
-               sc.until is not None else 0.0)
-    return drain, min(span, sc.end)
-
-
-#: the operations a run waits for before it counts as drained
-_OPERATIONS = ("retry", "cancel", "move", "suspend", "activate")
-
-
-def _serial_span(sc: Scenario, run: Work) -> float:
-    """The longest a serial queue takes: its jobs run one after another, from its first."""
-    queues: dict[str, list[float]] = {}
-    for item in (*sc.jobs, *sc.streams):
-        if item.queue is None or item.handler not in run.per_job:
-            continue
-        per, length = run.per_job[item.handler]
-        count = float(getattr(item, "count", 1))
-        start = getattr(item, "at", getattr(item, "start", 0.0))
-        q = queues.setdefault(item.queue, [math.inf, 0.0])
-        q[0], q[1] = min(q[0], start), q[1] + count * per * length
-    return max((start + work for start, work in queues.values()), default=0.0)
-
-
-def _crash_recovery(sc: Scenario, drain: float) -> float:
-    """When the last crash's jobs are taken again: a crashed node's locks hold its jobs
-    until they expire (and a reset thread frees them, where expiry waits for one); a crash
-    after the work has drained holds nothing."""
-    ex = sc.executor
-    if ex.lock_expiry == "never":
-        return 0.0  # the lock never frees: may_strand prices it
-    wait = ex.lock_time + (min((n.executor.reset_interval for n in sc.nodes
-                                if n.executor.reset_interval), default=0.0)
-                           if ex.lock_expiry == "reset" else 0.0)
-    return max((f.at + wait for f in sc.faults if f.kind == "crash" and f.at < drain),
-               default=0.0)
-
-
-def may_strand(sc: Scenario) -> bool:
-    """Whether a job may stay unfinished to the run's end, so that a run "until drained"
-    lasts to its horizon, its nodes polling all the while: a lock that never frees (no
-    expiry, or a reset and no reset thread) held by a node that crashes or is cut off, with
-    no server restart after it to hand the job back; a job that no node runs; a job
-    suspended and not activated after."""
-    ex = sc.executor
-    never = ex.lock_expiry == "never" or (ex.lock_expiry == "reset" and not any(
-        n.executor.reset_interval for n in sc.nodes))
-    if never:
-        cuts = [f.at for f in sc.faults if f.kind in ("crash", "partition")]
-        restarts = [f.at for f in sc.faults if f.kind == "restart_server"]
-        if cuts and not (restarts and max(restarts) > max(cuts)):
-            return True
-    used = {j.handler for j in sc.jobs} | {s.handler for s in sc.streams} | {
-        r.handler for r in sc.recurring}
-    if any(all(n.executor.handles is not None and h not in n.executor.handles
-               for n in sc.nodes) for h in used):
-        return True
-    suspended = [f for f in sc.faults if f.kind == "suspend"]
-    return any(not any(a.kind == "activate" and a.at >= f.at and a.node in (f.node, "all")
-                       for a in sc.faults) for f in suspended)
 
 
 def outlived_locks(sc: Scenario, workload: Workload, span: float,
