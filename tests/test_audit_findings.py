@@ -322,3 +322,29 @@ expect:
   named.second.executions: "== 1"
 """)
     assert analysis.summary["named"]["second"]["id"] == 1
+
+
+def test_a_run_of_no_length_has_a_throughput_of_zero_when_nothing_was_done():
+    """A task recorded failed at its creation, nothing else: the run ends at t=0. Nothing
+    done is a rate of 0 (None before, which failed ``throughput_per_s >= 0``); an undefined
+    figure says so where an expectation shows it."""
+    from jobsim.analysis.expect import Verdict
+
+    _, analysis = _analysed("""
+name: no-length
+until: drained
+executor: {exhausted: failed}
+nodes: 1
+handlers: {h1: {duration: 50ms}}
+workload: {jobs: [{handler: h1, name: j0, record_failure: recorded}]}
+expect: {throughput_per_s: ">= 0"}
+""")
+    assert analysis.summary["end_time"] == 0 and analysis.summary["throughput_per_s"] == 0.0
+    verdict = Verdict(scenario.loads("""
+name: x
+nodes: 1
+handlers: {h: {}}
+workload: {jobs: [{handler: h}]}
+expect: {latency.start_delay.p50: "<= 1s"}
+""").expect[0], None, False)
+    assert "undefined in this run" in verdict.format()

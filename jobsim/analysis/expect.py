@@ -49,6 +49,8 @@ class Verdict:
     def format(self) -> str:
         if self.actual is NO_FIGURE:
             shown = "no such figure"
+        elif self.actual is None:
+            shown = "none: undefined in this run (a percentile of no jobs, a rate over no time)"
         elif isinstance(self.actual, (int, float)) and not isinstance(self.actual, bool) \
                 and in_seconds(self.expectation):
             shown = f"{self.actual:.6g} s"

@@ -198,7 +198,9 @@ def summary(trace: Trace, hist: Histories, violations: list[Violation], *,
                     "by_priority": by_priority},
         "named": dict(sorted(named.items())),
         "nodes": node_figures(trace, jobs, nodes, end_time, polls_skipped),
-        "throughput_per_s": _r(done.sum() / end_time) if end_time > 0 else None,
+        # none done is a rate of 0 even in a run of no length; some done in none: undefined
+        "throughput_per_s": _r(done.sum() / end_time) if end_time > 0 else (
+            0.0 if not done.any() else None),
         "invariants": verdicts(violations),
         "trace_events": len(trace),
         "trace_sha256": trace.sha256(),
