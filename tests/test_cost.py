@@ -370,6 +370,30 @@ services: {api: {outages: [{at: 0s, for: 1m, fail: timeout}]}}
 handlers: {w: {calls: [api]}}
 workload: {jobs: [{handler: w}]}
 """,
+    # 46x: a call whose timeout its service's latency always passes fails every run, and the
+    # retries' backoff (Oban's 15 s + 2^n s) carries the run far past its work
+    "timeout_below_latency": """
+name: timeout_below_latency
+policy: skip_locked
+db: {dialect: postgres, latency: 2ms}
+horizon: 30m
+nodes: 1
+services: {api: {latency: 150ms}}
+handlers: {w: {calls: [{service: api, timeout: 100ms}]}}
+workload: {jobs: [{handler: w}, {handler: w}]}
+""",
+    # 288x: polls go on after the work drained, while a hung call keeps the run to its
+    # horizon (the share of time the threads were busy was taken over the whole run)
+    "polls_after_the_work": """
+name: polls_after
+horizon: 1h
+db: {latency: 1ms}
+executor: {poll_interval: 2s}
+nodes: 3
+services: {svc: {capacity: 1, when_full: refuse, outages: [{at: 0s, for: 10s, fail: timeout}]}}
+handlers: {w: {calls: [svc]}}
+workload: {jobs: [{handler: w}]}
+""",
     # 11.5x: a node cut off loses its completion; the job waits for its lock to expire
     "partition_lost_write": """
 name: partition_lost

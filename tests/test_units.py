@@ -150,3 +150,21 @@ def test_trace_compaction_keeps_every_event():
     cols = t.arrays()
     assert len(t) == 1000 and cols["time"].tolist() == [float(i) for i in range(1000)]
     assert cols["b"].tolist() == [i % 10 for i in range(1000)]
+
+
+def test_the_share_of_draws_beyond_a_time_is_each_distributions_own():
+    """``beyond(t)``, the share of draws longer than ``t`` (the cost estimate's timed-out
+    calls), against closed forms and a large sample."""
+    import math
+    import random
+
+    from jobsim.base.dists import Constant, Exponential, LogNormal, Uniform
+
+    assert Constant(2.0).beyond(1.0) == 1.0 and Constant(2.0).beyond(2.0) == 0.0
+    assert Uniform(1.0, 3.0).beyond(2.5) == 0.25 and Uniform(1.0, 3.0).beyond(0.0) == 1.0
+    assert Exponential(1.0).beyond(2.0) == math.exp(-2.0)
+    ln = LogNormal(0.1, 1.0)
+    assert ln.beyond(0.1) == 0.5 and abs(ln.beyond(1.0) - 0.01) < 1e-12
+    r = random.Random(7)
+    draws = [0.1 * math.exp(ln.sigma * r.gauss(0.0, 1.0)) for _ in range(100_000)]
+    assert abs(sum(d > 0.3 for d in draws) / len(draws) - ln.beyond(0.3)) < 0.005

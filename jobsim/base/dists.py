@@ -35,6 +35,10 @@ class Constant:
     def is_zero(self) -> bool:
         return self.value == 0.0
 
+    def beyond(self, t: float) -> float:
+        """The share of draws longer than ``t``."""
+        return float(self.value > t)
+
 
 @dataclass(frozen=True)
 class Uniform:
@@ -52,6 +56,11 @@ class Uniform:
     def is_zero(self) -> bool:
         return self.low == 0.0 and self.high == 0.0
 
+    def beyond(self, t: float) -> float:
+        if self.high <= self.low:
+            return float(self.low > t)
+        return min(1.0, max(0.0, (self.high - t) / (self.high - self.low)))
+
 
 @dataclass(frozen=True)
 class Exponential:
@@ -63,6 +72,11 @@ class Exponential:
     @property
     def is_zero(self) -> bool:
         return self.mean == 0.0
+
+    def beyond(self, t: float) -> float:
+        if t < 0:
+            return 1.0
+        return math.exp(-t / self.mean) if self.mean > 0 else 0.0
 
 
 @dataclass(frozen=True)
@@ -84,6 +98,13 @@ class LogNormal:
     @property
     def is_zero(self) -> bool:
         return False
+
+    def beyond(self, t: float) -> float:
+        if t <= 0:
+            return 1.0
+        if self.sigma == 0:
+            return float(self.median > t)
+        return 0.5 * math.erfc((math.log(t) - math.log(self.median)) / (self.sigma * math.sqrt(2)))
 
 
 Distribution = Constant | Uniform | Exponential | LogNormal

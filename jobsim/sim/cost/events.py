@@ -202,8 +202,11 @@ def _polls(sc: Scenario, workload: Workload, run: Work, span: float, drain: floa
         counted = sc.db.dialect == "atomic" and not sc.db.connections and \
             sc.db.latency.is_zero and not e.global_lock and \
             not any(f.kind == "partition" and f.node == n.name for f in sc.faults)
+        after = 0.0  # polls after the work has drained, while the run goes on
         if not counted:  # it polls to the end of the run, work or none
-            grid = max(0.0, span - (n.start_at or 0.0)) / max(period + latency, 1e-9)
+            start, step = n.start_at or 0.0, max(period + latency, 1e-9)
+            after = max(0.0, span - max(busy_span, start)) / step
+            grid = max(0.0, span - start) / step - after
             when_idle = grid + batches
             if notify:  # and a poll at every insert
                 when_idle += wakes * min(active / busy_span, 1.0)
@@ -216,7 +219,7 @@ def _polls(sc: Scenario, workload: Workload, run: Work, span: float, drain: floa
             grid = active / e.poll_interval if e.poll_interval > 0 else others
             when_idle = inserts * min(active / busy_span, 1.0) + batches + grid * \
                 -math.expm1(-others / busy_span * max(e.poll_interval, 1e-9))
-        polls += load * when_busy + (1.0 - load) * when_idle + 1
+        polls += load * when_busy + (1.0 - load) * when_idle + after + 1
         if ex.timer_table and not counted:  # the timer loop polls to the end too
             polls += max(0.0, span - (n.start_at or 0.0)) / max(e.poll_interval + latency,
                                                                1e-9)

@@ -75,10 +75,26 @@ def _executions_per_job(h, attempts: int) -> float:
         return float(a)
     if h.outcome == "fail_first":
         return float(min(a, h.fail_first + 1))
-    p = min(max(h.fail_rate, 0.0), 1.0)
+    return _mean_tries(h.fail_rate, a)
+
+
+def _mean_tries(p: float, a: int) -> float:
+    """Executions of a job that fails each time with chance ``p``, up to ``a`` of them."""
+    p = min(max(p, 0.0), 1.0)
     if p >= 1.0:
         return float(a)
     return (1.0 - p ** a) / (1.0 - p)
+
+
+def _most_tries(p: float, a: int, count: float) -> float:
+    """The executions of the unluckiest of ``count`` such jobs: about the ``k`` at which
+    ``count × p^k`` falls to one job."""
+    p = min(max(p, 0.0), 1.0)
+    if p <= 0.0:
+        return 1.0
+    if p >= 1.0:
+        return float(a)
+    return min(float(a), 1.0 + math.ceil(math.log(max(count, 1.0)) / math.log(1.0 / p)))
 
 
 def throughput(nodes, mean_d: float, latency: float) -> float:
@@ -109,12 +125,7 @@ def _most_executions(h, attempts: int, count: float) -> float:
         return a
     if h.outcome == "fail_first":
         return min(a, h.fail_first + 1.0)
-    p = min(max(h.fail_rate, 0.0), 1.0)
-    if p <= 0.0:
-        return 1.0
-    if p >= 1.0:
-        return a
-    return min(a, 1.0 + math.ceil(math.log(max(count, 1.0)) / math.log(1.0 / p)))
+    return _most_tries(h.fail_rate, attempts, count)
 
 
 def _ends_failed(h, attempts: int) -> float:
@@ -138,14 +149,17 @@ def _calls(sc: Scenario, h: Any, fit: int, waits: list[float], count: float,
     through, of the ``count`` jobs that came faster than it takes them (over ``arrivals``
     seconds), what it takes at once, then in each round of retries (which come back
     together, one backoff later) what it has regained meanwhile: the last job waits every
-    round, a job half of them. Returns the run's length, the mean executions of a job and
+    round, a job half of them. A call whose timeout its service's latency passes fails the
+    run that share of the time. Returns the run's length, the mean executions of a job and
     the most (the last job's)."""
-    length, down, rounds = 0.0, 0.0, 0.0
+    length, down, rounds, answered = 0.0, 0.0, 0.0, 1.0
     wait = waits[1] - waits[0] if len(waits) > 1 else 0.0
     for step in h.steps:
         if isinstance(step, Call):
             spec = sc.services[step.service]
             length += mean(spec.latency)
+            if step.timeout is not None:  # a call slower than its timeout fails the run
+                answered *= 1.0 - spec.latency.beyond(step.timeout)
             down = max([down] + [o.length for o in spec.outages])
             takes = []  # (calls a second it takes, calls it takes at once)
             if spec.rate_limit is not None and spec.rate_limit[2] == "refuse":
@@ -160,7 +174,11 @@ def _calls(sc: Scenario, h: Any, fit: int, waits: list[float], count: float,
                     rounds = max(rounds, excess / per_round)
     inside = sum(1 for w in waits if w < down) if down else 0
     most = min(float(fit), 1.0 + max(inside, math.ceil(rounds)))
-    return length, min(float(fit), 1.0 + inside + rounds / 2.0), most
+    per = min(float(fit), 1.0 + inside + rounds / 2.0)
+    if answered < 1.0:  # timed out a share of the time, whatever the service's health
+        per = max(per, _mean_tries(1.0 - answered, fit))
+        most = max(most, _most_tries(1.0 - answered, fit, count))
+    return length, per, most
 
 
 def _attempts_within(policy, attempts: int, end: float) -> tuple[int, list[float]]:
