@@ -227,6 +227,19 @@ def test_a_sigterm_during_reports_keeps_the_reports_written_whole(tmp_path):
     assert (out / "lesson" / "report.md").is_file() and leftovers(tmp_path) == []
 
 
+def test_a_sigterm_while_race_writes_its_plot_leaves_no_png(tmp_path):
+    """The races ran against a real SQLite file; the plot's temporary file is written when
+    the signal comes: neither it nor a half-written PNG is left."""
+    png = tmp_path / "race.png"
+    status, _, err = stop_at(["race", "--db", f"sqlite:{tmp_path / 'race.db'}", "--strategy",
+                              "guarded_update", "--workers", "2", "--jobs", "40", "--plot",
+                              str(png)], "jobsim.output.plots", "save", signal.SIGTERM,
+                             tmp_path)
+    assert status == 143, err
+    assert "stopped by SIGTERM" in err.strip().splitlines()[-1]
+    assert not png.exists() and leftovers(tmp_path) == []
+
+
 # --- the mechanism ------------------------------------------------------------------------------
 
 def test_a_signal_inside_a_held_step_stops_at_its_end():
