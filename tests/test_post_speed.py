@@ -29,7 +29,7 @@ from jobsim.base.trace import K, Trace
 from jobsim.cli import main
 from jobsim.format import scenario as scenario_mod
 from jobsim.output.columns import trace_columns
-from jobsim.output.csvtext import float_text, write_csv
+from jobsim.output.csvtext import float_text, printable_frame, write_csv
 from jobsim.output.report import analyse, combined_summary
 from jobsim.output.service_report import jobs_with_services
 from jobsim.sim.world import run
@@ -88,9 +88,15 @@ def _awkward_trace() -> Trace:
 
 
 def test_csv_quoting_and_floats_match_pandas(tmp_path):
+    """Quoting and floats as pandas writes them; a text's control characters (the line
+    break in "two lines") escaped first, so that no name drives a reader's terminal."""
     tr = _awkward_trace()
     write_csv(tmp_path / "t.csv", trace_columns(tr), len(tr))
-    assert (tmp_path / "t.csv").read_bytes() == _old_csv(trace_frame(tr), tmp_path / "o.csv")
+    frame = trace_frame(tr)
+    frame["text"] = frame["text"].astype(object)
+    assert (tmp_path / "t.csv").read_bytes() == _old_csv(printable_frame(frame),
+                                                         tmp_path / "o.csv")
+    assert b"two\\u000alines" in (tmp_path / "t.csv").read_bytes()
     rng = np.random.default_rng(7)
     x = np.concatenate([rng.random(20_000) * 10.0 ** rng.integers(-9, 19, 20_000),
                         np.round(rng.random(5_000) * 1e4, 3), [0.0, math.nan, math.inf]])
