@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 from pathlib import Path
 
 import pytest
@@ -151,11 +150,12 @@ def test_a_hunt_run_again_takes_every_run_from_its_cache(tmp_path):
     assert again.minimal == first.minimal
 
 
-def test_a_fresh_hunt_seed_always_shrinks_to_a_file_that_reproduces(tmp_path, capsys):
-    """Fuzz with a seed drawn now (printed, to replay a failure): whatever the hunt finds,
-    its minimal file fails jobsim run (the hunt itself checks this and raises if not)."""
-    seed = random.SystemRandom().randrange(2**31)
-    print(f"hunt seed {seed} (replay: --seed {seed})")
+def test_a_fresh_hunt_seed_always_shrinks_to_a_file_that_reproduces(tmp_path, capsys,
+                                                                   fresh_seed):
+    """Fuzz with the session's fresh seed (printed, to replay a failure): whatever the hunt
+    finds, its minimal file fails jobsim run (the hunt itself checks this and raises if not)."""
+    seed = fresh_seed
+    print(f"hunt seed {seed} (or by hand: jobsim hunt … --seed {seed})")
     out = tmp_path / "hunt"
     status = main(["hunt", str(ZOMBIE), "--variant", "unguarded", "--set", "faults=[]",
                    "--break", "duplicate_executions == 0", "--budget", "32", "--seed",
