@@ -128,8 +128,12 @@ def test_a_hunt_is_the_same_on_one_process_on_many_and_on_dask(tmp_path):
                  out=tmp_path / f"h{i}", **kw)
         texts.append((tmp_path / f"h{i}" / "minimal.yaml").read_bytes())
         assert r.minimal is not None
+    # free ports (the scheduler's and its HTTP server's, which would try 8787 first; no
+    # dashboard) and a scratch folder of this test's own
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster:
+                                  scheduler_port=0, dashboard_address=":0",
+                                  scheduler_kwargs={"dashboard": False},
+                                  local_directory=str(tmp_path / "dask-scratch")) as cluster:
         hunt(doc, "duplicate_side_effects == 0", source=str(ZOMBIE), runs=40, seed=7,
              dask=cluster.scheduler_address, out=tmp_path / "dask")
     texts.append((tmp_path / "dask" / "minimal.yaml").read_bytes())

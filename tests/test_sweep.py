@@ -79,8 +79,12 @@ def test_the_lock_expiry_sweep_in_parallel_and_on_dask_gives_identical_rows(tmp_
     parquet = pd.read_parquet(tmp_path / "local" / "runs.parquet")
     assert len(parquet) == 80 and parquet["trace_sha256"].tolist() == \
         local.rows["trace_sha256"].tolist()
+    # free ports (the scheduler's and its HTTP server's, which would try 8787 first; no
+    # dashboard) and a scratch folder of this test's own
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster:
+                                  scheduler_port=0, dashboard_address=":0",
+                                  scheduler_kwargs={"dashboard": False},
+                                  local_directory=str(tmp_path / "dask-scratch")) as cluster:
         on_dask = sweep(doc, axes, 20, source=str(LOCK_EXPIRY), dask=cluster.scheduler_address,
                         out=tmp_path / "dask")
     assert on_dask.computed == 80
