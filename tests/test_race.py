@@ -353,6 +353,28 @@ def _session_members(sid: int) -> list[int]:
     return found
 
 
+def _stuck_report(p: subprocess.Popen) -> str:
+    """What each process of a stuck session is doing: its state, its signals (blocked,
+    ignored, caught) and where it waits in the kernel, then the Python stacks that SIGABRT
+    makes faulthandler print."""
+    lines = []
+    for pid in _session_members(p.pid):
+        try:
+            status = dict(line.split(":", 1) for line in
+                          Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
+            wchan = Path(f"/proc/{pid}/wchan").read_text()
+        except OSError:
+            continue
+        lines.append(f"pid {pid}: " + ", ".join(f"{k} {status.get(k, '?').strip()}" for k in (
+            "State", "SigBlk", "SigIgn", "SigCgt")) + f", wchan {wchan}")
+    os.killpg(p.pid, signal.SIGABRT)
+    try:
+        _, err = p.communicate(timeout=STUCK)
+    except subprocess.TimeoutExpired:
+        err = "(no answer to SIGABRT either)"
+    return "\n".join(lines) + "\n" + err[-8000:]
+
+
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
 def test_ctrl_c_from_a_terminal_leaves_no_process_and_no_traceback(tmp_path):
     """A real Ctrl-C: SIGINT to the whole process group (the CLI and its workers), as a
@@ -360,7 +382,8 @@ def test_ctrl_c_from_a_terminal_leaves_no_process_and_no_traceback(tmp_path):
     db = tmp_path / "theirs.db"
     _user_db(db)
     before = _state(db)
-    env = {**os.environ, "JOBSIM_PROGRESS": "0"}
+    # PYTHONFAULTHANDLER: if it is stuck, SIGABRT makes each process print its Python stack
+    env = {**os.environ, "JOBSIM_PROGRESS": "0", "PYTHONFAULTHANDLER": "1"}
     p = subprocess.Popen([sys.executable, "-m", "jobsim", "race", "--db", f"sqlite:{db}",
                           "--strategy", "guarded_update", "--workers", "3", "--jobs", "300000",
                           "--batch", "1"], start_new_session=True, env=env, text=True,
@@ -381,7 +404,10 @@ def test_ctrl_c_from_a_terminal_leaves_no_process_and_no_traceback(tmp_path):
         assert claimed >= 50 and p.poll() is None
         assert len(_session_members(p.pid)) == 4  # the CLI and its 3 workers
         os.killpg(p.pid, signal.SIGINT)
-        _, err = p.communicate(timeout=STUCK)
+        try:
+            _, err = p.communicate(timeout=STUCK)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"still running {STUCK:.0f} s after Ctrl-C:\n{_stuck_report(p)}")
     finally:
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)
