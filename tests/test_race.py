@@ -384,10 +384,15 @@ def test_ctrl_c_from_a_terminal_leaves_no_process_and_no_traceback(tmp_path):
     before = _state(db)
     # PYTHONFAULTHANDLER: if it is stuck, SIGABRT makes each process print its Python stack
     env = {**os.environ, "JOBSIM_PROGRESS": "0", "PYTHONFAULTHANDLER": "1"}
+    # Ctrl-C as a terminal's shell leaves it: not ignored. A run started in the background
+    # by a shell without job control (`pytest &`, some CI runners) ignores SIGINT, and a child
+    # inherits that: jobsim race then never saw the Ctrl-C and ran on to its time limit (the
+    # "hang" of loaded runs of the whole suite, which ran in the background)
     p = subprocess.Popen([sys.executable, "-m", "jobsim", "race", "--db", f"sqlite:{db}",
                           "--strategy", "guarded_update", "--workers", "3", "--jobs", "300000",
                           "--batch", "1"], start_new_session=True, env=env, text=True,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + STUCK  # a guard for a stuck start, not a verdict
         claimed = 0
