@@ -61,8 +61,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # what Hypothesis keeps (its cache of a module's constants; no example database): this
     # worker's, not the checkout's .hypothesis/
     set_hypothesis_home_dir(os.environ["HYPOTHESIS_STORAGE_DIRECTORY"])
-    settings.register_profile("jobsim-tests", parent=settings.get_profile(
-        settings.get_current_profile_name()), database=None)
+    settings.register_profile("jobsim-tests", parent=settings.default, database=None)
     settings.load_profile("jobsim-tests")
     if config.getoption("hypothesis_seed", None) is None:
         core.global_force_seed = seed
