@@ -79,6 +79,21 @@ def pytest_configure_node(node) -> None:
     node.workerinput[SEED_VARIABLE] = node.config.stash[_BASE_SEED]
 
 
+#: notebooks in the slow tier (``-m slow``), with what their small run (JOBSIM_FAST) costs:
+#: a notebook is no Python function to mark
+SLOW_NOTEBOOKS = {
+    "03_crashes_and_lock_expiry.ipynb": "52 CPU s: its hunt of 64 runs, its lock-time sweep",
+    "07_retry_storms.ipynb": "50 CPU s: its strategies over seeds, its Python handlers",
+}
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.suffix == ".ipynb" and item.path.name in SLOW_NOTEBOOKS:
+            item.add_marker(pytest.mark.slow)
+
+
 def pytest_report_header(config: pytest.Config) -> str:
     return (f"fresh seeds: {SEED_VARIABLE}={config.stash[_BASE_SEED]} "
             f"(set it to replay this run's draws)")

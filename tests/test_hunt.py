@@ -36,6 +36,7 @@ def _jobs(doc: dict) -> int:
     return sum(s["count"] for s in work.get("streams") or []) + len(work.get("jobs") or [])
 
 
+@pytest.mark.slow  # 58 CPU s: hunts on two configurations, shrunk
 def test_a_heartbeat_survives_its_crash_but_a_pause_past_the_lock_runs_a_job_twice(
         tmp_path, capsys):
     """Acceptance 1: the heartbeat variant of lock_expiry, its own crash removed; the hunt
@@ -80,6 +81,7 @@ def test_the_zombie_makes_its_payment_twice_under_one_pause(tmp_path, capsys):
     assert status == 1 and "FAIL duplicate_side_effects.total == 0" in text
 
 
+@pytest.mark.slow  # 105 CPU s: the 500-run acceptance
 def test_zeebe_never_double_acquires_and_the_hunt_says_only_what_it_covered(tmp_path, capsys):
     """Acceptance 3, first half: 500 runs of the Zeebe-like server against exclusive_locks
     find nothing; the coverage is reported, never as proof."""
@@ -98,6 +100,7 @@ def test_zeebe_never_double_acquires_and_the_hunt_says_only_what_it_covered(tmp_
     assert not (out / "minimal.yaml").exists()
 
 
+@pytest.mark.slow  # 19 CPU s
 def test_zeebe_strands_a_job_for_ever_when_a_worker_crashes_holding_it(tmp_path, capsys):
     """Acceptance 3, second half: the liveness property breaks; the minimal run's job is
     stranded for ever (not merely cut off by a horizon shrinking chose: a liveness property
@@ -116,6 +119,7 @@ def test_zeebe_strands_a_job_for_ever_when_a_worker_crashes_holding_it(tmp_path,
     assert status == 1 and "stranded" in text and "crashed while holding it" in text
 
 
+@pytest.mark.slow  # 44 CPU s: three hunts, one on Dask
 def test_a_hunt_is_the_same_on_one_process_on_many_and_on_dask(tmp_path):
     """Acceptance 4: the same configuration, property, budget and seed give the same
     minimal file on 1 and 3 local workers and on a Dask LocalCluster."""

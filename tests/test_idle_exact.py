@@ -194,6 +194,7 @@ def _compare_long(seed: int) -> bool:
     return _compare(seed, random_long_poll_scenario, " -k 'long_polling and fresh'")
 
 
+@pytest.mark.slow  # 14 CPU s: fixed seeds; fresh ones run by default
 def test_a_long_polling_idle_sleep_is_exact_on_120_random_scenarios():
     slept = sum(_compare_long(seed) for seed in range(120))
     assert slept >= 20
@@ -223,6 +224,7 @@ def _compare_fast_poll(seed: int) -> None:
     assert (fast.polls, fast.statements) == (slow.polls, slow.statements)
 
 
+@pytest.mark.slow  # 10 CPU s: fixed seeds; fresh ones run by default
 def test_the_fast_insert_poll_moves_nothing_on_60_random_scenarios():
     for seed in range(60):
         _compare_fast_poll(seed)

@@ -210,6 +210,7 @@ def _jobsim_child(argv: list[str], cwd: Path) -> tuple[int, float, float, str]:
             log.read_text(errors="replace"))
 
 
+@pytest.mark.slow  # 44 CPU s: 19 children starting Python and jobsim
 def test_every_listed_input_answers_exit_2_quickly_in_little_memory(tmp_path):
     """Each input in a child process: exit 2, a message, no traceback, within 3 CPU seconds
     more than a valid command's child takes (measured here, first) and with a peak resident

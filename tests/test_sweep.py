@@ -56,6 +56,7 @@ def test_replication_seeds_are_the_same_at_every_point_and_differ_between_replic
     assert r.rows.groupby("replication")["jobs.created"].nunique().eq(1).all()
 
 
+@pytest.mark.slow  # 39 CPU s: 80 runs three ways, one on Dask
 def test_the_lock_expiry_sweep_in_parallel_and_on_dask_gives_identical_rows(tmp_path):
     """Acceptance: 4 lock times × 20 replications on 2 worker processes, the tables and a
     plot of duplicate executions against lock time with confidence bands; the same sweep on
@@ -653,6 +654,7 @@ def _measured(argv: list[str], cwd: Path) -> tuple[int, float, float, str]:
     return int(rc), float(seconds), rss_mb, err
 
 
+@pytest.mark.slow  # 17 CPU s: 9 children starting Python and jobsim
 def test_absurd_sweeps_are_refused_at_once_in_little_memory(tmp_path):
     three_axes = {"executor.lock_time": [f"{i}s" for i in range(1, 1001)],
                   "executor.poll_interval": [f"{i}ms" for i in range(1, 1001)],
