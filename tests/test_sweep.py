@@ -62,6 +62,7 @@ def test_the_lock_expiry_sweep_in_parallel_and_on_dask_gives_identical_rows(tmp_
     plot of duplicate executions against lock time with confidence bands; the same sweep on
     a Dask LocalCluster gives the same rows."""
     distributed = pytest.importorskip("distributed")
+    dask = pytest.importorskip("dask")
     doc = yaml.safe_load(LOCK_EXPIRY.read_text(encoding="utf-8"))
     axes = parse_grid(["executor.lock_time=10s,30s,2m,10m"])
     figure = "duplicate_executions.by_cause.lock_expired"
@@ -81,11 +82,14 @@ def test_the_lock_expiry_sweep_in_parallel_and_on_dask_gives_identical_rows(tmp_
     assert len(parquet) == 80 and parquet["trace_sha256"].tolist() == \
         local.rows["trace_sha256"].tolist()
     # free ports (the scheduler's and its HTTP server's, which would try 8787 first; no
-    # dashboard) and a scratch folder of this test's own
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  scheduler_port=0, dashboard_address=":0",
-                                  scheduler_kwargs={"dashboard": False},
-                                  local_directory=str(tmp_path / "dask-scratch")) as cluster:
+    # dashboard) and a scratch folder of this test's own, the scheduler's too (by default
+    # the temporary folder's dask-scratch-space, shared by every cluster on the machine)
+    scratch = str(tmp_path / "dask-scratch")
+    with dask.config.set({"temporary-directory": scratch}), \
+            distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                     scheduler_port=0, dashboard_address=":0",
+                                     scheduler_kwargs={"dashboard": False},
+                                     local_directory=scratch) as cluster:
         on_dask = sweep(doc, axes, 20, source=str(LOCK_EXPIRY), dask=cluster.scheduler_address,
                         out=tmp_path / "dask")
     assert on_dask.computed == 80
