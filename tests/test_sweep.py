@@ -552,8 +552,7 @@ def test_killing_the_sweep_kills_its_workers(tmp_path):
 
 @pytest.mark.skipif(not LINUX, reason="reads /proc")
 def test_without_pdeathsig_the_workers_watchdog_ends_them(tmp_path):
-    """The fallback for other platforms: each worker's thread watching its parent's pid.
-    Without it the workers would run the rest of their 800 runs."""
+    """The fallback for other platforms: each worker's thread watching its parent's pid."""
     proc, kids, err = _start_long_sweep(
         tmp_path, "import jobsim.tools.sweep.pool as s\ns.die_with_parent = lambda: False\n")
     proc.send_signal(signal.SIGKILL)
