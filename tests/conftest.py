@@ -28,5 +28,6 @@ def pg():
 
     with cluster() as dsn:
         if dsn is None:
-            pytest.skip("no PostgreSQL here (no initdb, or it would not start)")
+            pytest.skip("no PostgreSQL here (no initdb, or it would not start; with "
+                        "JOBSIM_PG_DSN: a role that may not CREATE DATABASE, under -n)")
         yield dsn

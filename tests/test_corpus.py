@@ -108,9 +108,9 @@ def test_corpus_is_complete_and_documented():
 def test_run_refuses_broken_file(name, tmp_path, capsys):
     path = CORPUS / name
     out = tmp_path / "out"
-    start = time.perf_counter()
+    start = time.process_time()  # CPU seconds: a machine's other work does not count
     status, stdout, stderr = call(["run", str(path), "--out", str(out)], capsys)
-    elapsed = time.perf_counter() - start
+    cpu = time.process_time() - start
 
     assert status == 2, (f"jobsim run {name}: exit status {status}, expected 2 (bad input)"
                          f"\nstderr:\n{stderr[-2000:]}\nstdout:\n{stdout[-1000:]}")
@@ -119,7 +119,7 @@ def test_run_refuses_broken_file(name, tmp_path, capsys):
     check_report(stderr, str(path), EXPECTED[name], f"jobsim run {name}")
     assert not out.exists() or not any(out.iterdir()), (
         f"jobsim run {name} wrote into its out folder: {sorted(out.rglob('*'))}")
-    assert elapsed < 5, f"jobsim run {name} took {elapsed:.1f}s to refuse the file"
+    assert cpu < 5, f"jobsim run {name} took {cpu:.1f} CPU s to refuse the file"
 
 
 @pytest.mark.parametrize("name", FILES)
@@ -148,13 +148,13 @@ def test_several_errors_are_reported_in_one_run(tmp_path, capsys):
 
 def test_alias_bomb_is_refused_quickly(tmp_path, capsys):
     path = CORPUS / "alias_bomb.yaml"
-    start = time.perf_counter()
+    start = time.process_time()  # CPU seconds: a machine's other work does not count
     status, _, stderr = call(["run", str(path), "--out", str(tmp_path / "out")], capsys)
-    elapsed = time.perf_counter() - start
+    cpu = time.process_time() - start
 
     assert status == 2, stderr
     assert "alias" in stderr
-    assert elapsed < 3, f"the alias bomb took {elapsed:.2f}s to refuse"
+    assert cpu < 3, f"the alias bomb took {cpu:.2f} CPU s to refuse"
 
 
 # ---------------------------------------------------------------------------------------------

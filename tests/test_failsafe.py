@@ -158,16 +158,16 @@ def test_a_serial_queue_drains_back_to_back_and_cheaply():
 
     jobs = "[" + ", ".join("{handler: mail, queue: q}" for _ in range(2000)) + "]"
     sc = make(jobs, policy="failsafe_v3")
-    t0 = time.perf_counter()
+    t0 = time.process_time()  # CPU seconds: a machine's other work does not count
     r = run(sc)
-    wall = time.perf_counter() - t0
+    cpu = time.process_time() - t0
     t, j = starts(r)
     assert len(t) == 2000 and sorted(j.tolist()) == j.tolist()  # in order
     assert np.all(np.diff(t) == 1.0)  # each starts as the one before ends: no poll between
     c = r.trace.arrays()
     assert (c["kind"] == K["acquire"]).sum() < 50  # handed over, not claimed one by one
     assert analyse(r).violations == []
-    assert wall < 30  # generous: it takes well under a second; quadratic took minutes
+    assert cpu < 30  # generous: it takes well under a second; quadratic took minutes
 
 
 # --- an id is free again once its task is gone --------------------------------------------------

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 from pathlib import Path
 
 import pytest
@@ -37,6 +36,7 @@ def _jobs(doc: dict) -> int:
     return sum(s["count"] for s in work.get("streams") or []) + len(work.get("jobs") or [])
 
 
+@pytest.mark.slow  # 58 CPU s: hunts on two configurations, shrunk
 def test_a_heartbeat_survives_its_crash_but_a_pause_past_the_lock_runs_a_job_twice(
         tmp_path, capsys):
     """Acceptance 1: the heartbeat variant of lock_expiry, its own crash removed; the hunt
@@ -81,6 +81,7 @@ def test_the_zombie_makes_its_payment_twice_under_one_pause(tmp_path, capsys):
     assert status == 1 and "FAIL duplicate_side_effects.total == 0" in text
 
 
+@pytest.mark.slow  # 105 CPU s: the 500-run acceptance
 def test_zeebe_never_double_acquires_and_the_hunt_says_only_what_it_covered(tmp_path, capsys):
     """Acceptance 3, first half: 500 runs of the Zeebe-like server against exclusive_locks
     find nothing; the coverage is reported, never as proof."""
@@ -99,6 +100,7 @@ def test_zeebe_never_double_acquires_and_the_hunt_says_only_what_it_covered(tmp_
     assert not (out / "minimal.yaml").exists()
 
 
+@pytest.mark.slow  # 19 CPU s
 def test_zeebe_strands_a_job_for_ever_when_a_worker_crashes_holding_it(tmp_path, capsys):
     """Acceptance 3, second half: the liveness property breaks; the minimal run's job is
     stranded for ever (not merely cut off by a horizon shrinking chose: a liveness property
@@ -117,10 +119,12 @@ def test_zeebe_strands_a_job_for_ever_when_a_worker_crashes_holding_it(tmp_path,
     assert status == 1 and "stranded" in text and "crashed while holding it" in text
 
 
+@pytest.mark.slow  # 44 CPU s: three hunts, one on Dask
 def test_a_hunt_is_the_same_on_one_process_on_many_and_on_dask(tmp_path):
     """Acceptance 4: the same configuration, property, budget and seed give the same
     minimal file on 1 and 3 local workers and on a Dask LocalCluster."""
     distributed = pytest.importorskip("distributed")
+    dask = pytest.importorskip("dask")
     doc = configuration(yaml.safe_load(ZOMBIE.read_text(encoding="utf-8")), "guarded",
                         ["faults=[]"], str(ZOMBIE))
     texts = []
@@ -129,8 +133,15 @@ def test_a_hunt_is_the_same_on_one_process_on_many_and_on_dask(tmp_path):
                  out=tmp_path / f"h{i}", **kw)
         texts.append((tmp_path / f"h{i}" / "minimal.yaml").read_bytes())
         assert r.minimal is not None
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster:
+    # free ports (the scheduler's and its HTTP server's, which would try 8787 first; no
+    # dashboard) and a scratch folder of this test's own, the scheduler's too (by default
+    # the temporary folder's dask-scratch-space, shared by every cluster on the machine)
+    scratch = str(tmp_path / "dask-scratch")
+    with dask.config.set({"temporary-directory": scratch}), \
+            distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                     scheduler_port=0, dashboard_address=":0",
+                                     scheduler_kwargs={"dashboard": False},
+                                     local_directory=scratch) as cluster:
         hunt(doc, "duplicate_side_effects == 0", source=str(ZOMBIE), runs=40, seed=7,
              dask=cluster.scheduler_address, out=tmp_path / "dask")
     texts.append((tmp_path / "dask" / "minimal.yaml").read_bytes())
@@ -151,11 +162,12 @@ def test_a_hunt_run_again_takes_every_run_from_its_cache(tmp_path):
     assert again.minimal == first.minimal
 
 
-def test_a_fresh_hunt_seed_always_shrinks_to_a_file_that_reproduces(tmp_path, capsys):
-    """Fuzz with a seed drawn now (printed, to replay a failure): whatever the hunt finds,
-    its minimal file fails jobsim run (the hunt itself checks this and raises if not)."""
-    seed = random.SystemRandom().randrange(2**31)
-    print(f"hunt seed {seed} (replay: --seed {seed})")
+def test_a_fresh_hunt_seed_always_shrinks_to_a_file_that_reproduces(tmp_path, capsys,
+                                                                   fresh_seed):
+    """Fuzz with the session's fresh seed (printed, to replay a failure): whatever the hunt
+    finds, its minimal file fails jobsim run (the hunt itself checks this and raises if not)."""
+    seed = fresh_seed
+    print(f"hunt seed {seed} (or by hand: jobsim hunt … --seed {seed})")
     out = tmp_path / "hunt"
     status = main(["hunt", str(ZOMBIE), "--variant", "unguarded", "--set", "faults=[]",
                    "--break", "duplicate_executions == 0", "--budget", "32", "--seed",

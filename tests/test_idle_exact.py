@@ -4,7 +4,9 @@ one of them, less the empty polls' own records, with the same poll and statement
 Random scenarios over every dialect, latencies, crashes, pauses, partitions, slow databases,
 notify and poll wake-ups, pinned starts (ties between nodes' polls), jitter, failures with
 retries, timers due later (long idle stretches), explicit jobs at round instants (ties with
-polls), routing, a timer table. ``JOBSIM_IDLE_SEED`` and ``JOBSIM_IDLE_N`` replay a fresh run.
+polls), routing, a timer table. The fresh tests start from the session's ``fresh_seed``
+(printed with the command that replays it); ``JOBSIM_IDLE_SEED`` and ``JOBSIM_IDLE_N`` run
+given seeds instead (``JOBSIM_IDLE_SEED=S JOBSIM_IDLE_N=1``: the one scenario of seed S).
 """
 
 from __future__ import annotations
@@ -104,7 +106,8 @@ def _reduced(result) -> tuple[str, dict, int]:
     return h.hexdigest(), result.polls, result.statements
 
 
-def _compare(seed: int, generate=None, replay: str = "") -> bool:
+def _compare(seed: int, generate=None,
+             replay: str = " -k idle_sleep_is_exact_on_fresh") -> bool:
     """Whether the sleep was taken; fails (with the seed) if it changed anything or, given a
     generator of its own (``generate``), if a run broke a safety invariant."""
     text = (generate or random_idle_scenario)(random.Random(seed))
@@ -128,17 +131,18 @@ def test_the_idle_sleep_is_exact_on_240_random_scenarios():  # ones each time
     assert slept >= 60  # the sleep was taken, not only allowed
 
 
-def _fresh(compare, n: int, what: str) -> None:
-    """``compare`` on fresh seeds (``JOBSIM_IDLE_SEED``, ``JOBSIM_IDLE_N`` replay them)."""
-    start = int(os.environ.get("JOBSIM_IDLE_SEED", random.SystemRandom().randrange(10**9)))
+def _fresh(compare, n: int, what: str, fresh_seed: int) -> None:
+    """``compare`` on ``n`` seeds from the session's fresh one (``JOBSIM_IDLE_SEED``,
+    ``JOBSIM_IDLE_N``: given seeds instead)."""
+    start = int(os.environ.get("JOBSIM_IDLE_SEED", fresh_seed % 10**9))
     n = int(os.environ.get("JOBSIM_IDLE_N", str(n)))
     print(f"fresh {what} seeds {start}..{start + n - 1}")
     for seed in range(start, start + n):
         compare(seed)
 
 
-def test_the_idle_sleep_is_exact_on_fresh_random_scenarios():
-    _fresh(_compare, 40, "idle-sleep")
+def test_the_idle_sleep_is_exact_on_fresh_random_scenarios(fresh_seed):
+    _fresh(_compare, 40, "idle-sleep", fresh_seed)
 
 
 def test_a_naive_loop_with_latency_has_mean_start_delay_half_its_cycle():
@@ -187,16 +191,17 @@ def random_long_poll_scenario(r: random.Random) -> str:
 
 
 def _compare_long(seed: int) -> bool:
-    return _compare(seed, random_long_poll_scenario, " -k long")
+    return _compare(seed, random_long_poll_scenario, " -k 'long_polling and fresh'")
 
 
+@pytest.mark.slow  # 14 CPU s: fixed seeds; fresh ones run by default
 def test_a_long_polling_idle_sleep_is_exact_on_120_random_scenarios():
     slept = sum(_compare_long(seed) for seed in range(120))
     assert slept >= 20
 
 
-def test_a_long_polling_idle_sleep_is_exact_on_fresh_random_scenarios():
-    _fresh(_compare_long, 20, "long-poll idle-sleep")
+def test_a_long_polling_idle_sleep_is_exact_on_fresh_random_scenarios(fresh_seed):
+    _fresh(_compare_long, 20, "long-poll idle-sleep", fresh_seed)
 
 
 def _compare_fast_poll(seed: int) -> None:
@@ -214,14 +219,16 @@ def _compare_fast_poll(seed: int) -> None:
         acquisition.FAST_POLL = True
     assert fast.trace.sha256() == slow.trace.sha256(), (
         f"the fast insert poll changed the run of random scenario {seed} (replay: "
-        f"JOBSIM_IDLE_SEED={seed} JOBSIM_IDLE_N=1 pytest {__file__} -k fast_poll)\n{text}")
+        f"JOBSIM_IDLE_SEED={seed} JOBSIM_IDLE_N=1 pytest {__file__} "
+        f"-k 'fast_insert and fresh')\n{text}")
     assert (fast.polls, fast.statements) == (slow.polls, slow.statements)
 
 
+@pytest.mark.slow  # 10 CPU s: fixed seeds; fresh ones run by default
 def test_the_fast_insert_poll_moves_nothing_on_60_random_scenarios():
     for seed in range(60):
         _compare_fast_poll(seed)
 
 
-def test_the_fast_insert_poll_moves_nothing_on_fresh_random_scenarios():
-    _fresh(_compare_fast_poll, 20, "fast insert poll")
+def test_the_fast_insert_poll_moves_nothing_on_fresh_random_scenarios(fresh_seed):
+    _fresh(_compare_fast_poll, 20, "fast insert poll", fresh_seed)

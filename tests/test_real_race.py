@@ -11,21 +11,79 @@ from jobsim.tools.race import RaceError, predict, race, two_sessions_pg, verdict
 from test_two_sessions import CASES, two_sessions
 
 JOBS = 1500
+#: races at most for a figure that must show up (see ``_agree``)
+RACES = 3
 
 
-def _both(db, dialect, strategy, k, **kw):
-    real = race(db, strategy, k, JOBS, 10, time_limit=60, **kw)
+def _race(db, strategy, k, **kw):
+    # the time limit only ends a stuck race (jobs left unclaimed): a race takes about a
+    # second, several on a busy machine
+    real = race(db, strategy, k, JOBS, 10, time_limit=300, **kw)
+    assert real.jobs_claimed == JOBS
+    return real
+
+
+def _full_of_claiming(o) -> float:
+    """The share of full batches among the attempts that claimed rows. Not among all
+    attempts (``verdict``'s ``full_share``): the empty ones are polls that found nothing
+    left while the last claims committed, as many as the OS's scheduling of the workers at
+    the end makes them — on a busy 2-core machine 16 of 166 attempts of 8 SKIP LOCKED
+    workers (full_share 0.904 against its bound of 0.9; once below it), against 9 of 159
+    simulated and 8 to 11 of 158 to 161 real ones on a quieter one. The shape is in the
+    batches that claimed: full, but for a partial tail."""
+    return o.full / max(o.full + o.partial, 1)
+
+
+def _never(o, safe, shape) -> None:
+    """What must not happen in any race: a double acquisition where the strategy is safe,
+    a partial batch where every attempt gets a full batch or none, more than a tail."""
+    assert o.doubled_jobs == 0 or not safe, (o.source, "doubles where safe", o)
+    if shape in ("full", "all_or_nothing"):  # every attempt: 0 or 10 rows
+        assert o.partial == 0 and o.full > 0, (o.source, o)
+    if shape == "full_disjoint":  # a partial batch only at the tail, one per worker
+        assert o.partial <= o.workers and _full_of_claiming(o) > 0.9, (o.source, o)
+
+
+def _missing(o, safe, shape) -> list[str]:
+    """What must happen and did not in this race: a double acquisition where the strategy
+    is unsafe, lost races, serialization errors (40001, SQLITE_BUSY)."""
+    v = verdict(o)
+    return [what for what, shown in (("doubles", safe or not v["safe"]),
+                                     ("lost races", shape != "lost_races" or v["lost_races"]),
+                                     ("errors", shape != "errors" or v["errors"]))
+            if not shown]
+
+
+def _agree(db, dialect, strategy, k, safe, shape, **kw) -> None:
+    """The model (one deterministic run) and the real database agree on the verdict and the
+    shape. A real race is judged in two ways. What must never happen is judged on every
+    race, once: a retry would hide it. What must happen — an unsafe strategy's doubles, lost
+    races, serialization errors — happens when the workers' statements interleave, which a
+    busy machine makes rarer (workers sharing cores take turns): shown in one race, it is
+    shown, so a race that missed it is followed by another, up to RACES. Measured on a
+    busy 2-core machine (load averages 5 to 12): every such figure in all of 5 races per
+    case (SQLite's read-then-write at K = 2 doubled 20 to 30 jobs; PostgreSQL's unsafe
+    strategies 60 to 1,480, 41 to 367 errors, 856 to 7,634 lost races)."""
     sim = predict(dialect, strategy, k, JOBS, 10, **kw)
-    assert real.jobs_claimed == JOBS and sim.jobs_claimed == JOBS
-    return real, sim
+    assert sim.jobs_claimed == JOBS
+    _never(sim, safe, shape)
+    assert _missing(sim, safe, shape) == [], (sim.source, sim)
+    for attempt in range(1, RACES + 1):
+        real = _race(db, strategy, k, **kw)
+        _never(real, safe, shape)
+        missing = _missing(real, safe, shape)
+        if not missing:
+            return
+        print(f"race {attempt} of {RACES} showed no {', no '.join(missing)}: {real}")
+    pytest.fail(f"{RACES} real races showed no {', no '.join(missing)}; the model: {sim}")
 
 
 SQLITE_CASES = [  # (strategy, begin, safe?, what else both must show)
     ("guarded_update", "autocommit", True, "full"),
     ("unguarded_update", "autocommit", True, "full"),
     ("read_then_write", "autocommit", False, ""),
-    ("read_then_write", "deferred", True, "errors"),
-    ("read_then_write", "immediate", True, "full"),
+    ("read_then_write", "deferred", True, "errors"),  # SQLITE_BUSY at once, never a double
+    ("read_then_write", "immediate", True, "full"),  # one writer at a time: full or none
     ("optimistic", "autocommit", True, ""),
 ]
 
@@ -34,14 +92,7 @@ SQLITE_CASES = [  # (strategy, begin, safe?, what else both must show)
 @pytest.mark.parametrize("case", SQLITE_CASES, ids=[f"{c[0]}-{c[1]}" for c in SQLITE_CASES])
 def test_sqlite_real_and_simulated_agree(tmp_path, case, k):
     strategy, begin, safe, shape = case
-    real, sim = _both(f"sqlite:{tmp_path / 'race.db'}", "sqlite", strategy, k, begin=begin)
-    for o in (real, sim):
-        v = verdict(o)
-        assert v["safe"] is safe, (o.source, o)
-        if shape == "full":  # one writer at a time: every attempt gets a full batch or none
-            assert o.partial == 0 and v["full_share"] > 0.9, (o.source, o)
-        if shape == "errors":
-            assert v["errors"], (o.source, o)  # SQLITE_BUSY at once, never a double
+    _agree(f"sqlite:{tmp_path / 'race.db'}", "sqlite", strategy, k, safe, shape, begin=begin)
 
 
 PG_CASES = [  # (strategy, isolation, safe?, shape)
@@ -50,39 +101,16 @@ PG_CASES = [  # (strategy, isolation, safe?, shape)
     ("read_then_write", "read_committed", False, ""),
     ("optimistic", "read_committed", True, "lost_races"),
     ("skip_locked", "read_committed", True, "full_disjoint"),
-    ("guarded_update", "repeatable_read", True, "errors"),
+    ("guarded_update", "repeatable_read", True, "errors"),  # 40001, retried
     ("guarded_update", "serializable", True, "errors"),
 ]
-
-
-def _pg_shape(o, safe, shape):
-    v = verdict(o)
-    assert v["safe"] is safe, (o.source, o)
-    if shape == "all_or_nothing":
-        assert o.partial == 0, (o.source, o)  # every attempt: 0 or 10 rows
-    if shape == "full_disjoint":  # a partial batch only at the tail, one per worker
-        assert o.partial <= o.workers and o.doubled_jobs == 0 and v["full_share"] > 0.9, \
-            (o.source, o)
-    if shape == "lost_races":
-        assert v["lost_races"], (o.source, o)
-    if shape == "errors":
-        assert v["errors"], (o.source, o)  # 40001, retried
 
 
 @pytest.mark.parametrize("k", [2, 4, 8])
 @pytest.mark.parametrize("case", PG_CASES, ids=[f"{c[0]}-{c[1]}" for c in PG_CASES])
 def test_postgres_real_and_simulated_agree(pg, case, k):
     strategy, isolation, safe, shape = case
-    real, sim = _both(pg, "postgres", strategy, k, isolation=isolation)
-    _pg_shape(sim, safe, shape)  # the model: deterministic
-    try:
-        _pg_shape(real, safe, shape)
-    except AssertionError:
-        # Real processes on a busy 2-core machine: now and then (2 of about 60 such races
-        # while this test was written, not reproduced in 30 more) the OS schedules them so
-        # that a shape check misses. A second race must then hold.
-        real, _ = _both(pg, "postgres", strategy, k, isolation=isolation)
-        _pg_shape(real, safe, shape)
+    _agree(pg, "postgres", strategy, k, safe, shape, isolation=isolation)
 
 
 PG_SESSIONS = [c for c in CASES if c[0] == "postgres"]
