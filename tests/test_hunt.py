@@ -120,11 +120,9 @@ def test_zeebe_strands_a_job_for_ever_when_a_worker_crashes_holding_it(tmp_path,
 
 
 @pytest.mark.slow  # 44 CPU s: three hunts, one on Dask
-def test_a_hunt_is_the_same_on_one_process_on_many_and_on_dask(tmp_path):
+def test_a_hunt_is_the_same_on_one_process_on_many_and_on_dask(tmp_path, dask_scheduler):
     """Acceptance 4: the same configuration, property, budget and seed give the same
     minimal file on 1 and 3 local workers and on a Dask LocalCluster."""
-    distributed = pytest.importorskip("distributed")
-    dask = pytest.importorskip("dask")
     doc = configuration(yaml.safe_load(ZOMBIE.read_text(encoding="utf-8")), "guarded",
                         ["faults=[]"], str(ZOMBIE))
     texts = []
@@ -133,17 +131,8 @@ def test_a_hunt_is_the_same_on_one_process_on_many_and_on_dask(tmp_path):
                  out=tmp_path / f"h{i}", **kw)
         texts.append((tmp_path / f"h{i}" / "minimal.yaml").read_bytes())
         assert r.minimal is not None
-    # free ports (the scheduler's and its HTTP server's, which would try 8787 first; no
-    # dashboard) and a scratch folder of this test's own, the scheduler's too (by default
-    # the temporary folder's dask-scratch-space, shared by every cluster on the machine)
-    scratch = str(tmp_path / "dask-scratch")
-    with dask.config.set({"temporary-directory": scratch}), \
-            distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                     scheduler_port=0, dashboard_address=":0",
-                                     scheduler_kwargs={"dashboard": False},
-                                     local_directory=scratch) as cluster:
-        hunt(doc, "duplicate_side_effects == 0", source=str(ZOMBIE), runs=40, seed=7,
-             dask=cluster.scheduler_address, out=tmp_path / "dask")
+    hunt(doc, "duplicate_side_effects == 0", source=str(ZOMBIE), runs=40, seed=7,
+         dask=dask_scheduler, out=tmp_path / "dask")
     texts.append((tmp_path / "dask" / "minimal.yaml").read_bytes())
     assert texts[0] == texts[1] == texts[2]
     runs = [(tmp_path / d / "runs.csv").read_bytes() for d in ("h0", "h1", "dask")]

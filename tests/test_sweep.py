@@ -57,12 +57,11 @@ def test_replication_seeds_are_the_same_at_every_point_and_differ_between_replic
 
 
 @pytest.mark.slow  # 39 CPU s: 80 runs three ways, one on Dask
-def test_the_lock_expiry_sweep_in_parallel_and_on_dask_gives_identical_rows(tmp_path):
+def test_the_lock_expiry_sweep_in_parallel_and_on_dask_gives_identical_rows(
+        tmp_path, dask_scheduler):
     """Acceptance: 4 lock times × 20 replications on 2 worker processes, the tables and a
     plot of duplicate executions against lock time with confidence bands; the same sweep on
     a Dask LocalCluster gives the same rows."""
-    distributed = pytest.importorskip("distributed")
-    dask = pytest.importorskip("dask")
     doc = yaml.safe_load(LOCK_EXPIRY.read_text(encoding="utf-8"))
     axes = parse_grid(["executor.lock_time=10s,30s,2m,10m"])
     figure = "duplicate_executions.by_cause.lock_expired"
@@ -81,17 +80,8 @@ def test_the_lock_expiry_sweep_in_parallel_and_on_dask_gives_identical_rows(tmp_
     parquet = pd.read_parquet(tmp_path / "local" / "runs.parquet")
     assert len(parquet) == 80 and parquet["trace_sha256"].tolist() == \
         local.rows["trace_sha256"].tolist()
-    # free ports (the scheduler's and its HTTP server's, which would try 8787 first; no
-    # dashboard) and a scratch folder of this test's own, the scheduler's too (by default
-    # the temporary folder's dask-scratch-space, shared by every cluster on the machine)
-    scratch = str(tmp_path / "dask-scratch")
-    with dask.config.set({"temporary-directory": scratch}), \
-            distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                     scheduler_port=0, dashboard_address=":0",
-                                     scheduler_kwargs={"dashboard": False},
-                                     local_directory=scratch) as cluster:
-        on_dask = sweep(doc, axes, 20, source=str(LOCK_EXPIRY), dask=cluster.scheduler_address,
-                        out=tmp_path / "dask")
+    on_dask = sweep(doc, axes, 20, source=str(LOCK_EXPIRY), dask=dask_scheduler,
+                    out=tmp_path / "dask")
     assert on_dask.computed == 80
     pd.testing.assert_frame_equal(local.rows, on_dask.rows)
 
