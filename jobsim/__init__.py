@@ -33,7 +33,7 @@ from .tools.bench import erlang_c_wait, mean_ci, mmc_scenario
 from .output.report import Analysis, write
 from .format.scenario import from_dict, load, load_variants, loads, with_handler
 from .executor.context import Context, HandlerError, JobFailed
-from .executor.services import Reply
+from .executor.service_spec import Reply
 from .sim.world import RunResult
 
 __all__ = ["Analysis", "Context", "HandlerError", "JobFailed", "Reply", "RunResult",

@@ -155,6 +155,8 @@ def step(r: random.Random, c: Ctx, effect_free: bool) -> Any:
         call["effect"] = r.choice([True, False])
     if p(r, 0.4):
         call["breaker"] = breaker(r)
+    if p(r, 0.3):
+        call["idempotency_key"] = r.choice(IDEMPOTENCY_KEYS)
     return call
 
 
@@ -211,6 +213,8 @@ def handler(r: random.Random, c: Ctx) -> dict:
 
 
 WHEN_FULL = ("queue", "refuse")
+ABANDONED = ("finish", "drop_queued")
+IDEMPOTENCY_KEYS = ("job", "attempt")
 OVER = ("refuse", "wait")
 OUTAGE_FAILS = ("fast", "timeout")
 
@@ -243,6 +247,10 @@ def service(r: random.Random) -> dict:
         s["rate_limit"] = rl
     if p(r, 0.3):
         s["error"] = "svc 503"
+    if p(r, 0.3):
+        s["abandoned"] = r.choice(ABANDONED)
+    if p(r, 0.2):
+        s["idempotency_window"] = dur(r.choice([1, 30, 3600]), r)
     if p(r, 0.5):
         s["outages"] = []
         for at, length in _windows(r, r.randint(1, 2)):

@@ -26,7 +26,14 @@ conflict that let two nodes hold the job).
 - ``unexplained`` — none of the above: a bug in the model, flagged by the checks.
 
 A **duplicate side effect** is a side effect of a job that already had one; it takes the cause
-of the job's duplicate execution.
+of the job's duplicate execution, or one of its own:
+
+- ``failed_after_effect`` — an execution whose effect call succeeded failed afterwards (a
+  later call failed), and its retry made the effect again;
+- ``ambiguous_timeout`` — a call timed out at its caller but the service went on and took
+  effect (a ``side_effect`` at the service, a=1): the caller's timeout was an ambiguous
+  outcome, and the retry made the effect again (or the late effect came after the retry's).
+  It comes first: the job's other duplicate, if any, is not what made this payment twice.
 """
 
 from __future__ import annotations
@@ -39,7 +46,7 @@ from .stories import (KINDS_OF_JOB, Duplicate, Histories, JobStory, member,  # n
                       merged, plain_jobs, plain_table)
 
 CAUSES = ("unsafe_acquisition", "lock_expired", "pause", "crash", "partition",
-          "server_restart", "failed_after_effect", "unexplained")
+          "server_restart", "failed_after_effect", "ambiguous_timeout", "unexplained")
 
 
 _INTERESTING = [K[k] for k in ("job_created", "locked", "lock_extended", "unlocked",
@@ -104,6 +111,8 @@ def told(trace: Trace, cols: dict[str, np.ndarray], idx: np.ndarray) -> tuple[
     #: later call failed): the retry's side effect is a duplicate of that cause
     effect_at: dict[int, tuple[int, int]] = {}
     effect_failed: dict[int, list[int]] = {}
+    #: job -> seq of an effect a service made after its caller had timed out
+    ambiguous: dict[int, int] = {}
     conflict: dict[int, tuple[str, list[int]]] = {}
     crashed: dict[int, int] = {}  # job -> seq of the crash that lost an execution of it
     lost_commit: dict[int, int] = {}  # job -> seq of its completion that failed
@@ -240,12 +249,18 @@ def told(trace: Trace, cols: dict[str, np.ndarray], idx: np.ndarray) -> tuple[
         elif k == KE or (k == KEND and b_[i] == 1):
             s = story(j)
             s.side_effects += 1
-            if k == KE:
+            late = k == KE and a_[i] > 0  # at the service, its caller gone
+            if k == KE and not late:
                 effect_at[j] = (node, seq)
+            if late and a_[i] == 1:
+                ambiguous.setdefault(j, seq)
             if s.side_effects > 1:
-                cause, evidence = job_cause.get(j) or (
+                cause, evidence = (("ambiguous_timeout", [ambiguous[j]]) if j in ambiguous
+                                   else None) or job_cause.get(j) or (
                     ("failed_after_effect", effect_failed[j]) if j in effect_failed
                     else ("unexplained", []))
+                if evidence and evidence[-1] == seq:
+                    evidence = evidence[:-1]
                 dups.append(Duplicate(seq, t, j, nodes[node], "side_effect", cause,
                                       evidence + [seq]))
                 s.duplicate_side_effects += 1

@@ -1,7 +1,8 @@
 """What the downstream services saw: per service, its calls and their answers, its time in
 each health state, its load over time, and the job attempts that called it in an outage.
 
-All from the trace's ``service_call``, ``service_reply`` and ``service_state`` events
+All from the trace's ``service_call``, ``service_reply``, ``service_late`` and
+``service_state`` events
 (``base/trace.py``), vectorised over its columns.
 """
 
@@ -15,7 +16,7 @@ import pandas as pd
 
 from ..base.trace import K, Trace
 
-from ..executor.services import OUTCOMES, STATES
+from ..executor.service_spec import LEFT_CRASH, LEFT_TIMEOUT, OUTCOMES, REPLAYED, STATES
 
 
 def _r(x: float) -> float:
@@ -128,11 +129,19 @@ def figures(trace: Trace, end: float, declared: tuple[str, ...] = ()) -> dict[st
         after = per_s["t"].to_numpy() >= last_down if last_down is not None else None
         wait = cols["c"][replies] / 1e6
         took = (cols["x"][replies] - wait)[code == 0]  # the service's own time
+        late = _rows(trace, "service_late", name)
+        why = cols["c"][late]  # 1 timed out, 2 crashed; + 2 when it took effect
         out[name] = {
             "calls": int(len(calls)),
             "ok": int((code == 0).sum()),
             "errors": {label: int((code == i).sum()) for i, label in enumerate(OUTCOMES)
-                       if i > 0},
+                       if 0 < i < REPLAYED},
+            "replayed": int((code == REPLAYED).sum()),
+            # ended at the service after their caller had left: timed out, or crashed
+            "completed_after_timeout": int((why % 2 == LEFT_TIMEOUT).sum()),
+            "completed_after_crash": int((why % 2 == LEFT_CRASH % 2).sum()),
+            # … of which took effect (the run's side effect, made though nobody heard)
+            "effects_after_caller_left": int((why > 2).sum()),
             "unanswered": int(len(calls) - len(replies)),
             "calls_in_outage": int(down.sum()),
             "attempts_in_outage": int(np.unique(np.stack(

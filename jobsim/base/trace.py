@@ -39,7 +39,8 @@ KINDS: dict[str, str] = {
               "c=a broker's deadline in ms (activation + the job timeout; 0 none), x=lock_until",
     "exec_start": "attempt=execution number of the job, a=thread",
     "side_effect": "a side effect before the end of the run; attempt, text=what the handler "
-                   "says",
+                   "says; a=0 the worker's, or at a service after its caller left: a=1 it "
+                   "had timed out, 2 its node had crashed (c=the service's name, a text code)",
     "exec_end": "attempt, a=1 ok / 0 error, b=1 if the side effect happened at this instant "
                 "(at the end of the run), text=error, or what the handler says at its side "
                 "effect",
@@ -91,12 +92,19 @@ KINDS: dict[str, str] = {
                     "the call",
     "service_reply": "the caller has the service's answer (text=the service): a=outcome (0 "
                      "ok, 1 the service's error, 2 timed out, 3 refused: at capacity, 4 rate "
-                     "limited: 429), b=the call's number, c=its wait for a token or a place "
+                     "limited: 429, 5 the worker's timeout, 6 conflict: its idempotency key's "
+                     "call in progress, 7 replayed: the key's remembered answer, ok, no "
+                     "effect), b=the call's number, c=its wait for a token or a place "
                      "(µs), x=seconds from the call to the answer",
     "service_state": "a service's health changed (text=the service): a=0 up, 1 down, 2 "
                      "brown-out; down: b=1 held down by its load past the outage's end, c=1 "
                      "its calls time out (0: they fail at once); brown-out: c=the share of "
                      "calls answered with its error (parts per million), x=the latency factor",
+    "service_late": "a service ended a call whose caller had left (text=the service): job, "
+                    "attempt and node are the caller's, a=outcome (as service_reply's), "
+                    "b=the call's number, c=1 its caller had timed out, 2 its node had "
+                    "crashed, +2 if it took effect (the run's side effect, recorded beside it), "
+                    "x=seconds from the call",
 }
 KIND_NAMES: tuple[str, ...] = tuple(KINDS)
 K = {name: i for i, name in enumerate(KIND_NAMES)}

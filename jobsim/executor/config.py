@@ -13,7 +13,7 @@ from ..base.dists import ZERO, Distribution
 from ..database.cpu import Timing
 from .handlers import Handler
 from .retry import ListBackoff, RetryPolicy
-from .services import ServiceSpec
+from .service_spec import ServiceSpec
 
 WAKEUPS = ("poll", "notify", "long_poll", "ticks")
 HEARTBEAT_SCOPES = ("running", "held")

@@ -36,7 +36,7 @@ import simpy
 from ..base.errors import JobsimError, Problem, ScenarioError
 from ..base.rng import Stream
 from ..base.trace import K, pack
-from .services import Reply
+from .service_spec import Reply
 
 if TYPE_CHECKING:
     from .node import Node
@@ -122,19 +122,48 @@ class Context:
                                 repr(seconds))
         return self._node.env.timeout(seconds)
 
-    def call(self, service: str, timeout: float | None = None) -> Generator[Any, Any, Reply]:
+    def call(self, service: str, timeout: float | None = None, effect: bool = False,
+             idempotency_key: str | None = None) -> Generator[Any, Any, Reply]:
         """Call a service (``reply = yield from ctx.call(...)``): its ``Reply`` (``ok``,
-        ``outcome``, ``error``, ``waited``, ``took``)."""
-        services = self._node.world.services
+        ``outcome``, ``error``, ``waited``, ``took``, ``ambiguous``).
+
+        ``effect``: the call is the run's side effect — its ``ok`` answer is the effect
+        (``side_effect()`` at that instant), and if the caller times out while the service
+        has the call, the service makes the effect all the same (``reply.ambiguous``: a
+        timeout that may have charged). ``idempotency_key``: ``"job"`` (the same on every
+        attempt) or ``"attempt"``; a ``replayed`` answer is ok, with no second effect."""
+        node = self._node
+        services = node.world.services
         if service not in services:
             known = ", ".join(services) or "none: the scenario declares no services"
             raise self._problem(f"a call to a declared service ({known})", repr(service))
         if timeout is not None and (not _seconds(timeout) or timeout <= 0):
             raise self._problem("a call's timeout of a finite number of seconds above 0, or "
                                 "None", repr(timeout))
-        call = services[service].call(self._node.code, self.job, self.attempt, timeout)
+        if not isinstance(effect, bool):
+            raise self._problem("effect=True or False", repr(effect))
+        if idempotency_key not in (None, "job", "attempt"):
+            raise self._problem('idempotency_key="job", "attempt" or None',
+                                repr(idempotency_key))
+        key = None if idempotency_key is None else (
+            (self.job,) if idempotency_key == "job" else (self.job, self.attempt))
+        says = node.world._says[self.handler] if effect and not self.said else None
+        call = self._call(services[service].call(node.code, self.job, self.attempt, timeout,
+                                                 life=node.life, effect=says, key=key),
+                          says is not None)
         self.calls.append(call)
         return call
+
+    def _call(self, call: Generator[Any, Any, Reply],
+              effect: bool) -> Generator[Any, Any, Reply]:
+        """The call, and its answer's side effect when it is the run's."""
+        reply = yield from call
+        if effect and reply.ok and not self.said:
+            if reply.outcome == "replayed":
+                self.said = True  # the first call's effect: none now
+            else:
+                self.side_effect()
+        return reply
 
     def side_effect(self) -> None:
         """The run's side effect happens now (once: later calls do nothing)."""

@@ -86,6 +86,9 @@ class Call:
     #: a circuit breaker in the worker, per node: (failures in a row that open it, how long
     #: it stays open); None: none
     breaker: tuple[int, float] | None = None
+    #: the idempotency key it sends: "job" (the same on every attempt), "attempt" (a new
+    #: one each attempt), or None (none)
+    idempotency_key: str | None = None
 
 
 @dataclass(frozen=True)
@@ -112,6 +115,15 @@ class Handler:
     steps: tuple[Work | Call, ...] | None = None
     #: the run as a Python generator function of a context (None: not one)
     python: Callable[..., Any] | None = None
+
+    @property
+    def effect_step(self) -> int | None:
+        """The index of the step whose ok answer is the run's side effect: the call marked
+        ``effect``, else the last call; None when the run calls no service."""
+        steps = self.steps or ()
+        calls = [i for i, st in enumerate(steps) if isinstance(st, Call)]
+        marked = [i for i in calls if steps[i].effect]  # type: ignore[union-attr]
+        return marked[0] if marked else (calls[-1] if calls else None)
 
     @property
     def process(self) -> bool:

@@ -110,6 +110,9 @@ class Node:
         self.memory: dict[str, dict] = {}
         self.track_running = cfg.heartbeat is not None or world.has_faults
         self.alive = False
+        #: this incarnation's life, shared with the calls it makes: ``[False]`` once it
+        #: crashed (a service then ends them with nobody waiting)
+        self.life = [False]
         self._procs: list[simpy.Process] = []
         self._paused: simpy.Event | None = None
         #: per acquisition loop (job table, timer table): the event its next tick fires
@@ -128,6 +131,7 @@ class Node:
     def start(self) -> None:
         env = self.env
         self.alive = True
+        self.life = [True]
         if self.cfg.handles is not None:
             handles = frozenset(self.cfg.handles)
             if self.world.boundary is not None:
@@ -153,6 +157,7 @@ class Node:
                 proc.interrupt("crash")
         self._procs = []
         self.alive = False
+        self.life[0] = False
         self.queue.clear()
         self.idle.clear()
         self.running.clear()

@@ -26,130 +26,91 @@ through, in this order:
 4. **The service**: the latency drawn from the stream ``service/<name>`` (and the brown-out's
    error draw, from the same stream) when the call is admitted.
 
-The caller's timeout counts from the call: a token's wait and the queue's count in it. A
-call whose caller gave up still holds its place until the service is done with it (the
-service does not know), as real servers do.
+The caller's timeout counts from the call: a token's wait and the queue's count in it.
+
+**A timeout is an ambiguous outcome.** The service does not know that a caller gave up (its
+timeout, the worker's, or its node's crash): a call it admitted goes on to its end, and so,
+by default (``abandoned: finish``), does one waiting in its capacity queue, as most servers
+do with a request already read. Its end is recorded at the service (``service_late``) and,
+for the call that is its run's side effect, so is the effect (a ``side_effect`` with a=1, or
+2 after a crash): the payment is made though the caller saw a timeout, and the retry makes
+it again. ``abandoned: drop_queued`` drops a call whose caller left while it still waited
+in the queue (a server that checks the connection before it starts a request). A call an
+outage never answers (``fail: timeout``), or one the rate limiter held (a client-side wait),
+never reached the service: it has no effect.
+
+**Idempotency keys.** A call step may carry a key (``idempotency_key: job``: the same on
+every attempt of the job; ``attempt``: a new one each attempt, which protects nothing
+across retries). The service remembers a key whose call succeeded for
+``idempotency_window`` after that call's end and answers a repeat with that answer
+(outcome ``replayed``: ok, no second effect); a repeat that comes while the first is still
+in progress is answered with a conflict (409), as Stripe's API does. A repeat is a request
+like any other — it takes a place and its latency, drawn as any call's — so that a key
+changes what calls answer, never when. A call that ended in an error leaves nothing to
+remember: its retry does the work.
 
 No SimPy process runs per call: a call is one event the caller waits for, answered by the
 callback of the latency's timeout or of the caller's own timeout. The health schedule is
 one process per service. The trace has a ``service_call`` at the call, a
-``service_reply`` when the caller has its answer, and a ``service_state`` at each change of
-health.
+``service_reply`` when the caller has its answer, a ``service_late`` when the service ends a
+call whose caller had left, and a ``service_state`` at each change of health.
 """
 
 from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Generator
-from dataclasses import dataclass
-from typing import Any, NamedTuple
+from collections.abc import Callable, Generator
+from typing import Any
 
 import simpy
 
-from ..base.dists import ZERO, Distribution
-from ..base.durations import format_duration
 from ..base.rng import Stream
 from ..base.trace import K, Trace, pack
+from .service_spec import (ABANDONED, BROWNOUT, CONFLICT, CUT, DOWN, ERROR,  # noqa: F401
+                           LEFT_CRASH, LEFT_TIMEOUT, LIMITED, OK, OUTCOMES, REFUSED, REPLAYED,
+                           STATES, TIMEOUT, UP, Brownout, Outage, Reply, ServiceSpec)
 
-#: a reply's outcome, as the ``service_reply`` event's ``a`` codes it: ``timeout`` is the
-#: call's own, ``worker_timeout`` the worker's timeout on the whole run cutting it short
-OUTCOMES = ("ok", "error", "timeout", "refused", "rate_limited", "worker_timeout")
-OK, ERROR, TIMEOUT, REFUSED, LIMITED, CUT = range(6)
-#: a health state, as the ``service_state`` event's ``a`` codes it
-STATES = ("up", "down", "brownout")
-UP, DOWN, BROWNOUT = range(3)
-
-
-@dataclass(frozen=True)
-class Outage:
-    at: float
-    length: float
-    #: "fast": calls fail at once; "timeout": calls are never answered
-    fail: str = "fast"
-
-
-@dataclass(frozen=True)
-class Brownout:
-    at: float
-    length: float
-    latency_factor: float = 1.0
-    error_share: float = 0.0
-
-
-@dataclass(frozen=True)
-class ServiceSpec:
-    """A downstream service as the scenario declares it (see the module's docstring)."""
-
-    name: str
-    latency: Distribution = ZERO
-    #: concurrent calls (None: no limit)
-    capacity: int | None = None
-    when_full: str = "queue"
-    #: (rate a second, burst, "refuse" | "wait") or None
-    rate_limit: tuple[float, float, str] | None = None
-    outages: tuple[Outage, ...] = ()
-    brownouts: tuple[Brownout, ...] = ()
-    #: (calls a second, over seconds): an outage lasts while the load is above it
-    recovery: tuple[float, float] | None = None
-    error: str = ""
-
-    @property
-    def error_text(self) -> str:
-        return self.error or f"{self.name} 503 service unavailable"
-
-    def texts(self, timeout: float | None = None) -> tuple[str, ...]:
-        """The error of each outcome (``OUTCOMES``); ``ok`` has none."""
-        after = f" after {format_duration(timeout)}" if timeout is not None else ""
-        return ("", self.error_text, f"{self.name} timed out{after}",
-                f"{self.name} busy: at capacity", f"{self.name} 429 too many requests",
-                "processing took too long")
-
-    def windows(self) -> list[tuple[float, float, int, Outage | Brownout]]:
-        """The health windows in time order: (start, end, state, window)."""
-        outages: list[Outage] = []
-        for o in sorted(self.outages, key=lambda o: o.at):  # touching ones are one outage
-            last = outages[-1] if outages else None
-            if last is not None and last.at + last.length == o.at and last.fail == o.fail:
-                outages[-1] = Outage(last.at, last.length + o.length, o.fail)
-            else:
-                outages.append(o)
-        out: list[tuple[float, float, int, Outage | Brownout]] = [
-            (o.at, o.at + o.length, DOWN, o) for o in outages]
-        out += [(b.at, b.at + b.length, BROWNOUT, b) for b in self.brownouts]
-        return sorted(out, key=lambda w: (w[0], -w[2]))
-
-
-class Reply(NamedTuple):
-    """A call's answer: ``ok``, the outcome's name (``OUTCOMES``), the error (None when
-    ok), the time waited for a token or a place, and the time from the call to the answer."""
-
-    ok: bool
-    outcome: str
-    error: str | None
-    waited: float
-    took: float
+#: the incarnation of a caller that never crashes (the default ``life``)
+_ALIVE = [True]
 
 
 class _Call:
     __slots__ = ("ev", "t0", "node", "job", "attempt", "number", "admitted", "texts",
-                 "deadline", "waits", "counted")
+                 "deadline", "waits", "counted", "life", "effect", "key", "queued")
 
     def __init__(self, ev: simpy.Event, t0: float, node: int, job: int, attempt: int,
-                 number: int, texts: tuple[int, ...]):
+                 number: int, texts: tuple[str, ...], life: list[bool], effect: int | None,
+                 key: tuple[int, ...] | None):
         self.ev, self.t0, self.node, self.job, self.attempt = ev, t0, node, job, attempt
         self.number, self.texts = number, texts
         self.admitted = -1.0
         #: when its caller gives up (inf: never); whether it waited for a token or a place
         self.deadline, self.waits, self.counted = math.inf, False, False
+        #: its caller's incarnation (``[False]`` once that node crashed); the text code of
+        #: the side effect its ok answer is (None: not the run's effect); its idempotency key
+        self.life, self.effect, self.key = life, effect, key
+        #: waiting in the service's capacity queue
+        self.queued = False
+
+
+def _waited(c: _Call, now: float) -> float:
+    """Its wait for a token or a place (to its admission, or to its answer while it was
+    still waiting); none for a call an outage answered or dropped at once."""
+    if c.admitted >= 0:
+        return c.admitted - c.t0
+    return now - c.t0 if c.waits else 0.0
 
 
 class Service:
     """A service in a run: its state, its queue, its bucket."""
 
     def __init__(self, spec: ServiceSpec, env: simpy.Environment, trace: Trace,
-                 stream: Stream):
+                 stream: Stream, idle: Callable[[], None] | None = None):
+        """``idle``: called when the service has no call left to serve (a drained run
+        waits for the calls whose callers left)."""
         self.spec, self.env, self.trace, self.stream = spec, env, trace, stream
+        self.idle = idle
         self.name_code = trace.text(spec.name)
         self.state, self.factor, self.share, self.times_out = UP, 1.0, 0.0, False
         self.busy = 0
@@ -162,27 +123,36 @@ class Service:
             self.rate = 0.0
         #: arrivals within the recovery's window (only with ``recovery``)
         self.arrivals: deque[float] = deque()
-        self._texts: dict[float | None, tuple[int, ...]] = {}
+        #: the error of each outcome, by the caller's timeout
+        self._texts: dict[float | None, tuple[str, ...]] = {}
+        #: idempotency key -> the end of its call that succeeded (-1: still in progress)
+        self.keys: dict[tuple[int, ...], float] = {}
         if spec.outages or spec.brownouts:
             env.process(self._health())
 
     # --- the caller's side -----------------------------------------------------------------
 
     def call(self, node: int, job: int, attempt: int, timeout: float | None = None,
-             cut: bool = False) -> Generator[Any, Any, Reply]:
+             cut: bool = False, life: list[bool] | None = None, effect: int | None = None,
+             key: tuple[int, ...] | None = None) -> Generator[Any, Any, Reply]:
         """Call the service (from a worker's generator: ``yield from``); its ``Reply``.
-        ``cut``: the timeout is the worker's on the whole run, not the call's own."""
+        ``cut``: the timeout is the worker's on the whole run, not the call's own; ``life``:
+        the caller's incarnation (``[False]`` once its node crashed); ``effect``: the text
+        code of the side effect an ok answer is (None: not the run's effect); ``key``: its
+        idempotency key."""
         env = self.env
         now = env.now
         number = self.calls
         self.calls += 1
         texts = self._texts.get(timeout)
-        if texts is None:
-            texts = self._texts[timeout] = tuple(
-                self.trace.text(t) if t else -1 for t in self.spec.texts(timeout))
+        if texts is None:  # (the conflict's text enters the trace only if a run fails on it)
+            texts = self._texts[timeout] = self.spec.texts(timeout)
+            for t in texts[:CONFLICT]:
+                self.trace.text(t or None)
         self.trace.put(pack(now, K["service_call"], node, job, attempt, 0, number, 0, now,
                          self.name_code))
-        c = _Call(env.event(), now, node, job, attempt, number, texts)
+        c = _Call(env.event(), now, node, job, attempt, number, texts,
+                  _ALIVE if life is None else life, effect, key)
         if timeout is not None:
             c.deadline = now + timeout
             code = CUT if cut else TIMEOUT
@@ -193,22 +163,17 @@ class Service:
             self._admit(c)
         code = yield c.ev
         t = env.now
-        error = None if code == OK else self.trace.texts[texts[code]]
-        return Reply(code == OK, OUTCOMES[code], error, self._waited(c, t), t - c.t0)
-
-    @staticmethod
-    def _waited(c: _Call, now: float) -> float:
-        """Its wait for a token or a place (to its admission, or to its answer while it was
-        still waiting); none for a call an outage answered or dropped at once."""
-        if c.admitted >= 0:
-            return c.admitted - c.t0
-        return now - c.t0 if c.waits else 0.0
+        ok = code == OK or code == REPLAYED
+        error = None if ok else texts[code]
+        taken = (code == TIMEOUT or code == CUT) and (
+            c.admitted >= 0 or (c.queued and self.spec.abandoned == "finish"))
+        return Reply(ok, OUTCOMES[code], error, _waited(c, t), t - c.t0, taken)
 
     def _answer(self, c: _Call, code: int) -> None:
-        if c.ev.triggered:
+        if c.ev.triggered or not c.life[0]:  # answered already, or its caller crashed
             return
         now = self.env.now
-        waited = self._waited(c, now)
+        waited = _waited(c, now)
         self.trace.put(pack(now, K["service_reply"], c.node, c.job, c.attempt, code, c.number,
                          round(waited * 1e6), now - c.t0, self.name_code))
         c.ev.succeed(code)
@@ -235,8 +200,8 @@ class Service:
             self.env.timeout(wait).callbacks.append(lambda _e: self._admit(c))
 
     def _admit(self, c: _Call) -> None:
-        if c.ev.triggered:  # its caller gave up while it waited for a token
-            return
+        if c.ev.triggered and not c.queued:  # its caller gave up while it waited for a
+            return                            # token (a client-side wait: no call made)
         if self.spec.recovery is not None and not c.counted:
             c.counted = True  # the load the service itself receives: past its limiter
             self._arrive(self.env.now)
@@ -249,30 +214,67 @@ class Service:
             if self.spec.when_full == "refuse":
                 self._answer(c, REFUSED)
             else:
-                c.waits = True
+                c.waits = c.queued = True
                 self.queue.append(c)
             return
         self._serve(c)
 
     def _serve(self, c: _Call) -> None:
+        c.queued = False
         self.busy += 1
         c.admitted = self.env.now
         latency = self.spec.latency.sample(self.stream) * self.factor
         code = ERROR if self.share and self.stream.uniform() < self.share else OK
+        if c.key is not None:  # a repeat is a request like any: its latency, its place
+            seen = self.keys.get(c.key)
+            if seen is not None and (seen < 0 or c.admitted - seen
+                                     <= self.spec.idempotency_window):
+                code = CONFLICT if seen < 0 else REPLAYED
+                c.key = None  # not the key's owner: its end changes nothing remembered
+            else:
+                self.keys[c.key] = -1.0  # in progress
         self.env.timeout(latency).callbacks.append(lambda _e: self._done(c, code))
 
     def _done(self, c: _Call, code: int) -> None:
         self.busy -= 1
-        self._answer(c, code)
+        if c.key is not None:
+            if code == OK:
+                self.keys[c.key] = self.env.now
+            else:  # nothing done: nothing to remember
+                del self.keys[c.key]
+        self._end(c, code)
         self._drain()
+        if self.idle is not None and not self.busy and not self.queue:
+            self.idle()
+
+    def _end(self, c: _Call, code: int) -> None:
+        """The service is done with ``c``: its answer to a caller still waiting, else its
+        end at the service, and an effect that takes place though nobody hears of it."""
+        gone = c.ev.triggered or not c.life[0]
+        if not gone:
+            self._answer(c, code)
+            return
+        now = self.env.now
+        why = LEFT_TIMEOUT if c.life[0] else LEFT_CRASH
+        took_effect = code == OK and c.effect is not None
+        self.trace.put(pack(now, K["service_late"], c.node, c.job, c.attempt, code, c.number,
+                         why + 2 * took_effect, now - c.t0, self.name_code))
+        if took_effect:
+            self.trace.put(pack(now, K["side_effect"], c.node, c.job, c.attempt, why, 0,
+                             self.name_code, math.nan, c.effect))
 
     def _drain(self) -> None:
-        """Admit queued calls while there is room (those whose caller left are skipped)."""
+        """Admit queued calls while there is room; one whose caller left is served all the
+        same, unless the service drops such calls (``abandoned: drop_queued``)."""
         queue, cap = self.queue, self.spec.capacity
+        drop = self.spec.abandoned == "drop_queued"
         while queue and (cap is None or self.busy < cap):
             nxt = queue.popleft()
-            if not nxt.ev.triggered:
-                self._admit(nxt)
+            if nxt.ev.triggered or not nxt.life[0]:
+                if drop:
+                    nxt.queued = False
+                    continue
+            self._admit(nxt)
 
     # --- health ----------------------------------------------------------------------------
 

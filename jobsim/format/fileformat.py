@@ -29,7 +29,7 @@ MAX_JOBS = 10_000_000
 _DIST = {"n": None, "mean": None, "max": None, "p50": None, "p90": None, "p99": None}
 _CAUSES = {c: None for c in ("unsafe_acquisition", "lock_expired", "pause", "crash",
                              "partition", "server_restart", "failed_after_effect",
-                             "unexplained")}
+                             "ambiguous_timeout", "unexplained")}
 _INVARIANTS = {k: None for k in ("no_job_lost", "done_means_ran", "exclusive_locks",
                                  "duplicates_explained", "retries_follow_policy",
                                  "terminal_once", "liveness")}

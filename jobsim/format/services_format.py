@@ -28,7 +28,7 @@ from typing import Any
 
 from ..base.errors import Problem
 from ..executor.handlers import Call, Work
-from ..executor.services import Brownout, Outage, ServiceSpec
+from ..executor.service_spec import ABANDONED, Brownout, Outage, ServiceSpec
 from .spec import Const, Dur, Either, Enum, Int, ListOf, MapOf, Num, Obj, Str, is_map_with, \
     show, suggest
 
@@ -96,6 +96,15 @@ def service_format(dist: Any) -> MapOf:
                                                               "over")},
                         ("below",), doc="after an outage, stay down while the service "
                                         "receives more than `below` calls a second"),
+        "abandoned": Enum(ABANDONED, "finish",
+                          "a call whose caller left (timed out, crashed) while it waited in "
+                          "the capacity queue: served all the same, taking effect, as most "
+                          "servers do (finish), or dropped unserved (drop_queued); an admitted "
+                          "call always runs to its end"),
+        "idempotency_window": Dur(86400.0, positive=True,
+                                  doc="how long the service remembers the idempotency key of "
+                                      "a call that succeeded, answering a repeat with its "
+                                      "answer and no second effect (default 24h)"),
     }), max_len=100, doc="downstream services the handlers call")
 
 
@@ -113,13 +122,20 @@ def calls_format(dist: Any) -> ListOf:
                                                                    "before a trial call")},
                                ("after", "open_for"),
                                doc="a circuit breaker in the worker, per node: while open, "
-                                   "calls fail at once without reaching the service")},
+                                   "calls fail at once without reaching the service"),
+                "idempotency_key": Enum(("job", "attempt"), doc=
+                                        "the idempotency key the call sends: the job's, the "
+                                        "same on every attempt (a repeat of a call that "
+                                        "succeeded is answered without a second effect), or "
+                                        "a new one each attempt (which protects nothing "
+                                        "across retries); absent: none")},
                ("service",))
     return ListOf(Either([
         (lambda v: isinstance(v, str), Str(doc="a service's name")),
         (is_map_with("work"), Obj({"work": Either(dist.options, dist.expected)}, ("work",))),
         (is_map_with("service"), call),
-    ], "a service's name, {service: NAME, timeout: D, effect: true, breaker: {after, open_for}} or {work: DURATION}"),
+    ], "a service's name, {service: NAME, timeout: D, effect: true, breaker: {after, open_for}, "
+       "idempotency_key: job} or {work: DURATION}"),
         min_len=1, max_len=100,
         doc="the run as steps, in order: calls to services and the handler's own work; the "
             "first call that fails fails the run with its error")
@@ -192,7 +208,8 @@ def build_services(specs: dict[str, Any], build_dist: Any) -> dict[str, ServiceS
             tuple(Outage(o["at"], o["for"], o["fail"]) for o in s.get("outages", [])),
             tuple(Brownout(b["at"], b["for"], b["latency_factor"], b["error_share"])
                   for b in s.get("brownouts", [])),
-            (per_second(rec["below"]), rec["over"]) if rec else None, s.get("error", ""))
+            (per_second(rec["below"]), rec["over"]) if rec else None, s.get("error", ""),
+            s["abandoned"], s["idempotency_window"])
     return out
 
 
@@ -206,5 +223,6 @@ def build_steps(calls: list[Any], build_dist: Any) -> tuple[Work | Call, ...]:
         else:
             b = step.get("breaker")
             steps.append(Call(step["service"], step.get("timeout"), step["effect"],
-                              (b["after"], b["open_for"]) if b else None))
+                              (b["after"], b["open_for"]) if b else None,
+                              step.get("idempotency_key")))
     return tuple(steps)

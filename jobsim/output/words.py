@@ -17,6 +17,8 @@ CAUSE_WORDS = {
     "partition": "a node cut off from the database ran on while another took its jobs",
     "server_restart": "the server restarted and handed out its activated jobs again",
     "failed_after_effect": "a run failed after its side effect and the retry repeated it",
+    "ambiguous_timeout": "a call timed out at its caller but the service went on and made "
+                         "the effect, and the retry made it again",
     "unexplained": "no fault of the scenario explains it (a bug to report)",
 }
 

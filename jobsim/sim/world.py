@@ -96,7 +96,8 @@ class World:
         #: the downstream services, and the handlers whose runs are processes (they call
         #: services, or are written in Python); a drawn handler is never looked up there
         self.services = {name: Service(spec, self.env, self.trace,
-                                       self.streams.stream(f"service/{name}"))
+                                       self.streams.stream(f"service/{name}"),
+                                       self.check_drained)
                          for name, spec in scenario.services.items()}
         self.process_handlers = frozenset(n for n, h in self.handlers.items() if h.process)
         self.lost_races = 0
@@ -240,10 +241,12 @@ class World:
 
     def check_drained(self) -> None:
         """Stop a drained run once nothing is left: no source, no live job, no execution
-        in flight, no job waiting in a local queue."""
+        in flight, no job waiting in a local queue, no call a service still serves (one
+        whose caller left takes effect at its end: that belongs to the run)."""
         if (self.scenario.until is None and self._sources == 0 and self.live == 0
                 and self.in_flight == 0 and not self._stop.triggered
-                and not any(n.queue for n in self.nodes)):
+                and not any(n.queue for n in self.nodes)
+                and not any(s.busy or s.queue for s in self.services.values())):
             self._stop.succeed()
 
     # --- the run ----------------------------------------------------------------------------

@@ -5,7 +5,8 @@ no SimPy process per run.
 Each ends the execution as the drawn runs do, with its ``exec_end``, and returns whether it
 succeeded and its error. A worker's own timeout (``worker_timeout``) races the whole run: the
 step it cuts short ends the run there with "processing took too long" (a call still in
-flight stays with the service: it does not know the caller left). A stalled node's thread
+flight stays with the service: it does not know the caller left, and a call that is the
+run's side effect takes effect there all the same: ``executor/services.py``). A stalled node's thread
 goes on after each step only when the pause ends; if the worker's timeout passed meanwhile,
 the run ends there, timed out, before its next step.
 """
@@ -50,9 +51,7 @@ def _steps(node: Node, h: Handler, jid: int, attempt: int, stream: Any,
            deadline: float) -> Generator[Any, Any, tuple[bool, str | None, bool]]:
     env, services = node.env, node.world.services
     steps = h.steps or ()
-    calls = [i for i, s in enumerate(steps) if isinstance(s, Call)]
-    marked = [i for i in calls if steps[i].effect]  # type: ignore[union-attr]
-    effect = marked[0] if marked else (calls[-1] if calls else -1)
+    effect = h.effect_step
     said = False
     for i, step in enumerate(steps):
         left = deadline - env.now
@@ -71,7 +70,10 @@ def _steps(node: Node, h: Handler, jid: int, attempt: int, stream: Any,
                 if admitted is None:
                     return False, f"{step.service} circuit open", said
                 trial = admitted
-            reply = yield from services[step.service].call(node.code, jid, attempt, t, cut)
+            says = node.world._says[h.name] if i == effect else None
+            reply = yield from services[step.service].call(
+                node.code, jid, attempt, t, cut, node.life, says,
+                idempotency_key(step.idempotency_key, jid, attempt))
             if breaker is not None:
                 breaker.answered(env.now, reply.ok, trial)
             if node._paused is not None:
@@ -79,9 +81,10 @@ def _steps(node: Node, h: Handler, jid: int, attempt: int, stream: Any,
             if not reply.ok:  # cut by the worker's timeout: "processing took too long"
                 return False, reply.error, said
             if i == effect:
-                said = True
-                node.trace.put(pack(env.now, K["side_effect"], node.code, jid, attempt, 0, 0, 0,
-                                 math.nan, node.world._says[h.name]))
+                said = True  # a replayed answer: the effect was the first call's
+                if reply.outcome != "replayed":
+                    node.trace.put(pack(env.now, K["side_effect"], node.code, jid, attempt, 0,
+                                     0, 0, math.nan, node.world._says[h.name]))
         else:
             d = step.duration.sample(stream)
             if d > left:
@@ -94,6 +97,13 @@ def _steps(node: Node, h: Handler, jid: int, attempt: int, stream: Any,
                 if node._paused is not None:
                     yield node._paused
     return True, None, said
+
+
+def idempotency_key(kind: str | None, job: int, attempt: int) -> tuple[int, ...] | None:
+    """The key a call sends: the job's (the same on every attempt), the attempt's, or none."""
+    if kind is None:
+        return None
+    return (job,) if kind == "job" else (job, attempt)
 
 
 def _unstarted(ctx: Context, source: str) -> None:
