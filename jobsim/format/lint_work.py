@@ -2,7 +2,8 @@
 before the run's end (``created-after-the-end``), a job its worker hands back for
 ever (``handed-back-for-ever``) and a schedule that a failure ends for good
 (``schedule-stops-on-failure``), and a call that can hang its thread for good
-(``call-without-timeout``), a service nothing calls (``service-not-called``) or a rule for
+(``call-without-timeout``), an effect call whose timeout its service's answers outlast,
+retried without an idempotency key (``ambiguous-timeout``), a service nothing calls (``service-not-called``) or a rule for
 beyond a capacity it does not have (``ignored-setting``). Each is a (code, dotted path, message) as in ``lint``."""
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ Found = tuple[str, str, str]
 def workload_traps(sc: Scenario) -> list[Found]:
     """The workload's traps, in the order they are reported."""
     return [*_after_the_end(sc), *_handed_back_for_ever(sc), *_stopped_schedules(sc),
-            *_calls_that_hang(sc), *_idle_services(sc)]
+            *_calls_that_hang(sc), *_ambiguous_timeouts(sc), *_idle_services(sc)]
 
 
 def _after_the_end(sc: Scenario) -> Iterator[Found]:
@@ -73,6 +74,36 @@ def _calls_that_hang(sc: Scenario) -> Iterator[Found]:
                        f"{format_duration(silent[0].at)} never answers: each call made then "
                        f"holds its worker thread for the rest of the run; fix: a timeout on "
                        f"the call, or the handler's worker_timeout")
+
+
+def _ambiguous_timeouts(sc: Scenario) -> Iterator[Found]:
+    """An effect call whose caller gives up before its service's slowest answers (p99, in
+    its slowest brown-out), retried without a key the service remembers: the call that
+    timed out goes on at the service and takes effect, and the retry makes it again."""
+    for name, h in sc.handlers.items():
+        i = h.effect_step
+        if i is None or sc.retry_for("", name).total_attempts() < 2:
+            continue
+        step = h.steps[i]
+        if step.idempotency_key == "job":
+            continue
+        spec = sc.services[step.service]
+        slowest = p99(spec.latency) * max([1.0] + [b.latency_factor for b in spec.brownouts])
+        limits = [t for t in (step.timeout, h.worker_timeout) if t is not None]
+        if not limits or slowest <= min(limits):
+            continue
+        which = "timeout" if step.timeout is not None and step.timeout == min(limits) \
+            else "worker_timeout"
+        key = ("its idempotency key is the attempt's, new on each retry, so the service "
+               "cannot tell a retry from a new payment" if step.idempotency_key == "attempt"
+               else "it sends no idempotency key")
+        yield ("ambiguous-timeout", f"handlers.{name}.calls[{i}]",
+               f"its caller gives up after {format_duration(min(limits))} ({which}), but "
+               f"{step.service!r} answers in up to {format_duration(slowest)} (p99"
+               f"{', in its brown-out' if spec.brownouts else ''}): a call that times out "
+               f"goes on at the service and takes effect, the retry makes it again, and "
+               f"{key}; fix: idempotency_key: job on the call, or a timeout above "
+               f"{format_duration(slowest)}")
 
 
 def _shortest(d: dists.Distribution) -> float:

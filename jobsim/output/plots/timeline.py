@@ -128,8 +128,9 @@ def node_timeline(trace_df: pd.DataFrame, max_bars: int = 2000) -> Figure:
     end (hung or lost to a crash; it runs to the end of the trace). Bars shorter than 0.3 %
     of the time span are widened to that so they stay visible. Crashes are red X markers
     (the node is shaded grey until it restarts), restarts green triangles, pauses gold
-    spans. With more than ``max_bars`` executions an evenly spaced subset (in start order)
-    is drawn and the title says so.
+    spans; a side effect a service made after its caller had left (a timeout that still
+    charged) a purple star. With more than ``max_bars`` executions an evenly spaced subset
+    (in start order) is drawn and the title says so.
     """
     title = "Executions per node"
     trace_df = None if trace_df is None else _trace_rows(trace_df)
@@ -177,7 +178,7 @@ def node_timeline(trace_df: pd.DataFrame, max_bars: int = 2000) -> Figure:
 
 #: the kinds of event the timeline draws
 _DRAWN = ["exec_start", "exec_end", "node_crashed", "node_restarted", "node_paused",
-          "node_resumed", "completed"]
+          "node_resumed", "completed", "side_effect"]
 
 
 #: the columns of the trace the timeline reads
@@ -269,16 +270,21 @@ def _draw_spans(ax: Axes, df: pd.DataFrame, node: np.ndarray, row: dict[str, int
 
 def _draw_markers(ax: Axes, df: pd.DataFrame, node: np.ndarray, times: np.ndarray,
                   row: dict[str, int]) -> list[Any]:
-    """Crashes as red X markers and restarts as green triangles, on their node's row."""
+    """Crashes as red X markers and restarts as green triangles, rejected completions as
+    black diamonds, and effects a service made after its caller left (timed out or
+    crashed) as purple stars, on their node's row."""
     handles: list[Any] = []
     crashed = _kind_is(df, "node_crashed")
     restarted = _kind_is(df, "node_restarted")
     rejected = _kind_is(df, "completed") & (df["a"].to_numpy() == 0) & \
         (df["b"].to_numpy() > 0)
+    late = _kind_is(df, "side_effect") & (df["a"].to_numpy() > 0)
     for mask, marker, color, size, label in ((crashed, "X", _CRASH, 11, "crash"),
                                              (restarted, "^", _RESTART, 9, "restart"),
                                              (rejected, "D", "black", 6,
-                                              "completion rejected (a zombie's)")):
+                                              "completion rejected (a zombie's)"),
+                                             (late, "*", "tab:purple", 10,
+                                              "effect after its caller gave up")):
         idx = np.flatnonzero(mask & (node != ""))
         if len(idx) == 0:
             continue
