@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Container
 
 from .rows import ACQUIRABLE, JOB, LOCK_EXPIRY, ORDERS, Locked, Row
 
@@ -205,10 +206,14 @@ class Indexes:
                 if row is not None and row.stamp == entry[3] and row.table in ACQUIRABLE:
                     heapq.heappush(self._ix[row.table].ready, entry)
 
-    def hand_over(self, queue: str, owner: str, now: float,
-                  lock_until: float) -> list[Locked]:
+    def hand_over(self, queue: str, owner: str, now: float, lock_until: float,
+                  held: Container[int] = ()) -> list[Locked]:
         """The serial queue's next waiting row, locked for ``owner`` (failsafe-executor's
-        queue poller runs the queue's tasks one after another): [] if none is set aside."""
+        queue poller runs the queue's tasks one after another): [] if none is set aside.
+        A row in ``held`` (a PostgreSQL row lock an open transaction holds: a claim that
+        selected it) is that claim's: the hand-over would wait for it, find it taken on
+        the re-check and lock nothing; if the claim rolls back, the row is still set aside
+        for the next claim."""
         heap = self._parked.get(queue)
         accept = self.routes.get(owner)
         while heap:
@@ -216,9 +221,9 @@ class Indexes:
             row = self.rows.get(entry[2])
             if row is None or row.stamp != entry[3] or row.table not in ACQUIRABLE:
                 continue
-            if accept is not None and row.handler not in accept:
-                heapq.heappush(heap, entry)  # another node's task: left for the claims
-                break
+            if accept is not None and row.handler not in accept or row.id in held:
+                heapq.heappush(heap, entry)  # another node's task, or a claim's: left to
+                break                        # the claims
             return self.lock([row.id], owner, now, lock_until, guard=True, table=row.table)
         if heap is not None and not heap:
             del self._parked[queue]

@@ -17,5 +17,5 @@ def next_in_queue(node: Node, queue: str, now: float) -> None:
     another; if none is set aside, the queue is free for any claim (wake idle nodes)."""
     db = node.db
     if not db.locked(node.name, db.store.hand_over(queue, node.name, now,
-                                                   now + node.cfg.lock_time)):
+                                                   now + node.cfg.lock_time, db.row_locks)):
         db.touch()
