@@ -293,3 +293,52 @@ def test_a_call_cut_by_a_crash_takes_effect_and_the_rerun_is_the_crash_s_duplica
     a = jobsim.analyse(r)
     assert a.summary["duplicate_side_effects"]["by_cause"]["crash"] == 1
     assert not any(a.summary["invariants"].values())
+
+
+def test_a_python_handler_s_effect_call_is_ambiguous_when_it_times_out_and_keyed_is_replayed():
+    """ctx.call(..., effect=True): the ok answer is the run's effect. Each call takes 3 s
+    against a 2 s timeout: both attempts see a timeout the caller cannot tell from a charge
+    (reply.ambiguous: the service had the call); the service charges the first at its end,
+    and answers the retry, keyed by the job, from its memory: charged once."""
+    seen = []
+
+    def charge(ctx):
+        reply = yield from ctx.call("pay", timeout=2.0, effect=True, idempotency_key="job")
+        seen.append((ctx.attempt, reply.outcome, reply.ambiguous))
+        if not reply.ok:
+            raise jobsim.JobFailed(reply.error)
+
+    sc = jobsim.from_dict({
+        "name": "py", "until": "drained", "seed": 1, "nodes": 1,
+        "executor": {"acquisition": "skip_locked", "wakeup": "notify", "threads": 1,
+                     "poll_interval": "1s", "lock_time": "1h",
+                     "retry": {"attempts": 2, "backoff": {"fixed": "5s"}}},
+        "services": {"pay": {"latency": {"constant": "3s"}}},
+        "handlers": {"h": {"calls": ["pay"]}},
+        "workload": {"jobs": [{"handler": "h"}]}})
+    r = jobsim.run(jobsim.with_handler(sc, "h", charge))
+    assert seen == [(1, "timeout", True), (2, "timeout", True)]
+    assert _events(r, "side_effect").a.tolist() == [1]  # at the service, its caller gone
+    assert _events(r, "service_late").a.tolist() == [0, 7]  # charged; replayed
+
+
+def test_bad_new_settings_name_their_dotted_path_and_exit_2(tmp_path, capsys):
+    from jobsim.cli import main
+    f = tmp_path / "bad.yaml"
+    f.write_text("""
+name: bad
+nodes: 1
+services: {payments: {idempotency_window: soon, abandoned: later}}
+handlers: {charge: {calls: [{service: payments, timeout: 2s, idempotency_key: order}]}}
+workload: {jobs: [{handler: charge}]}
+""")
+    assert main(["run", str(f), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    for line in (f"{f}: services.payments.idempotency_window: expected a duration",
+                 "(got 'soon')",
+                 f"{f}: services.payments.abandoned: expected one of finish, drop_queued "
+                 "(got 'later')",
+                 f"{f}: handlers.charge.calls[0].idempotency_key: expected one of job, "
+                 "attempt (got 'order')"):
+        assert line in err, err
+    assert "Traceback" not in err and not (tmp_path / "o").exists()

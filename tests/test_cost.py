@@ -9,6 +9,7 @@ end and make within 3× of the events its estimate said. Fresh seeds every run (
 
 from __future__ import annotations
 
+import math
 import random
 
 import pytest
@@ -431,7 +432,7 @@ nodes: 1
 handlers: {w: {outcome: always_fail, fail_retries: unchanged}}
 workload: {jobs: [{handler: w}]}
 """)
-    with pytest.raises(BudgetError, match="would never end: jobs of 'w' handed back for ever"):
+    with pytest.raises(BudgetError, match="would never end: jobs of 'w' \\(no run time"):
         check(estimate(scenario.load(path)), Budget(), "livelock")
     assert main(["run", str(path), "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
@@ -443,3 +444,30 @@ def test_runs_the_estimate_once_missed_by_over_10x_are_within_3x(name):
     sc = scenario.loads(MISSED[name])
     ratio = run(sc).events / estimate(sc).events
     assert 1 / 3 <= ratio <= 3, f"{name}: {ratio:.2f}x its estimate"
+
+
+def test_a_breaker_that_fails_runs_at_once_with_retries_handed_back_is_a_livelock(tmp_path):
+    """The final 20,000-run fuzz (seed 213989196797, the guard stopped it after a million
+    events at t=5.2 s): the Zeebe-like server, a zero-latency database, no backoff, a worker
+    that hands failures back unchanged, and a run whose first call has a circuit breaker.
+    Once the service's outage opens the breaker, each run fails at once and is activated
+    again at the same instant: refused as a run that never ends, naming the breaker."""
+    path = tmp_path / "breaker.yaml"
+    path.write_text("""
+name: breaker-livelock
+policy: zeebe
+until: 10m
+nodes: 1
+services: {svc: {latency: 300ms, outages: [{at: 5s, for: 10s}]}}
+handlers:
+  h:
+    calls: [{service: svc, timeout: 2s, breaker: {after: 3, open_for: 5s}}]
+    fail_retries: unchanged
+workload: {streams: [{handler: h, count: 30, rate: 1/s}]}
+""")
+    with pytest.raises(BudgetError, match="would never end: jobs of 'h' \\(while its first "
+                                          "call's circuit breaker is open"):
+        check(estimate(scenario.load(path)), Budget(), "breaker")
+    # without the outage nothing fails: the breaker never opens, and the run is estimated
+    calm = scenario.loads(path.read_text().replace(", outages: [{at: 5s, for: 10s}]", ""))
+    assert math.isfinite(estimate(calm).events)

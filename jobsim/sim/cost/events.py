@@ -56,8 +56,8 @@ def estimate(sc: Scenario) -> Estimate:
     workload = count_workload(sc)
     run = count_executions(sc, workload)
     if run.livelock:  # handed back at one instant for ever: the run never ends
-        why = (f"jobs of {', '.join(repr(h) for h in run.livelock)} handed back for ever at "
-               "one instant (fail_retries: unchanged, no run time, no wait, no backoff)")
+        why = (f"jobs of {', '.join(run.livelock)} handed back with their retries unchanged "
+               "(fail_retries: unchanged), again and again at one instant")
         return Estimate(math.inf, math.inf, [(why, math.inf)], workload.jobs, math.inf,
                         sc.end, {"executions": math.inf})
     rerun = reruns(sc, workload, run, threads)

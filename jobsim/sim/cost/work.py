@@ -128,6 +128,23 @@ def _most_executions(h, attempts: int, count: float) -> float:
     return _most_tries(h.fail_rate, attempts, count)
 
 
+def _opens_at_once(sc: Scenario, step: Any) -> bool:
+    """Whether ``step`` is a call with a circuit breaker that its service can open: while
+    open, the call — and a run that starts with it — fails at once. Some of its calls can
+    fail: an outage, a brown-out's errors, a refusal at capacity or at the rate limit, or a
+    timeout its latency can outlast."""
+    if not isinstance(step, Call) or step.breaker is None:
+        return False
+    spec = sc.services[step.service]
+    slow = step.timeout is not None and (
+        spec.latency.beyond(step.timeout) > 0
+        or any(b.latency_factor > 1 and spec.latency.beyond(step.timeout / b.latency_factor) > 0
+               for b in spec.brownouts))
+    return bool(spec.outages or any(b.error_share > 0 for b in spec.brownouts) or slow
+                or (spec.capacity is not None and spec.when_full == "refuse")
+                or (spec.rate_limit is not None and spec.rate_limit[2] == "refuse"))
+
+
 def _ends_failed(h, attempts: int) -> float:
     """The chance that a job of handler ``h`` ends failed (its last attempt fails)."""
     if h.outcome in ("succeed", "hang"):
@@ -249,10 +266,14 @@ def count_executions(sc: Scenario, workload: Workload) -> Work:
             attempts = 1  # no retries sent: the first failure is the last
         elif h.fail_retries == "unchanged":  # handed back for free: until the run ends
             attempts = min(100_000, math.ceil(sc.end / max(mean_length + wait, 1e-3)))
-            if mean_length + wait <= 0 and policy.backoff.mean(1) <= 0 and \
-                    db_latency(sc) <= 0 and h.steps is None and \
+            instant = wait <= 0 and policy.backoff.mean(1) <= 0 and db_latency(sc) <= 0
+            if instant and mean_length <= 0 and h.steps is None and \
                     _ends_failed(h, 1_000_000) >= 1.0:
-                livelock.append(name)  # at one instant, for ever: time never advances
+                # at one instant, for ever: time never advances
+                livelock.append(f"{name!r} (no run time, no wait, no backoff)")
+            elif instant and h.steps and _opens_at_once(sc, h.steps[0]):
+                livelock.append(f"{name!r} (while its first call's circuit breaker is open, "
+                                "a run fails at once: no wait, no backoff, no latency)")
         fit, waits = _attempts_within(policy, attempts, sc.end)
         per = _executions_per_job(h, fit)
         most = _most_executions(h, fit, count)
