@@ -111,6 +111,8 @@ def test_a_time_budget_is_given_the_most_runs_it_may_make(tmp_path, monkeypatch)
     assert len(result.searched) == fit
 
 
+# A hunt capped at its estimate (the sweep's cap stays in the default tier)
+@pytest.mark.slow  # 10 CPU s
 def test_a_hunt_beyond_the_cost_estimate_is_capped(tmp_path, monkeypatch):
     monkeypatch.setattr(plan_mod, "HUNT_EVENTS", 1_000.0)
     said: list[str] = []
@@ -158,6 +160,8 @@ def test_a_sweep_whose_cache_fills_stops_and_keeps_it(tmp_path, monkeypatch):
     assert (again.computed, again.cached) == (5, 3)
 
 
+# A hunt until its cache is full (the sweep's bound stays in the default tier)
+@pytest.mark.slow  # 10 CPU s
 def test_a_hunt_whose_cache_fills_ends_its_search_and_reports(tmp_path, monkeypatch):
     monkeypatch.setattr(plan_mod, "entry_bytes", lambda sc: 1)
     result = hunt(lesson_doc(), "liveness", source=str(LESSON), runs=64, out=tmp_path / "h",

@@ -235,6 +235,7 @@ def test_bad_profiles_and_targets_are_refused_before_any_race(tmp_path, capsys, 
     assert _state(db) == before
 
 
+@pytest.mark.slow  # 7 CPU s: a whole calibration against a copy of the user's database
 def test_calibrating_leaves_the_users_database_as_it_was(tmp_path, capsys):
     db = _users_database(tmp_path)
     before = _state(db)

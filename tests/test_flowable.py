@@ -483,6 +483,7 @@ def test_the_idle_sleep_is_exact_with_boundary_timers():
     assert _reduced(on) == _reduced(off) and on.end_time == off.end_time
 
 
+@pytest.mark.slow  # 9 CPU s: three children; the default tier's test_determinism holds the property
 def test_a_run_with_boundary_timers_is_the_same_under_any_hash_seed(tmp_path):
     from test_determinism import _hash_in_subprocess
 

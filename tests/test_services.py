@@ -180,6 +180,7 @@ def test_a_handler_that_calls_no_service_adds_no_service_events():
     assert res.scenario.services == {}
 
 
+@pytest.mark.slow  # 7 CPU s: three children; the default tier's test_determinism holds the property
 def test_same_seed_same_trace_under_any_hash_seed():
     code = ("import jobsim;"
             "print(jobsim.run(jobsim.load('scenarios/retry_storm.yaml'), 3).trace_sha256)")

@@ -139,6 +139,8 @@ def test_beyond_its_bound_an_evenly_spaced_subset_is_drawn(monkeypatch):
     assert "showing 10 of them" in page([(view, a.summary)], "x")
 
 
+# The page's size at 100,000 jobs (its cap on executions is tested small)
+@pytest.mark.slow  # 6 CPU s
 def test_100000_jobs_page_under_10_mb():
     t = time.perf_counter()
     a = analyse(run(scenario.load(BIG)))
@@ -211,6 +213,8 @@ def test_in_chromium_the_lock_expiry_report_page(tmp_path):
         assert int(attrs["rendered"]) == summary["variants"][variant]["executions"]
 
 
+# The browser at 100,000 jobs (the lock_expiry page's browser test stays)
+@pytest.mark.slow  # 13 CPU s
 def test_in_chromium_100000_jobs(tmp_path):
     out = tmp_path / "big"
     assert main(["run", str(BIG), "--out", str(out), "--quiet", "--no-plots"]) == 0
