@@ -83,6 +83,7 @@ def pytest_configure_node(node) -> None:
 #: a notebook is no Python function to mark
 SLOW_NOTEBOOKS = {
     "03_crashes_and_lock_expiry.ipynb": "52 CPU s: its hunt of 64 runs, its lock-time sweep",
+    "05_latency.ipynb": "17 CPU s: its latency runs at 20,000 jobs",
     "07_retry_storms.ipynb": "50 CPU s: its strategies over seeds, its Python handlers",
 }
 

@@ -209,6 +209,7 @@ def test_a_sigterm_while_view_writes_its_page_leaves_the_old_page(tmp_path, caps
     assert snapshot(tmp_path) == before and leftovers(tmp_path) == []
 
 
+@pytest.mark.slow  # 8 CPU s: jobsim reports over several scenarios in a child
 def test_a_sigterm_during_reports_keeps_the_reports_written_whole(tmp_path):
     folder = tmp_path / "scenarios"
     folder.mkdir()
