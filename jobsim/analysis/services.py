@@ -131,6 +131,7 @@ def figures(trace: Trace, end: float, declared: tuple[str, ...] = ()) -> dict[st
         took = (cols["x"][replies] - wait)[code == 0]  # the service's own time
         late = _rows(trace, "service_late", name)
         why = cols["c"][late]  # 1 timed out, 2 crashed; + 2 when it took effect
+        left = np.where(why > 2, why - 2, why)
         out[name] = {
             "calls": int(len(calls)),
             "ok": int((code == 0).sum()),
@@ -138,8 +139,8 @@ def figures(trace: Trace, end: float, declared: tuple[str, ...] = ()) -> dict[st
                        if 0 < i < REPLAYED},
             "replayed": int((code == REPLAYED).sum()),
             # ended at the service after their caller had left: timed out, or crashed
-            "completed_after_timeout": int((why % 2 == LEFT_TIMEOUT).sum()),
-            "completed_after_crash": int((why % 2 == LEFT_CRASH % 2).sum()),
+            "completed_after_timeout": int((left == LEFT_TIMEOUT).sum()),
+            "completed_after_crash": int((left == LEFT_CRASH).sum()),
             # … of which took effect (the run's side effect, made though nobody heard)
             "effects_after_caller_left": int((why > 2).sum()),
             "unanswered": int(len(calls) - len(replies)),

@@ -82,25 +82,10 @@ def _printable_output() -> Iterator[None]:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
-    if args.command == "run":
-        return _run(args)
-    if args.command == "view":
-        return _view(args)
-    if args.command == "validate":
-        return _validate(args)
-    if args.command == "schema":
-        return _schema()
-    if args.command == "list":
-        return _list(args)
-    if args.command == "reports":
-        return _reports(args)
-    if args.command == "sweep":
-        return _sweep(args)
-    if args.command == "hunt":
-        return _hunt(args)
-    if args.command == "race":
-        return _race(args)
-    return _bench(args)
+    commands = {"run": _run, "view": _view, "validate": _validate,
+                "schema": lambda _args: _schema(), "list": _list, "reports": _reports,
+                "sweep": _sweep, "hunt": _hunt, "race": _race}
+    return commands.get(args.command, _bench)(args)
 
 
 def entry() -> None:

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from ..base.errors import Problem, ScenarioError
-from .status import BAD_INPUT, FAILED, OK, stopped
+from .status import BAD_INPUT, FAILED, OK, stopped_with_cache
 
 _TIME = re.compile(r"^\d+(\.\d+)?\s*(ms|s|m|h)$")
 
@@ -99,11 +99,7 @@ def _hunt_in(args: argparse.Namespace, doc: dict, raw: dict, prop: object, runs:
     except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP (``base.signals``)
         for bar in bars.values():
             bar.close()
-        if not (out / "cache").is_dir():
-            return stopped(exc, "nothing was written")
-        return stopped(exc, f"the hunt's worker processes ended; the runs that finished are "
-                            f"cached in {out}/cache: run the same command again to compute "
-                            "only the rest")
+        return stopped_with_cache(exc, out, "hunt")
     except (outdir.OutputError, SweepError, BudgetError, OSError) as exc:
         print(f"jobsim: {exc}", file=sys.stderr)
         return BAD_INPUT

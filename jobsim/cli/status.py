@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 #: 0 all is well; 1 an invariant or an expectation failed; 2 bad input (a scenario file, a
 #: flag), reported without a traceback; a command stopped by signal N exits 128 + N
@@ -19,3 +20,13 @@ def stopped(exc: BaseException, what: str) -> int:
     start = "\n" if sys.stderr.isatty() else ""
     print(f"{start}jobsim: stopped by {name_of(exc)}; {what}", file=sys.stderr)
     return status_of(exc)
+
+
+def stopped_with_cache(exc: BaseException, out: Path, what: str) -> int:
+    """``stopped`` for a command whose runs are cached in ``out/cache`` (a sweep, a hunt):
+    nothing written if the cache was not made yet, else where the finished runs are."""
+    if not (out / "cache").is_dir():
+        return stopped(exc, "nothing was written")
+    return stopped(exc, f"the {what}'s worker processes ended; the runs that finished are "
+                        f"cached in {out}/cache: run the same command again to compute only "
+                        "the rest")

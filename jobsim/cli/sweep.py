@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..base.errors import ScenarioError
-from .status import BAD_INPUT, FAILED, OK, stopped
+from .status import BAD_INPUT, FAILED, OK, stopped_with_cache
 
 
 class _Settings(NamedTuple):
@@ -150,11 +150,7 @@ def _execute(args: argparse.Namespace, settings: _Settings, out: Path) -> Any:
     except KeyboardInterrupt as exc:
         if bar is not None:
             bar.close()
-        if not (out / "cache").is_dir():
-            return stopped(exc, "nothing was written")
-        return stopped(exc, f"the sweep's worker processes ended; the runs that finished "
-                            f"are cached in {out}/cache: run the same command again to "
-                            "compute only the rest")
+        return stopped_with_cache(exc, out, "sweep")
     except (outdir.OutputError, SweepError) as exc:
         print(f"jobsim: {exc}", file=sys.stderr)
         return None

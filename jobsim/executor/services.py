@@ -76,14 +76,14 @@ _ALIVE = [True]
 
 
 class _Call:
-    __slots__ = ("ev", "t0", "node", "job", "attempt", "number", "admitted", "texts",
+    __slots__ = ("ev", "t0", "node", "job", "attempt", "number", "admitted",
                  "deadline", "waits", "counted", "life", "effect", "key", "queued")
 
     def __init__(self, ev: simpy.Event, t0: float, node: int, job: int, attempt: int,
-                 number: int, texts: tuple[str, ...], life: list[bool], effect: int | None,
+                 number: int, life: list[bool], effect: int | None,
                  key: tuple[int, ...] | None):
         self.ev, self.t0, self.node, self.job, self.attempt = ev, t0, node, job, attempt
-        self.number, self.texts = number, texts
+        self.number = number
         self.admitted = -1.0
         #: when its caller gives up (inf: never); whether it waited for a token or a place
         self.deadline, self.waits, self.counted = math.inf, False, False
@@ -151,7 +151,7 @@ class Service:
                 self.trace.text(t or None)
         self.trace.put(pack(now, K["service_call"], node, job, attempt, 0, number, 0, now,
                          self.name_code))
-        c = _Call(env.event(), now, node, job, attempt, number, texts,
+        c = _Call(env.event(), now, node, job, attempt, number,
                   _ALIVE if life is None else life, effect, key)
         if timeout is not None:
             c.deadline = now + timeout

@@ -1,10 +1,11 @@
 """Traps of the workload rather than of a node's settings: an item that creates nothing
-before the run's end (``created-after-the-end``), a job its worker hands back for
-ever (``handed-back-for-ever``) and a schedule that a failure ends for good
-(``schedule-stops-on-failure``), and a call that can hang its thread for good
+before the run's end (``created-after-the-end``), a job its worker hands back for ever
+(``handed-back-for-ever``), a schedule that a failure ends for good
+(``schedule-stops-on-failure``), a call that can hang its thread for good
 (``call-without-timeout``), an effect call whose timeout its service's answers outlast,
-retried without an idempotency key (``ambiguous-timeout``), a service nothing calls (``service-not-called``) or a rule for
-beyond a capacity it does not have (``ignored-setting``). Each is a (code, dotted path, message) as in ``lint``."""
+retried without an idempotency key (``ambiguous-timeout``), a service nothing calls
+(``service-not-called``) or a rule for beyond a capacity it does not have
+(``ignored-setting``). Each is a (code, dotted path, message) as in ``lint``."""
 
 from __future__ import annotations
 
@@ -88,7 +89,7 @@ def _ambiguous_timeouts(sc: Scenario) -> Iterator[Found]:
         if step.idempotency_key == "job":
             continue
         spec = sc.services[step.service]
-        slowest = p99(spec.latency) * max([1.0] + [b.latency_factor for b in spec.brownouts])
+        slowest = slowest_p99(spec)
         limits = [t for t in (step.timeout, h.worker_timeout) if t is not None]
         if not limits or slowest <= min(limits):
             continue
@@ -162,6 +163,11 @@ def p99(d: dists.Distribution) -> float:
     return d.p99
 
 
+def slowest_p99(spec: Any) -> float:
+    """A service's p99 answer in its slowest brown-out (its latency's p99 without one)."""
+    return p99(spec.latency) * max([1.0] + [b.latency_factor for b in spec.brownouts])
+
+
 def run_p99(h: Any, services: dict[str, Any]) -> float:
     """The p99 of a handler's run, as its worker's own timeout bounds it; of a run that
     calls services, the sum of its steps' (a call: the latency's p99 in the slowest
@@ -176,7 +182,7 @@ def _step_p99(services: dict[str, Any], step: Any) -> float:
     if not isinstance(step, Call):
         return p99(step.duration)
     spec = services[step.service]
-    t = p99(spec.latency) * max([1.0] + [b.latency_factor for b in spec.brownouts])
+    t = slowest_p99(spec)
     if any(o.fail == "timeout" for o in spec.outages):
         t = math.inf
     return t if step.timeout is None else min(t, step.timeout)
