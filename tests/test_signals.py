@@ -17,6 +17,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,7 @@ pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGHUP"), reason="POSIX sig
 #: wait, once reached, for stdin to close (the test's signal should come first)
 _PRELUDE = """
 import sys
+import time
 from pathlib import Path
 import {module} as target
 real = target.{attr}
@@ -257,6 +259,43 @@ def test_a_signal_inside_a_held_step_stops_at_its_end():
         done.append("the clean-up")
     assert done[-1] == "the clean-up"
     assert signal.getsignal(signal.SIGTERM) == before  # the handlers before are back
+
+
+def _stuck_in_c(said) -> None:
+    """Say so, then block in C for good, where no Python signal handler can ever run: a
+    glibc mutex locked twice (``pthread_mutex_lock`` is not interrupted by signals)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None)
+    mutex = ctypes.create_string_buffer(64)  # zeroed: PTHREAD_MUTEX_INITIALIZER
+    libc.pthread_mutex_lock(mutex)
+    said.send(True)
+    libc.pthread_mutex_lock(mutex)
+
+
+@pytest.mark.skipif(not hasattr(os, "register_at_fork") or sys.platform != "linux",
+                    reason="fork and glibc")
+def test_a_child_forked_while_stopping_cleanly_dies_of_sigterm_even_stuck_in_c():
+    """A pool's worker forked from a command (its handlers set) must end on the pool's
+    SIGTERM even where its main thread never runs bytecode again (a lock another thread held
+    at the fork): CI saw a calibration's ``Pool.terminate`` wait on such a worker for ever."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    with signals_mod.stopping_cleanly():
+        assert signal.getsignal(signal.SIGTERM) is signals_mod._handler
+        hear, said = ctx.Pipe(duplex=False)
+        child = ctx.Process(target=_stuck_in_c, args=(said,))
+        child.start()
+        assert hear.recv()
+        time.sleep(0.2)  # into the second lock (were it not yet, the test would only be weaker)
+        child.terminate()
+        child.join(60)  # a guard against a hang, not a speed limit: it dies at once
+        if child.exitcode is None:
+            child.kill()
+            child.join()
+            pytest.fail("the forked child ignored SIGTERM (its handler was the parent's)")
+    assert child.exitcode == -signal.SIGTERM
 
 
 def test_statuses_and_names():

@@ -71,10 +71,25 @@ def _raise(signum: int) -> None:
     raise Stopped(signum)
 
 
+def _forked() -> None:
+    """In a child, at the fork itself: this process's handlers become the defaults. A
+    Python handler runs only when the child's main thread next runs bytecode, and a child
+    forked from a process with threads can be stuck in C for good (a lock another thread
+    held at the fork): its pool's SIGTERM must end it all the same, or the parent waits on
+    it for ever (CI met a calibration's pool that never ended)."""
+    for s in SIGNALS:
+        if signal.getsignal(s) is _handler:
+            signal.signal(s, signal.SIG_DFL)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked)
+
+
 def _handler(signum: int, frame: object) -> None:
     if os.getpid() != _State.pid:
-        # a process forked with this handler (a worker) that did not set its own: it ends
-        # as it would have without it
+        # a process forked with this handler whose fork hook could not run (no
+        # ``register_at_fork``): it ends as it would have without it
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
         return

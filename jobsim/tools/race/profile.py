@@ -59,6 +59,7 @@ from typing import Any
 import numpy as np
 
 from ...base.dists import Z99
+from ...base.signals import worker_defaults
 from .settings import RaceError
 from .workers import BEGIN, COMMIT, SELECT, UNCHANGED, UPDATE, schedstat
 
@@ -91,7 +92,7 @@ def quantum(n_cores: int) -> float:
     """The scheduler's time slice under contention (3 ms where it cannot be measured)."""
     ctx = multiprocessing.get_context("fork" if "fork" in
                                       multiprocessing.get_all_start_methods() else "spawn")
-    with ctx.Pool(2 * n_cores) as pool:
+    with ctx.Pool(2 * n_cores, initializer=worker_defaults) as pool:
         got = pool.map(_spin, [0.5] * (2 * n_cores))
     runs = [cpu / slices for g in got if g is not None for cpu, slices in [g] if slices]
     return float(np.median(runs)) if runs else 0.003
