@@ -9,7 +9,6 @@ counts and names each crashed run with the command that reproduces it (exit 1).
 from __future__ import annotations
 
 import shlex
-from pathlib import Path
 
 import pandas as pd
 import pytest
