@@ -41,12 +41,14 @@ from __future__ import annotations
 import numpy as np
 
 from ..base.trace import K, Trace
+from ..database.clocks import NodeClock
 from .schedules import retry_delays
 from .stories import (KINDS_OF_JOB, Duplicate, Histories, JobStory, member,  # noqa: F401
                       merged, plain_jobs, plain_table)
 
 CAUSES = ("unsafe_acquisition", "lock_expired", "pause", "crash", "partition",
-          "server_restart", "failed_after_effect", "ambiguous_timeout", "unexplained")
+          "server_restart", "failed_after_effect", "ambiguous_timeout", "clock_skew",
+          "unexplained")
 
 
 _INTERESTING = [K[k] for k in ("job_created", "locked", "lock_extended", "unlocked",
@@ -54,7 +56,7 @@ _INTERESTING = [K[k] for k in ("job_created", "locked", "lock_extended", "unlock
                                "retry_scheduled", "dead_lettered", "pending", "node_crashed",
                                "node_paused", "node_resumed", "statement_failed",
                                "stale_write", "withdrawn", "revived", "cancelled",
-                               "timer_due")]
+                               "timer_due", "clock_set")]
 
 
 def histories(trace: Trace) -> Histories:
@@ -93,7 +95,7 @@ def told(trace: Trace, cols: dict[str, np.ndarray], idx: np.ndarray) -> tuple[
     KCR, KPA, KRE, KSF = K["node_crashed"], K["node_paused"], K["node_resumed"], \
         K["statement_failed"]
     KSW, KWD, KRV, KCA = K["stale_write"], K["withdrawn"], K["revived"], K["cancelled"]
-    KTD = K["timer_due"]
+    KTD, KCL = K["timer_due"], K["clock_set"]
     restart_text = trace.texts.index("server restart") if "server restart" in trace.texts \
         else -2
     complete_text = trace.texts.index("complete") if "complete" in trace.texts else -2
@@ -101,7 +103,25 @@ def told(trace: Trace, cols: dict[str, np.ndarray], idx: np.ndarray) -> tuple[
     discard_text = trace.texts.index(discard) if discard in trace.texts else -2
 
     jobs: dict[int, JobStory] = {}
-    holder: dict[int, tuple[int, float, int]] = {}  # job -> (node, lock_until, seq)
+    #: job -> (node, lock_until, seq, the true instant its writer meant the lock to end)
+    holder: dict[int, tuple[int, float, int, float]] = {}
+    #: node -> its clock (``clock_set``), for nodes whose clock is not the true one: a lock
+    #: a clock ahead takes while its holder's lock is live by true time is clock skew's
+    clk: dict[int, NodeClock] = {}
+
+    def reading(node: int, t: float) -> float:
+        c = clk.get(node)
+        return t if c is None else c.read(t)
+
+    def meant(node: int, until: float) -> float:
+        c = clk.get(node)
+        return until if c is None else c.true_time(until)
+
+    def expired_why(prev: tuple[int, float, int, float], t: float) -> str:
+        """Why a lock its holder still needed ended at ``t``: a pause of the holder, a
+        clock (the lock was live by true time, as its writer meant it), or its expiry."""
+        return "pause" if prev[0] in paused else "clock_skew" if t <= prev[3] else \
+            "lock_expired"
     running: dict[int, dict[int, int]] = {}  # job -> node -> executions in progress
     succeeded: set[int] = set()
     acq_cause: dict[tuple[int, int], tuple[str, list[int]]] = {}
@@ -152,27 +172,26 @@ def told(trace: Trace, cols: dict[str, np.ndarray], idx: np.ndarray) -> tuple[
             prev = holder.get(j)
             cause = None
             if prev is not None:
-                if prev[1] >= t and prev[0] != node:
+                now = reading(node, t) if clk else t
+                if prev[1] >= now and prev[0] != node:
                     cause = ("unsafe_acquisition", [prev[2], seq])
                     doubles.append((j, prev[2], seq))
                     story(j).double_acquisitions += 1
-                elif prev[1] < t and (running.get(j, {}).get(prev[0], 0) > 0
-                                      or uncommitted.get(j) == prev[0]):
+                elif prev[1] < now and (running.get(j, {}).get(prev[0], 0) > 0
+                                        or uncommitted.get(j) == prev[0]):
                     # the holder (maybe this very node) still runs the job it lost the lock
                     # of, or has run it and not yet committed the outcome
-                    why = "pause" if prev[0] in paused else "lock_expired"
-                    cause = (why, [prev[2], seq])
-                elif prev[1] < t and waiting.get(j) == prev[0]:
+                    cause = (expired_why(prev, t), [prev[2], seq])
+                elif prev[1] < now and waiting.get(j) == prev[0]:
                     # the lock expired while the job sat in the holder's local queue: the
                     # holder will run it when a thread frees, whoever runs it meanwhile
-                    why = "pause" if prev[0] in paused else "lock_expired"
-                    conflict[j] = (why, [prev[2], seq])
+                    conflict[j] = (expired_why(prev, t), [prev[2], seq])
             if cause is not None:
                 acq_cause[(j, node)] = cause
                 conflict[j] = cause
             else:
                 acq_cause.pop((j, node), None)
-            holder[j] = (node, x_[i], seq)
+            holder[j] = (node, x_[i], seq, meant(node, x_[i]) if clk else x_[i])
             waiting[j] = node
             if c_[i] > 0:  # a broker's activation: its deadline, in milliseconds
                 story(j).deadline = c_[i] / 1000.0
@@ -183,7 +202,7 @@ def told(trace: Trace, cols: dict[str, np.ndarray], idx: np.ndarray) -> tuple[
         elif k == KX:
             h = holder.get(j)
             if h is not None and h[0] == node:
-                holder[j] = (node, x_[i], h[2])
+                holder[j] = (node, x_[i], h[2], meant(node, x_[i]) if clk else x_[i])
         elif k == KU:
             prev = holder.pop(j, None)
             if s_[i] == restart_text and (sum(running.get(j, {}).values()) > 0 or (
@@ -193,13 +212,14 @@ def told(trace: Trace, cols: dict[str, np.ndarray], idx: np.ndarray) -> tuple[
                 # queue, or has run without its outcome back yet: whoever activates it next
                 # runs it again, and the worker runs or reports it all the same
                 conflict[j] = ("server_restart", [seq])
-            elif prev is not None and prev[1] < t and (
+            elif prev is not None and prev[1] < (reading(node, t) if clk else t) and (
                     running.get(j, {}).get(prev[0], 0) > 0 or uncommitted.get(j) == prev[0]
                     or waiting.get(j) == prev[0]):
                 # a reset thread freed an expired lock while its holder still runs the job
                 # (or holds it in its local queue): whoever takes it next runs it twice
-                why = "pause" if prev[0] in paused else "lock_expired"
-                conflict[j] = (why, [prev[2], seq])
+                conflict[j] = (expired_why(prev, t), [prev[2], seq])
+        elif k == KCL:
+            clk[node] = NodeClock(x_[i], c_[i] / 1e9, t)
         elif k == KTD:
             holder.pop(j, None)  # the timer's row lock ends with its move to the job table
         elif k == KRV:  # back from failed / dead letter: live again
@@ -322,14 +342,13 @@ def told(trace: Trace, cols: dict[str, np.ndarray], idx: np.ndarray) -> tuple[
             s = story(j)
             s.outcome, s.end = ("dead_lettered", "incident", "failed")[a_[i]], t
             prev = holder.pop(j, None)
-            if prev is not None and rescued and prev[1] < t and (
+            if prev is not None and rescued and prev[1] < (reading(node, t) if clk else t) and (
                     running.get(j, {}).get(prev[0], 0) > 0 or uncommitted.get(j) == prev[0]
                     or waiting.get(j) == prev[0]):
                 # a rescue discarded a job whose expired lock's holder still runs or holds it,
                 # or has run it and not yet committed the outcome (a success the table then
                 # refuses: revived, the job runs again)
-                why = "pause" if prev[0] in paused else "lock_expired"
-                conflict[j] = (why, [prev[2], seq])
+                conflict[j] = (expired_why(prev, t), [prev[2], seq])
         elif k == KCR:
             for job in [jb for jb, n in waiting.items() if n == node]:
                 del waiting[job]  # the crashed node's local queue is gone
@@ -342,8 +361,8 @@ def told(trace: Trace, cols: dict[str, np.ndarray], idx: np.ndarray) -> tuple[
                 crashed[job] = seq
                 if job in ended_ok:  # a success the table never heard of
                     lost_success.setdefault(job, seq)
-            for job, (owner, until, _) in holder.items():
-                if owner == node and until >= t and job not in stranded_at:
+            for job, (owner, until, _, meant_until) in holder.items():
+                if owner == node and meant_until >= t and job not in stranded_at:
                     stranded_at[job] = t
                     stranded += 1
             paused.discard(node)

@@ -105,6 +105,10 @@ KINDS: dict[str, str] = {
                     "b=the call's number, c=1 its caller had timed out, 2 its node had "
                     "crashed, +2 if it took effect (the run's side effect, recorded beside it), "
                     "x=seconds from the call",
+    "clock_set": "the node's clock (executor.clock: node) is set: x=seconds ahead of true "
+                 "time (negative: behind) from this instant, c=its drift in parts per "
+                 "billion (seconds gained per second × 10⁹); at the start for a skewed node, "
+                 "and at each clock fault",
 }
 KIND_NAMES: tuple[str, ...] = tuple(KINDS)
 K = {name: i for i, name in enumerate(KIND_NAMES)}

@@ -32,6 +32,7 @@ from simpy.core import NORMAL
 
 from ..base.dists import ZERO, Distribution
 from ..base.rng import Streams
+from .clocks import NodeClock
 from .cpu import Cpu, Timing
 from .store import Store
 
@@ -116,6 +117,15 @@ class Database:
         self._think: dict[str, Any] = {}
         self._tails: dict[str, list[Any]] = {}  # node -> [server CPU owed, its wake-up]
         self._owed: dict[str, list[float]] = {}  # node -> [client CPU, idle] owed to its end
+        #: node -> its clock, for the nodes whose claims use a clock that is not the true one
+        #: (``clocks``); empty in a run without skew
+        self.clocks: dict[str, NodeClock] = {}
+
+    def now_of(self, node: str, t: float) -> float:
+        """The ``now`` that ``node``'s statements compare and write at the true time ``t``:
+        its own clock's reading, or ``t`` (the server's clock, or a node without skew)."""
+        c = self.clocks.get(node)
+        return t if c is None else c.read(t)
 
     def run(self, node: str, apply: Callable[[float], T], wakes: bool = False,
             rows: tuple[int, ...] | list[int] = ()) -> Generator[simpy.Event, Any, tuple[T, float]]:
@@ -131,7 +141,7 @@ class Database:
         self.statements += 1
         env = self.env
         if self.instant:
-            result = apply(env.now)
+            result = apply(self.now_of(node, env.now) if self.clocks else env.now)
             if wakes:
                 self.touch()
             return result, 0.0
@@ -158,7 +168,7 @@ class Database:
                 if holder is None:
                     break
                 yield holder.end
-            result = apply(env.now)
+            result = apply(self.now_of(node, env.now) if self.clocks else env.now)
             applied = True
         finally:
             if wreq is not None:

@@ -84,6 +84,8 @@ class Indexes:
         self.has_queues = False
         #: a claim must take the general path (serial queues, count at fetch, no expiry)
         self._general = count_at_fetch or not self.expiry
+        #: nodes' clocks disagree: each row read is checked at the reader's now (``clocks``)
+        self.skewed = False
         self._ix = {t: _Index() for t in ACQUIRABLE}
         #: the run's end: a row eligible only at or after it is never put in ``pending``
         #: (no poll, sleep or answer of the run can see it; a run sets it)
@@ -173,10 +175,14 @@ class Indexes:
         passed: list[tuple[float, float, int, int]] = []
         queues: set[str] = set()
         pop = heapq.heappop
+        skewed, expiry = self.skewed, self.expiry
         while ready and len(out) < n:
             entry = pop(ready)
             row = rows.get(entry[2])
             if row is None or row.stamp != entry[3] or row.table != table:
+                continue
+            if skewed and not row.eligible(now, expiry):
+                passed.append(entry)  # eligible by another node's clock, not yet by this one's
                 continue
             if accept is not None and row.handler not in accept:
                 passed.append(entry)  # another node's task: it stays for them

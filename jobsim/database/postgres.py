@@ -61,9 +61,9 @@ def pg_update(db: "Database", me: str, n: int, lock_time: float, *, guard: bool,
     row_locks, cut = db.row_locks, db._cut
     strict = db.isolation != "read_committed"
     try:
-        now = txn.start
+        now = db.now_of(me, txn.start)  # now(), or the node's clock (``clocks``)
         if ids is None:
-            seen = store.select(env._now, n, table, who=me)
+            seen = store.select(db.now_of(me, env._now), n, table, who=me)
             cands = [rid for rid, _ in seen]
             snap = dict(seen) if strict else None  # read only where a change is a failure
         else:
@@ -119,8 +119,8 @@ def pg_update(db: "Database", me: str, n: int, lock_time: float, *, guard: bool,
         if not commit:
             _finish(db, txn, False)
             return att
-        att.locked = db.locked(me, store.lock(got, me, env.now, now + lock_time, guard=False,
-                                              table=table))
+        att.locked = db.locked(me, store.lock(got, me, db.now_of(me, env.now), now + lock_time,
+                                              guard=False, table=table))
         _finish(db, txn, True)
         if timed:  # committed: the answer's way back
             att.latency += yield from serve(db, me, "update", part="post")
@@ -143,12 +143,12 @@ def pg_select(db: "Database", me: str, n: int,
     txn = yield from _open(db)
     try:
         if not db.timed:
-            seen = db.store.select(db.env.now, n, table, who=me)
+            seen = db.store.select(db.now_of(me, db.env.now), n, table, who=me)
             lat = yield from _statement(db, me, "select")
         else:  # the client's time, the way there, the snapshot, the scan, the way back
             yield from think(db, me, True)
             lat = yield from _statement(db, me, "select", part="pre")
-            seen = db.store.select(db.env.now, n, table, who=me)
+            seen = db.store.select(db.now_of(me, db.env.now), n, table, who=me)
             lat += yield from serve(db, me, "select", part="scan")
             lat += yield from serve(db, me, "select", part="post")
     finally:
@@ -221,7 +221,7 @@ def pg_skip_locked(db, me, n, lock_time, hold=None, table=JOB):
             txn.start = env.now
         skip = sum(1 for t in db.row_locks.values() if t is not txn)
         got = []
-        for rid, _ in store.select(env.now, n + skip, table, who=me):
+        for rid, _ in store.select(db.now_of(me, env.now), n + skip, table, who=me):
             if rid in db.row_locks:
                 continue
             _lock_row(db, rid, txn)
@@ -241,7 +241,8 @@ def pg_skip_locked(db, me, n, lock_time, hold=None, table=JOB):
             att.statements += 1
         commit = yield from _hold(hold)
         if commit:
-            att.locked = db.locked(me, store.lock(got, me, env.now, txn.start + lock_time,
+            att.locked = db.locked(me, store.lock(got, me, db.now_of(me, env.now),
+                                                  db.now_of(me, txn.start) + lock_time,
                                                   guard=False, table=table))
         _finish(db, txn, commit)
         return att

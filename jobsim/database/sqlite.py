@@ -70,7 +70,7 @@ def sq_write(db, me, n, lock_time, *, guard, ids=None, versions=None, hold=None,
             att.lost, att.errors, att.error = len(versions), 1, "optimistic_lock"
             return att
         if commit:
-            now = env.now
+            now = db.now_of(me, env.now)
             if ids is None:
                 ids = [rid for rid, _ in store.select(now, n, table, who=me)]
             before = len(ids)
@@ -104,7 +104,7 @@ def sq_read_then_write(db, me, n, lock_time, hold=None, table=JOB):
         if begin == "immediate":
             req = yield from _write_lock(db)
         snapshot = db.commits
-        seen = store.select(env.now, n, table, who=me)
+        seen = store.select(db.now_of(me, env.now), n, table, who=me)
         lat = yield from _statement(db, me, "select")
         if not seen:
             return Attempt(n, [], 0, 1, lat)
@@ -128,7 +128,7 @@ def sq_read_then_write(db, me, n, lock_time, hold=None, table=JOB):
         commit = yield from _hold(hold)
         att = Attempt(n, [], 0, 2, lat)
         if commit:
-            now = env.now
+            now = db.now_of(me, env.now)
             att.locked = db.locked(me, store.lock(ids, me, now, now + lock_time, guard=False,
                                                   table=table))
             db.commits += 1

@@ -21,6 +21,7 @@ EXHAUSTED = ("dead_letter", "incident", "failed")
 COMPLETE_GUARDS = ("none", "owner")
 QUEUE_FULL = ("queue", "unacquire")
 COUNT_ATTEMPT = ("failure", "fetch")
+CLOCKS = ("node", "database")
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,10 @@ class ExecutorConfig:
     global_lock_wait: float = 60.0
     global_lock_poll: float = 0.5
     global_lock_force: float = 600.0
+    #: the node's clock: seconds ahead of true time (negative: behind) at the start, and
+    #: seconds it gains per second (``database/clocks.py``); used where ``clock`` is node
+    clock_offset: float = 0.0
+    clock_drift: float = 0.0
     # --- settings of the table, the same for every node -------------------------------------
     order: str = "id"
     aging_rate: float = 0.0
@@ -108,6 +113,9 @@ class ExecutorConfig:
     #: a submit with an id that is already in the table does nothing (failsafe-executor's
     #: ``INSERT … WHERE NOT EXISTS``)
     idempotent_submit: bool = False
+    #: whose clock a claim compares and writes (lock_until, the expiry guard, due times a
+    #: failure sets, heartbeats): each ``node``'s own, or the ``database`` server's
+    clock: str = "node"
 
     @property
     def poll_period(self) -> float:
@@ -222,8 +230,9 @@ class StreamSpec:
 @dataclass(frozen=True)
 class Fault:
     """A fault at ``at``: ``crash`` a node (restarting it ``length`` later if given),
-    ``pause`` it for ``length``, ``slow_db`` by ``factor`` for ``length``, or cut a node off
-    (``partition``) for ``length``, its statements failing after ``timeout``."""
+    ``pause`` it for ``length``, ``slow_db`` by ``factor`` for ``length``, cut a node off
+    (``partition``) for ``length``, its statements failing after ``timeout``, or step or
+    drift a node's ``clock``."""
 
     at: float
     kind: str
@@ -233,6 +242,10 @@ class Fault:
     timeout: float = 0.0
     #: the operation ``move`` (a dead letter back to executable): the retries it gets
     retries: int | None = None
+    #: ``clock``: the node's clock jumps by ``step`` and, if given, runs at ``drift`` from
+    #: then on
+    step: float = 0.0
+    drift: float | None = None
 
 
 @dataclass(frozen=True)

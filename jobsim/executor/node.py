@@ -238,6 +238,14 @@ class Node:
             return len(self.idle) - len(self.queue)
         return self.cfg.queue_size - len(self.queue)
 
+    def unhurried(self) -> None:
+        """Nodes' clocks disagree in this run (``database/clocks.py``): every claim goes
+        through the statement path, which reads this node's clock, and an idle node polls
+        rather than counts the polls that could not find anything (that count assumes one
+        clock for all)."""
+        self._instant = None
+        self.exact_idle = False
+
     def _slot_freed(self) -> Any:
         if self._slot is None:
             self._slot = self.env.event()

@@ -30,6 +30,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     # the acquired batch its local queue, no heartbeat.
     "lesson": {
         "acquisition": "guarded_update",
+        "clock": "node",
         "wakeup": "ticks",
         "batch_size": 10,
         "threads": 1,
@@ -55,6 +56,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     # 5 min.
     "zeebe_like": {
         "acquisition": "broker",
+        "clock": "database",
         "wakeup": "long_poll",
         "long_poll_timeout": "10s",
         "poll_interval": "100ms",
@@ -80,6 +82,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     # heartbeat_scope: held, on db.dialect: postgres).
     "failsafe": {
         "acquisition": "optimistic",
+        "clock": "node",
         "wakeup": "poll",
         "poll_interval": "5s",
         "initial_delay": "10s",
@@ -118,6 +121,7 @@ PRESETS.update({
     # the dead-letter table.
     "flowable": {
         "acquisition": "optimistic_batch",
+        "clock": "node",
         "wakeup": "poll",
         "poll_interval": "10s",
         "initial_delay": "0s",
@@ -151,6 +155,7 @@ PRESETS.update({
     # with no attempts left; 20 attempts, exponential backoff 15 s + 2^attempt s.
     "skip_locked": {
         "acquisition": "skip_locked",
+        "clock": "database",
         "wakeup": "notify",
         "poll_interval": "1s",
         "initial_delay": "0s",
@@ -178,6 +183,7 @@ PRESETS.update({
     # which picks each execution only when a thread takes it, is not modelled.)
     "db_scheduler": {
         "acquisition": "skip_locked",
+        "clock": "node",
         "wakeup": "poll",
         "poll_interval": "10s",
         "initial_delay": "0s",
@@ -203,6 +209,7 @@ PRESETS.update({
     # client's 10 s request timeout; the client asks again after its 100 ms poll interval).
     "zeebe": {
         "acquisition": "broker",
+        "clock": "database",
         "wakeup": "long_poll",
         "long_poll_timeout": "10s",
         "poll_interval": "100ms",

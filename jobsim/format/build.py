@@ -109,6 +109,9 @@ def _build_faults(v: dict[str, Any]) -> list[Fault]:
         elif "partition" in f:
             faults.append(Fault(f["at"], "partition", f["partition"], f["for"],
                                 timeout=f["timeout"]))
+        elif "clock" in f:
+            faults.append(Fault(f["at"], "clock", f["clock"], step=f.get("step") or 0.0,
+                                drift=f.get("drift")))
         else:
             faults.append(Fault(f["at"], "restart_server"))
     for o in v.get("operations", []):

@@ -14,6 +14,7 @@ from typing import Any
 from ..base.errors import Problem
 from .fileformat import MAX_JOBS, figure_problem
 from .settings import DEFAULT_EXECUTOR, _d, _l, merge_executor, node_list
+from .clock_format import clock_checks
 from .profile import profile_checks
 from .services_format import service_checks
 from .spec import Name, show, suggest
@@ -36,6 +37,7 @@ def cross_checks(v: dict[str, Any], problems: list[Problem]) -> None:
     job_names, schedules = _workload(v, ex, seen, known, handlers, problems)
     _faults_and_operations(v, seen, known, job_names | schedules, problems)
     _server_restarts(v, nodes, ex, problems)
+    clock_checks(v, nodes, ex, seen, known, problems)
     for i, n in enumerate(nodes):
         for k, h in enumerate(_l(n.get("handles"))):
             if isinstance(h, str) and "handlers" in v and h not in handlers:

@@ -15,9 +15,10 @@ from ..base.durations import format_duration
 from ..database.claims import STRATEGIES
 from ..database.indexes import AGING_FROM
 from ..database.store import LOCK_EXPIRY, ORDERS
-from ..executor.config import (COMPLETE_GUARDS, COUNT_ATTEMPT, EXHAUSTED, HEARTBEAT_SCOPES,
+from ..executor.config import (CLOCKS, COMPLETE_GUARDS, COUNT_ATTEMPT, EXHAUSTED, HEARTBEAT_SCOPES,
                                QUEUE_FULL, WAKEUPS, ExecutorConfig)
 from ..executor.retry import JITTER_FORMS, ListBackoff
+from .clock_format import DRIFT, OFFSET, SignedDur
 from .spec import (Const, Cycle, Dur, Either, Enum, Field, Int, ListOf, Num, NumOrName, Obj,
                    Str, is_map_with)
 
@@ -124,6 +125,8 @@ EXECUTOR: dict[str, Field] = {
     "global_lock_poll": Dur(positive=True, doc="how often it tries; also the least wait "
                                                "after each acquisition cycle"),
     "global_lock_force": Dur(positive=True, doc="a holder this old is overridden (crashed)"),
+    "clock_offset": OFFSET,
+    "clock_drift": DRIFT,
 }
 NOT_PER_NODE = Const(lambda v: False, "no retry policy per node: retries are set on a job when "
                      "it is created; set retry in executor or in the handler", {"not": {}})
@@ -149,6 +152,11 @@ TABLE_ONLY: dict[str, Field] = {
     "count_attempt": Enum(COUNT_ATTEMPT, doc="when an execution counts against the job's "
                                              "retries: at its failure, or at the claim (fetch: "
                                              "Oban, River)"),
+    "clock": Enum(CLOCKS, doc="whose clock the claims compare and write (lock_until, the "
+                              "expiry guard, heartbeats, the due times a failure sets): "
+                              "node — each node's own, passed as a parameter (the lesson, "
+                              "Flowable, failsafe-executor); database — the server's now() "
+                              "(a broker's own clock)"),
     "idempotent_submit": bool_field("a submit with an id already in the table does nothing; "
                                     "once that task is gone (done, cancelled) the id takes a "
                                     "new task (failsafe-executor)"),
@@ -175,6 +183,8 @@ def defaults() -> dict[str, Any]:
             value = {"attempts": value.attempts, "backoff": file_value(value.backoff)}
         elif isinstance(field, Dur) and value is not None:
             value = format_duration(value)
+        elif isinstance(field, SignedDur):
+            value = field._file_form(value)
         out[f.name] = value
     return out
 

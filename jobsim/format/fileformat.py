@@ -19,6 +19,7 @@ from .executor_keys import EXECUTOR as _EXECUTOR, NOT_PER_NODE as _NOT_PER_NODE
 from .executor_keys import TABLE_ONLY as _TABLE_ONLY, backoff as _backoff, retry as _retry
 from .executor_keys import exponential as _exponential
 from ..executor.handlers import FAIL_RETRIES
+from .clock_format import CLOCK_FAULT
 from .profile import profile_format
 from .services_format import calls_format, rate_field, service_format
 from .spec import (MISSING, Const, Cycle, Dur, Either, Enum, Field, Int, ListOf, MapOf, Name,
@@ -29,7 +30,7 @@ MAX_JOBS = 10_000_000
 _DIST = {"n": None, "mean": None, "max": None, "p50": None, "p90": None, "p99": None}
 _CAUSES = {c: None for c in ("unsafe_acquisition", "lock_expired", "pause", "crash",
                              "partition", "server_restart", "failed_after_effect",
-                             "ambiguous_timeout", "unexplained")}
+                             "ambiguous_timeout", "clock_skew", "unexplained")}
 _INVARIANTS = {k: None for k in ("no_job_lost", "done_means_ran", "exclusive_locks",
                                  "duplicates_explained", "retries_follow_policy",
                                  "terminal_once", "liveness")}
@@ -201,8 +202,10 @@ _fault = Either([
                                    ("at", "partition", "for"))),
     (is_map_with("restart_server"), Obj({"at": Dur(), "restart_server": Const(
         lambda v: v is True, "true", {"const": True})}, ("at", "restart_server"))),
+    (is_map_with("clock"), CLOCK_FAULT),
 ], "one of {at, crash: NODE, restart_after}, {at, pause: NODE, for}, {at, slow_db: FACTOR, "
-   "for}, {at, partition: NODE, for, timeout}, {at, restart_server: true}")
+   "for}, {at, partition: NODE, for, timeout}, {at, restart_server: true}, {at, clock: NODE, "
+   "step, drift}")
 
 
 class Condition(Field):

@@ -19,6 +19,8 @@ CAUSE_WORDS = {
     "failed_after_effect": "a run failed after its side effect and the retry repeated it",
     "ambiguous_timeout": "a call timed out at its caller but the service went on and made "
                          "the effect, and the retry made it again",
+    "clock_skew": "a node whose clock disagreed took a job whose lock was still live by true "
+                  "time (a clock ahead saw it expired; one behind had written it short)",
     "unexplained": "no fault of the scenario explains it (a bug to report)",
 }
 

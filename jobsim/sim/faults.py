@@ -40,8 +40,10 @@ without a rule:
   ends it, and a node restarted while cut off is still cut off. ``slow_db`` is the
   database's, whatever the nodes do.
 
-``restart_server`` and the operations (``retry``, ``cancel``, ``move``, ``suspend``,
-``activate``) are instants, not windows: each runs at its ``at``, in the file's order.
+``restart_server``, ``clock`` (a node's clock steps by ``step`` and/or runs at a new
+``drift``: ``database/clocks.py``) and the operations (``retry``, ``cancel``, ``move``,
+``suspend``, ``activate``) are instants, not windows: each runs at its ``at``, in the
+file's order.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ from typing import TYPE_CHECKING, Any
 from ..executor.config import Fault
 from ..database.store import DEADLETTER, FAILED, JOB, SUSPENDED, TIMER, in_table, unlock_all
 from ..base.trace import K
+from ..database.clocks import NodeClock
 
 #: operation -> the tables it takes jobs from
 OPERATIONS = {"retry": (FAILED,), "cancel": (FAILED,), "move": (DEADLETTER,),
@@ -280,6 +283,9 @@ def _one(world: "World", f: Fault) -> Generator[Any, Any, None]:
             node.restart()
     elif f.kind == "pause":
         world.node(f.node).pause(f.length)
+    elif f.kind == "clock":
+        if world.skewed:  # with clock: database, no statement reads the node's clock
+            set_clock(world, f.node, f.step, f.drift)
     elif f.kind in OPERATIONS:
         operate(world, f)
         world.source_done()
@@ -292,6 +298,41 @@ def _one(world: "World", f: Fault) -> Generator[Any, Any, None]:
         for rid in ids:
             trace.add(env.now, K["unlocked"], job=rid, text=text)
         world.db.touch(insert=True)  # waiting jobs again: wake the workers
+
+
+def skewed(world: "World") -> bool:
+    """Whether any node's claims read a clock that is not the true one, at any time (a
+    node's offset or drift, or a clock fault, where the claims use the nodes' clocks); if
+    so, no shortcut that assumes one clock for all is taken: every read of the table checks
+    each row at the reader's own now, and nodes claim through the statement path."""
+    sc = world.scenario
+    if sc.executor.clock != "node" or not (
+            any(n.executor.clock_offset or n.executor.clock_drift for n in sc.nodes)
+            or any(f.kind == "clock" for f in sc.faults)):
+        return False
+    world.store.skewed = world.store._general = True
+    for n in world.nodes:
+        n.unhurried()
+    return True
+
+
+def start_clocks(world: "World") -> None:
+    """The skewed nodes' clocks as the run starts (traced, at 0)."""
+    for n in world.scenario.nodes if world.skewed else ():
+        if n.executor.clock_offset or n.executor.clock_drift:
+            set_clock(world, n.name, n.executor.clock_offset, n.executor.clock_drift)
+
+
+def set_clock(world: "World", node: str, step: float, drift: float | None) -> None:
+    """``node``'s clock jumps by ``step`` now (and runs at ``drift`` from now, if given);
+    traced as ``clock_set`` with the offset and drift it has from this instant."""
+    clocks, now = world.db.clocks, world.env.now
+    clock = clocks.get(node)
+    if clock is None:
+        clock = clocks[node] = NodeClock(0.0, 0.0, now)
+    clock.set(now, step, drift)
+    world.trace.add(now, K["clock_set"], world.trace.node(node), x=clock.offset(now),
+                    c=round(clock.drift * 1e9))
 
 
 def operate(world: "World", f: Fault) -> None:

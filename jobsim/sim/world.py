@@ -30,7 +30,7 @@ from ..executor.parts import boundary as boundary_jobs
 from ..executor.services import Service
 from ..base.rng import Stream, Streams
 from ..database.store import FAILED, JOB, TIMER, Row, Store
-from .faults import schedule
+from .faults import schedule, skewed, start_clocks
 from ..database.cpu import Cpu
 from ..database.measured import measure
 from .watch import events_scheduled, run_until, run_watched
@@ -131,7 +131,7 @@ class World:
         timing = dict(scenario.db.timing)
         for n in self.nodes if timing else ():  # each node's strategy as measured
             measure(self.db, n.name, timing[n.cfg.acquisition])
-        self._by_name = {n.name: n for n in self.nodes}
+        self._by_name, self.skewed = {n.name: n for n in self.nodes}, skewed(self)
 
     # --- helpers used by nodes and workload -------------------------------------------------
 
@@ -279,6 +279,7 @@ class World:
             node.start()
         if sc.ticks:
             env.process(self._clock())
+        start_clocks(self)
         schedule(self, sc.faults)
         if not sources:
             self.check_drained()

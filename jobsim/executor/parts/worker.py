@@ -43,7 +43,8 @@ def worker(node: Node, thread: int) -> Generator[Any, Any, None]:
     track = node.track_running
     procs = world.process_handlers  # runs that are processes: they call services
     draws = {name: h.drawer() for name, h in handlers.items()}
-    direct = db.pool is None and db.write_lock is None  # the completion needs no queue
+    # the completion needs no queue; a node's own clock (skew) goes through ``db.run``
+    direct = db.pool is None and db.write_lock is None and not world.skewed
     cut, row_locks, sample_latency = db._cut, db.row_locks, db.sample_latency
 
     def complete(now: float, jid: int, fetched: int) -> tuple[bool, int]:
@@ -122,7 +123,7 @@ def worker(node: Node, thread: int) -> Generator[Any, Any, None]:
         if not ok:
             yield from fail(node, jid, hname, attempt, error or "", fetched)
         else:
-            if db.instant:
+            if db.instant and not world.skewed:
                 db.statements += 1
                 res = complete(env._now, jid, fetched)
             elif direct and me not in cut:
