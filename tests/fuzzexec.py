@@ -94,7 +94,33 @@ def node_settings(r: random.Random, c: Ctx, dialect: str, prob: float) -> dict:
     _opt(r, ex, "global_lock_wait", prob, dur(r.choice([1, 10, 60]), r))
     _opt(r, ex, "global_lock_poll", prob, dur(r.choice([0.1, 0.5, 2]), r))
     _opt(r, ex, "global_lock_force", prob, dur(r.choice([5, 30, 120]), r))
+    # a clock ahead or behind, or gaining or losing (scenario() keeps them off a server's nodes
+    # unless the claims read the database's clock)
+    _opt(r, ex, "clock_offset", prob / 2, signed(r.choice([0.5, 5, 25, 90]), r))
+    _opt(r, ex, "clock_drift", prob / 3, r.choice([-0.01, -1e-4, 0.0, 1e-4, 0.01, 0.2]))
     return ex
+
+
+def signed(seconds: float, r: random.Random) -> str:
+    """A duration ahead or behind (``-`` before it)."""
+    return ("-" if p(r, 0.5) else "") + dur(seconds, r)
+
+
+def clocks(r: random.Random, doc: dict) -> None:
+    """Whose clock the claims read; the database's wherever a node's clock may be off and a
+    server decides (a broker, a long poll), which the format requires."""
+    ex = doc.setdefault("executor", {})
+    preset = PRESETS.get(doc.get("policy", ""), {})
+    _opt(r, ex, "clock", 0.2, r.choice(["node", "database"]))
+    if ex.get("clock", preset.get("clock", "node")) != "node":
+        return
+    listed = doc["nodes"] if isinstance(doc["nodes"], list) else []
+    skew = any(x.get("clock_offset") or x.get("clock_drift") for x in [ex] + listed) or \
+        any("clock" in f for f in doc.get("faults", []))
+    served = ex.get("acquisition", preset.get("acquisition")) == "broker" or "long_poll" in wakeups(doc).values() or \
+        any(n.get("acquisition") == "broker" for n in listed)
+    if skew and served:
+        ex["clock"] = "database"
 
 
 def executor(r: random.Random, c: Ctx, policy: str | None, dialect: str) -> dict:

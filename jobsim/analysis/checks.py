@@ -32,6 +32,7 @@ import math
 
 import numpy as np
 
+from ..database.clocks import NodeClock
 from ..executor.config import Scenario
 from .history import Histories, histories
 from .liveness import idle_grace, liveness
@@ -98,7 +99,10 @@ def _retries(trace: Trace, scenario: Scenario) -> list[Violation]:
     cols = trace.arrays()
     kind = cols["kind"]
     sel = np.flatnonzero(np.isin(kind, [K["job_created"], K["retry_scheduled"],
-                                        K["dead_lettered"], K["revived"]]))
+                                        K["dead_lettered"], K["revived"], K["clock_set"]]))
+    #: node -> its clock, where it is not the true one: a failure's due time counts from the
+    #: failing node's reading of now
+    clocks: dict[int, NodeClock] = {}
     handler_of: dict[int, str] = {}
     failures: dict[int, int] = {}
     #: executions an operation gave a job back (Flowable's move with its retries)
@@ -112,6 +116,11 @@ def _retries(trace: Trace, scenario: Scenario) -> list[Violation]:
     fetch = scenario.executor.count_attempt == "fetch"
     for seq in sel.tolist():
         k, j = int(kind[seq]), int(cols["job"][seq])
+        if k == K["clock_set"]:
+            clocks[int(cols["node"][seq])] = NodeClock(float(cols["x"][seq]),
+                                                       int(cols["c"][seq]) / 1e9,
+                                                       float(cols["time"][seq]))
+            continue
         if k == K["job_created"]:
             handler_of[j] = trace.texts[cols["text"][seq]]
             continue
@@ -142,6 +151,8 @@ def _retries(trace: Trace, scenario: Scenario) -> list[Violation]:
                                      f"after {f} failures; the policy allows {total}", (seq,)))
             continue
         t, due, left = float(cols["time"][seq]), float(cols["x"][seq]), int(cols["a"][seq])
+        clock = clocks.get(int(cols["node"][seq]))
+        t = t if clock is None else clock.read(t)
         prev, prev_tol = previous.get(j, (None, 0.0))
         lo, hi = policy.backoff.bounds(f, prev)
         delay = due - t

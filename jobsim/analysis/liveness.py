@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from ..base.trace import K, Trace
+from ..database.clocks import NodeClock
 from ..executor.config import ExecutorConfig, NodeConfig, Scenario
 from .expect import declared
 from .history import Histories
@@ -73,7 +74,11 @@ def liveness(trace: Trace, scenario: Scenario, hist: Histories) -> list[Violatio
     until = np.where(ext >= 0, x[np.maximum(ext, 0)], x[np.maximum(lock, 0)])
     d = np.maximum(due_at, 0)  # a revived job is due at once; the others say when
     due = np.where(due_at < 0, -math.inf, np.where(kind[d] == K["revived"], time[d], x[d]))
-    since = np.maximum(due, np.where(held, until, time[np.maximum(free, 0)]))
+    # claimable since the later of a time the table holds (the due time, a held lock's end:
+    # compared with the claimer's clock) and the event that freed it (true time)
+    table_since = np.maximum(due, np.where(held, until, -math.inf))
+    true_since = np.where(held, -math.inf, time[np.maximum(free, 0)])
+    since = np.maximum(table_since, true_since)
     lock, free, pend, susp, held, holder, lost_write, until, since = (a.tolist() for a in (
         lock, free, pend, susp, held, holder, lost_write, until, since))
     crashes = np.flatnonzero(kind == K["node_crashed"])
@@ -89,8 +94,9 @@ def liveness(trace: Trace, scenario: Scenario, hist: Histories) -> list[Violatio
     serial = {s.handler for s in (*scenario.jobs, *scenario.streams) if s.queue is not None}
     eligible: dict[str, list[NodeConfig]] = {}
     out: list[Violation] = []
-    #: (index of a waiting job, claimable since, the event it dates from, its pending event)
-    judge: list[tuple[int, float, int, int]] = []
+    #: (index of a waiting job, claimable since, the event it dates from, its pending event,
+    #: the table's part of since, the event's part)
+    judge: list[tuple[int, float, int, int, float, float]] = []
     for i, j in enumerate(waiting):
         s = hist.jobs[j]
         table, reason = s.pending_reason.split(":")[0], s.pending_reason
@@ -139,13 +145,15 @@ def liveness(trace: Trace, scenario: Scenario, hist: Histories) -> list[Violatio
             claimable = "locked by" not in reason
         if claimable and not declared_here and elig and since[i] < end and \
                 s.handler not in serial:
-            judge.append((i, float(since[i]), int(max(free[i], lock[i])), int(pend[i])))
+            judge.append((i, float(since[i]), int(max(free[i], lock[i])), int(pend[i]),
+                          float(table_since[i]), float(true_since[i])))
     out += _starved(trace, scenario, hist, waiting, judge, end)
     return sorted(out, key=lambda v: v.job)
 
 
 def _starved(trace: Trace, scenario: Scenario, hist: Histories, waiting: list[int],
-             judge: list[tuple[int, float, int, int]], end: float) -> list[Violation]:
+             judge: list[tuple[int, float, int, int, float, float]], end: float
+             ) -> list[Violation]:
     """Of the jobs due and claimable since ``c`` (``judge``), those a node which may claim
     them passed over (a claim with room, on the atomic database) or left waiting while it sat
     idle longer than its grace; nodes in the scenario's order, the first finding per job."""
@@ -167,7 +175,9 @@ def _starved(trace: Trace, scenario: Scenario, hist: Histories, waiting: list[in
         acq & (cols["attempt"] > 0)) | full), len(trace.nodes))
     slowed = np.flatnonzero(kind == K["db_slowed"])
     stories = [hist.jobs[waiting[i]] for i, *_ in judge]
-    c = np.array([since for _, since, *_ in judge])
+    table_since = np.array([j[4] for j in judge])
+    true_since = np.array([j[5] for j in judge])
+    clocks = node_clocks(trace, cols)
     timers = np.array([st.pending_reason.split(":")[0] == "timer_job" for st in stories])
     handler = np.array([st.handler for st in stories], dtype=object)
     found: dict[int, Violation] = {}
@@ -178,6 +188,8 @@ def _starved(trace: Trace, scenario: Scenario, hist: Histories, waiting: list[in
         if n.name not in trace.nodes or not mine.any():
             continue
         code = trace.nodes.index(n.name)
+        # the table's due times and lock ends are compared with the claimer's clock
+        c = np.maximum(by_clock(clocks.get(code, []), table_since), true_since)
         if scenario.db.dialect == "atomic":  # a claim sees the table as it is: no excuse
             claims = room(code)
             for table in (False, True):
@@ -221,7 +233,7 @@ def _starved(trace: Trace, scenario: Scenario, hist: Histories, waiting: list[in
                                  f"t={c[k]:g}s, while {n.name}, which may run it, sat idle "
                                  f"(up, a thread free) for {idle:g}s from t={at:g}s, past its "
                                  f"{grace:g}s grace (two poll cycles and every wait)",
-                                 tuple(e for e in judge[k][2:] if e >= 0))
+                                 tuple(e for e in judge[k][2:4] if e >= 0))
     return list(found.values())
 
 
@@ -289,3 +301,33 @@ def _idle_spans(cols: dict[str, np.ndarray], rows: np.ndarray, frees: np.ndarray
     np.minimum.at(s0, group, t0[idle])
     np.maximum.at(s1, group, t1[idle])
     return s0, s1
+
+
+def node_clocks(trace: Trace, cols: dict[str, np.ndarray]) -> dict[int, list[tuple[float,
+                                                                               NodeClock]]]:
+    """Each skewed node's clock (``clock_set``) as pieces: (from, the clock from then on)."""
+    out: dict[int, list[tuple[float, NodeClock]]] = {}
+    for seq in np.flatnonzero(cols["kind"] == K["clock_set"]).tolist():
+        t = float(cols["time"][seq])
+        out.setdefault(int(cols["node"][seq]), []).append(
+            (t, NodeClock(float(cols["x"][seq]), int(cols["c"][seq]) / 1e9, t)))
+    return out
+
+
+def by_clock(pieces: list[tuple[float, NodeClock]], c: np.ndarray) -> np.ndarray:
+    """The true instants from which a node's clock (``pieces``, none: the true one) reads at
+    least ``c`` and goes on doing so (a step back may take a due time away again): within a
+    piece the clock rises, so each piece, from the last, either already reads ``c`` at its
+    start or reaches it inside."""
+    if not pieces:
+        return c
+    out = np.full(len(c), math.nan)
+    open_ = np.ones(len(c), dtype=bool)
+    t1 = math.inf  # where the piece ends (the next one's start)
+    for t0, clock in reversed(pieces):
+        hit = open_ & (clock.read(t0) < c)
+        out[hit] = np.clip(clock.true_time(c[hit]), t0, t1)
+        open_ &= ~hit
+        t1 = t0
+    out[open_] = np.minimum(c[open_], pieces[0][0])  # the true clock before the first piece
+    return out

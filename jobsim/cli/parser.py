@@ -139,8 +139,9 @@ def _parser() -> argparse.ArgumentParser:
                          "shrinking follows, up to 1,000 runs more")
     hu.add_argument("--faults", metavar="KINDS",
                     help="the kinds of fault to draw, comma-separated: crash, pause, slow_db, "
-                         "partition, restart_server (default: the file's hunt.kinds, else "
-                         "all that apply)")
+                         "partition, restart_server, clock (default: the file's hunt.kinds, else "
+                         "pause, crash, partition, slow_db and, with a server, "
+                         "restart_server)")
     hu.add_argument("--seed", type=_seed, help="the hunt's seed (default: the scenario's)")
     hu.add_argument("--workers", type=_positive,
                     help="local worker processes (default: the machine's cores)")

@@ -358,8 +358,9 @@ FORMAT = Obj({
     "hunt": Obj({
         "nodes": ListOf(Str(), min_len=1, max_len=256, doc="the nodes faults may hit"),
         "faults": Int(lo=1, hi=20, doc="at most this many faults in one run (default 3)"),
-        "kinds": ListOf(Enum(("crash", "pause", "slow_db", "partition", "restart_server")),
-                        min_len=1, max_len=5, doc="the kinds of fault drawn"),
+        "kinds": ListOf(Enum(("crash", "pause", "slow_db", "partition", "restart_server",
+                              "clock")),
+                        min_len=1, max_len=6, doc="the kinds of fault drawn"),
         "between": ListOf(Dur(), min_len=2, max_len=2, doc="[FROM, TO]: when faults start"),
         "length": ListOf(Dur(), min_len=2, max_len=2, doc="[SHORTEST, LONGEST] window"),
         "slow_factor": ListOf(Num(lo=1.0, hi=1e6), min_len=2, max_len=2,

@@ -4,8 +4,9 @@ before the run's end (``created-after-the-end``), a job its worker hands back fo
 (``schedule-stops-on-failure``), a call that can hang its thread for good
 (``call-without-timeout``), an effect call whose timeout its service's answers outlast,
 retried without an idempotency key (``ambiguous-timeout``), a service nothing calls
-(``service-not-called``) or a rule for beyond a capacity it does not have
-(``ignored-setting``). Each is a (code, dotted path, message) as in ``lint``."""
+(``service-not-called``), a rule for beyond a capacity it does not have
+(``ignored-setting``), or nodes' clocks further apart than a lock can bear
+(``clock-skew``). Each is a (code, dotted path, message) as in ``lint``."""
 
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ Found = tuple[str, str, str]
 def workload_traps(sc: Scenario) -> list[Found]:
     """The workload's traps, in the order they are reported."""
     return [*_after_the_end(sc), *_handed_back_for_ever(sc), *_stopped_schedules(sc),
-            *_calls_that_hang(sc), *_ambiguous_timeouts(sc), *_idle_services(sc)]
+            *_calls_that_hang(sc), *_ambiguous_timeouts(sc), *_idle_services(sc),
+            *_skewed_clocks(sc)]
 
 
 def _after_the_end(sc: Scenario) -> Iterator[Found]:
@@ -186,3 +188,56 @@ def _step_p99(services: dict[str, Any], step: Any) -> float:
     if any(o.fail == "timeout" for o in spec.outages):
         t = math.inf
     return t if step.timeout is None else min(t, step.timeout)
+
+
+def offsets(sc: Scenario) -> dict[str, tuple[float, float, str]]:
+    """Each node's clock offset over the run (its least, its most, and the path that sets
+    the most extreme one), from its offset, drift and clock faults: piecewise linear, so
+    its extremes are at the run's start, a fault or its end."""
+    out = {}
+    for i, n in enumerate(sc.nodes):
+        e, off, drift, t, where = n.executor, n.executor.clock_offset, \
+            n.executor.clock_drift, 0.0, f"nodes[{i}].clock_offset"
+        seen = [(off, where)]
+        for k, f in enumerate(sc.faults):
+            if f.kind != "clock" or f.node != n.name or f.at >= sc.end:
+                continue
+            off += drift * (f.at - t) + f.step
+            t, drift = f.at, drift if f.drift is None else f.drift
+            seen.append((off, f"faults[{k}]"))
+        if math.isfinite(sc.end):
+            seen.append((off + drift * (sc.end - t), where if drift == e.clock_drift
+                         else seen[-1][1]))
+        lo, hi = min(o for o, _ in seen), max(o for o, _ in seen)
+        out[n.name] = (lo, hi, max(seen, key=lambda x: abs(x[0]))[1])
+    return out
+
+
+def _skewed_clocks(sc: Scenario) -> Iterator[Found]:
+    """Nodes whose clocks (``executor.clock: node``) drift further apart than a lock has to
+    spare: a node ahead sees a live lock of another node expired before its run (or its
+    next heartbeat) is over, and runs the job again."""
+    if sc.executor.clock != "node" or sc.executor.lock_expiry == "never":
+        return
+    spans = offsets(sc)
+    if all(lo == hi == 0.0 for lo, hi, _ in spans.values()):
+        return
+    for holder in sc.nodes:
+        cfg = holder.executor
+        runs = max((run_p99(h, sc.services) for h in sc.handlers.values()), default=0.0)
+        needs = min(runs, cfg.heartbeat) if cfg.heartbeat is not None else runs
+        spare = cfg.lock_time - needs
+        for rival, (lo, hi, where) in spans.items():
+            ahead = hi - spans[holder.name][0]
+            if rival == holder.name or ahead <= spare or needs >= cfg.lock_time:
+                continue
+            mine = spans[holder.name]
+            yield ("clock-skew", where if abs(hi) >= abs(mine[0]) else mine[2],
+                   f"{rival}'s clock runs up to {format_duration(ahead)} ahead of "
+                   f"{holder.name}'s, more than its lock ({format_duration(cfg.lock_time)}) "
+                   f"has to spare after {'a heartbeat interval' if needs != runs else 'the p99 run'} "
+                   f"({format_duration(needs)}): {rival} sees {holder.name}'s live locks "
+                   f"expired and runs their jobs again (clock_skew duplicates); fix: "
+                   f"executor.clock: database (the server's now()), a lock_time above "
+                   f"{format_duration(needs + ahead)}, or clocks kept closer")
+            return

@@ -179,6 +179,10 @@ def _polls(sc: Scenario, workload: Workload, run: Work, span: float, drain: floa
     rate = (inserts + others) / busy_span
     # a thread is busy for the handler and for its statements (claim, completion)
     load = min(1.0, (work + 2.0 * latency * executions) / max(threads * busy_span, 1e-9))
+    # nodes' clocks that differ turn the idle shortcut off (``sim/faults.skewed``)
+    clocks_differ = sc.executor.clock == "node" and (
+        any(n.executor.clock_offset or n.executor.clock_drift for n in sc.nodes)
+        or any(f.kind == "clock" for f in sc.faults))
     for n in sc.nodes:
         e = n.executor
         if e.wakeup == "ticks":
@@ -200,7 +204,7 @@ def _polls(sc: Scenario, workload: Workload, run: Work, span: float, drain: floa
             when_busy = min(active, busy_span) / max(cycle, 1e-9) + batches
         # where the idle sleep is not exact (parts/polls.py), every poll is simulated
         counted = sc.db.dialect == "atomic" and not sc.db.connections and \
-            sc.db.latency.is_zero and not e.global_lock and \
+            sc.db.latency.is_zero and not e.global_lock and not clocks_differ and \
             not any(f.kind == "partition" and f.node == n.name for f in sc.faults)
         after = 0.0  # polls after the work has drained, while the run goes on
         if not counted:  # it polls to the end of the run, work or none

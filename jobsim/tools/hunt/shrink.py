@@ -24,6 +24,8 @@ from .space import seconds
 
 #: the windows' lengths' keys, by fault kind
 _LENGTH = ("for", "restart_after")
+#: the keys of a fault that name the node it hits
+_NODE_KEYS = ("crash", "pause", "partition", "clock")
 
 
 def toward(x: float, floor: float) -> list[float]:
@@ -49,7 +51,7 @@ def _with(case: dict[str, Any], **changes: Any) -> dict[str, Any]:
 
 def fault_names(case: dict[str, Any], own: list[dict[str, Any]]) -> set[str]:
     """The nodes the faults (the case's and the scenario's own) name."""
-    return {f[k] for f in list(case["faults"]) + own for k in ("crash", "pause", "partition")
+    return {f[k] for f in list(case["faults"]) + own for k in _NODE_KEYS
             if k in f}
 
 
@@ -83,6 +85,11 @@ def candidates(case: dict[str, Any], shape: dict[str, Any], end: float | None,
             if key in f:
                 for v in toward(f[key], 0.001):
                     yield _with(case, faults=faults[:k] + [{**f, key: v}] + faults[k + 1:])
+    for k, f in enumerate(faults):  # smaller clock steps, ahead or behind as they were
+        if f.get("step"):
+            sign = 1.0 if f["step"] > 0 else -1.0
+            for v in toward(abs(f["step"]), 0.001):
+                yield _with(case, faults=faults[:k] + [{**f, "step": sign * v}] + faults[k + 1:])
     for k, f in enumerate(faults):  # earlier faults
         for v in toward(f["at"], 0.0):
             yield _with(case, faults=faults[:k] + [{**f, "at": v}] + faults[k + 1:])
@@ -102,7 +109,7 @@ def _fewer_nodes(case: dict[str, Any], shape: dict[str, Any]) -> Iterator[dict[s
             if not 1 <= n < nodes or any(_index(x) > n for x in own):
                 continue
             last = f"node-{n}"  # a fault on a node taken away moves to the last one kept
-            moved = [{**f, **{k: last for k in ("crash", "pause", "partition")
+            moved = [{**f, **{k: last for k in _NODE_KEYS
                               if k in f and _index(f[k]) > n}} for f in case["faults"]]
             yield _with(case, nodes=n, faults=moved)
     else:
@@ -214,7 +221,7 @@ def anchored(case: dict[str, Any], shape: dict[str, Any], doc: dict[str, Any],
         for name, start, end in spans:
             for i, f in enumerate(small["faults"]):
                 at = round(start + min(0.5, max(0.0, end - start) / 4), 3)
-                moved = {**f, "at": at, **{key: name for key in ("crash", "pause", "partition")
+                moved = {**f, "at": at, **{key: name for key in _NODE_KEYS
                                            if key in f}}
                 # shrinking may have cut a window to what the late job's timing needed:
                 # also try it twice as long

@@ -11,8 +11,10 @@ The **bounds** come from the scenario's ``hunt:`` section, every key optional::
       nodes: [node-1, node-2]   # the nodes faults may hit (default: every node)
       faults: 3                 # at most this many faults in one run (default 3, at least 1)
       kinds: [pause, crash]     # default: pause, crash, partition, slow_db (and
-                                # restart_server for the Zeebe-like server); the order is
-                                # the preference among runs that break the property
+                                # restart_server for the Zeebe-like server); clock (a
+                                # node's clock stepped ahead or behind by a window's
+                                # length) when asked for; the order is the preference
+                                # among runs that break the property
       between: [0s, 10m]        # when a fault starts (default: from 0 to the end of the
                                 # configuration's run without added faults)
       length: [1s, 2m]          # how long a window lasts (default: 1 s to twice the lock
@@ -40,7 +42,7 @@ from ...base.errors import Problem, ScenarioError
 from ...base.durations import parse_duration
 
 #: the faults a hunt can add
-KINDS = ("crash", "pause", "slow_db", "partition", "restart_server")
+KINDS = ("crash", "pause", "slow_db", "partition", "restart_server", "clock")
 #: the default kinds (restart_server only where the policy has a server)
 DEFAULT_KINDS = ("pause", "crash", "partition", "slow_db")
 #: the most faults one case may add
@@ -102,7 +104,9 @@ def bounds(spec: dict[str, Any], node_names: tuple[str, ...], lock_time: float |
         problems.append(Problem("hunt.faults", f"a whole number from 1 to {MAX_FAULTS}",
                                 repr(count)))
         count = 3
-    available = KINDS if server else DEFAULT_KINDS
+    # a server activates on its own clock: a node's clock changes nothing there (and the
+    # format refuses node clocks that may be off beside one)
+    available = tuple(k for k in KINDS if k != "clock") if server else DEFAULT_KINDS + ("clock",)
     given = kinds if kinds is not None else tuple(spec.get("kinds", DEFAULT_KINDS +
                                                            (("restart_server",) if server
                                                             else ())))
@@ -110,8 +114,9 @@ def bounds(spec: dict[str, Any], node_names: tuple[str, ...], lock_time: float |
     bad = [k for k in given if k not in available]
     if bad or not given:
         problems.append(Problem(where, "some of " + ", ".join(available) +
-                                ("" if server else " (restart_server: only the Zeebe-like "
-                                 "server has one)"), ", ".join(map(str, given)) or "none"))
+                                (" (clock: the server activates on its own clock)" if server
+                                 else " (restart_server: only the Zeebe-like server has one)"),
+                                ", ".join(map(str, given)) or "none"))
         given = DEFAULT_KINDS
     longest = max(60.0, 2 * lock_time) if lock_time else 60.0
     between = _pair(spec, "between", (0.0, max(end, 1.0)), problems)
@@ -155,6 +160,8 @@ def draw(b: Bounds, hunt_seed: int, i: int, file_seed: int) -> dict[str, Any]:
                  "for": length()}
         elif kind == "partition":
             f = {"at": at, "partition": node, "for": length()}
+        elif kind == "clock":  # a step as long as a window, ahead or behind
+            f = {"at": at, "clock": node, "step": length() * (1 if rng.random() < 0.5 else -1)}
         else:
             f = {"at": at, "restart_server": True}
         faults.append(f)
@@ -179,7 +186,7 @@ def kind_of(fault: dict[str, Any]) -> str:
 
 def as_file(fault: dict[str, Any]) -> dict[str, Any]:
     """A case fault as the scenario file writes it (times with units)."""
-    return {k: (seconds(v) if k in ("at", "for", "restart_after") else v)
+    return {k: (seconds(v) if k in ("at", "for", "restart_after", "step") else v)
             for k, v in fault.items()}
 
 
