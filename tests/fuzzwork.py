@@ -186,6 +186,8 @@ def handler(r: random.Random, c: Ctx) -> dict:
                 side["at"] = r.choice(["start", "end", 0.0, 0.5, 1])
             if p(r, 0.5):
                 side["say"] = "effect"
+            if p(r, 0.3):
+                side["fencing"] = r.choice([True, False])
             h["side_effect"] = side
     if p(r, 0.4):
         h["retry"] = retry(r)

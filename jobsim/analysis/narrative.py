@@ -35,7 +35,7 @@ _TOLD = [K[k] for k in ("tick", "job_created", "side_effect", "exec_end", "retry
                         "dead_lettered", "completed", "locked", "pending", "node_crashed",
                         "node_restarted", "node_paused", "node_resumed", "withdrawn",
                         "boundary_timer", "server_restarted", "revived", "cancelled",
-                        "resubmitted", "service_state")]
+                        "resubmitted", "service_state", "effect_refused")]
 #: jobs whose run is told by what it does, not by a "done" line
 _QUIET = ("timer", "boundary_timer")
 
@@ -84,7 +84,8 @@ def _service_state(name: str, t: float, state: int, b: int, c: int, x: float) ->
 #: kinds whose every event is a line of the story
 _ALWAYS = [K[k] for k in ("tick", "retry_scheduled", "dead_lettered", "revived", "resubmitted",
                           "withdrawn", "boundary_timer", "server_restarted", "node_crashed",
-                          "node_restarted", "node_paused", "node_resumed", "service_state")]
+                          "node_restarted", "node_paused", "node_resumed", "service_state",
+                          "effect_refused")]
 
 
 def _kind_names(cols: dict[str, np.ndarray], rows: np.ndarray) -> np.ndarray:
@@ -216,6 +217,11 @@ def narrate(trace: Trace, limit: int | None = 60) -> list[str]:
             lines.append(f"{_clock(times[i])}:" + (f" {text}" if text else ""))
         elif (k == K["side_effect"] or (k == K["exec_end"] and b_[i] == 1)) and text:
             lines.append(f"      -> {text}")
+        elif k == K["effect_refused"]:
+            now = "the row is gone" if b_[i] < 0 else f"a later claim holds token {b_[i]}"
+            lines.append(f"  {who} job {j}'s side effect{f' ({text})' if text else ''} REFUSED "
+                         f"at t={times[i]:g}s: its fencing token {a_[i]} is stale ({now}); "
+                         "no effect, the run fails")
         elif k == K["retry_scheduled"]:
             lines.append(f"  {who} job {j} failed ({text}){_waited(c_[i])}; retry in "
                          f"{format_duration(x_[i] - times[i])} ({a_[i]} left)")

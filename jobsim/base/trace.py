@@ -109,6 +109,10 @@ KINDS: dict[str, str] = {
                  "time (negative: behind) from this instant, c=its drift in parts per "
                  "billion (seconds gained per second × 10⁹); at the start for a skewed node, "
                  "and at each clock fault",
+    "effect_refused": "a side effect written with the run's fencing token was refused (no "
+                      "effect): attempt, a=the run's token (the row's lock generation at its "
+                      "claim), b=the row's generation now (-1: the row is gone), text=what the "
+                      "handler says at its side effect; the run ends with an error",
 }
 KIND_NAMES: tuple[str, ...] = tuple(KINDS)
 K = {name: i for i, name in enumerate(KIND_NAMES)}

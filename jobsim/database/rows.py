@@ -49,8 +49,9 @@ class Row:
         self.stamp = 0
         #: a serial queue (failsafe-executor's registerQueue): one of its rows runs at a time
         self.queue = queue
-        #: claims counted at fetch so far (Oban's ``attempt``, River's): it only goes up, so
-        #: an execution's final write can tell its own fetch from a later one
+        #: locks taken so far, its lock generation: it only goes up, so an execution's write
+        #: can tell its own claim from a later one — counted at fetch (Oban's ``attempt``,
+        #: River's), its final write; with fencing, its side effect (the run's token)
         self.fetched = 0
         #: the wait before its latest retry (a decorrelated jitter grows from it); ``None``
         #: before its first failure and after an operator's retry
@@ -80,5 +81,5 @@ class Locked(NamedTuple):
     lock_until: float
     handler: str
     kind: str
-    #: the row's ``fetched`` after this lock (counted at fetch: the fetch it stands for)
+    #: the row's ``fetched`` after this lock: its lock generation, the run's fencing token
     fetched: int = 0

@@ -116,8 +116,9 @@ class Store(Indexes):
                 continue
             # Locked(rid, row.locked_by, False, lock_until, row.handler, row.kind), made
             # without the named tuple's Python-level constructor
+            row.fetched += 1  # the lock's generation: the run's fencing token
             out.append(new_tuple(Locked, (rid, row.locked_by, False, lock_until, row.handler,
-                                          row.kind, 0)))
+                                          row.kind, row.fetched)))
             if row.locked_by is None:
                 took += 1
             row.locked_by, row.lock_until = owner, lock_until
@@ -276,10 +277,11 @@ class Store(Indexes):
 
 
 def _count_fetch(store: Store, row: Row) -> None:
-    """Counted at fetch (Oban's ``attempt``): a lock taken on a job row uses an attempt."""
+    """A lock taken: the row's lock generation goes up (the fencing token its run holds);
+    counted at fetch (Oban's ``attempt``), a lock taken on a job row uses an attempt."""
+    row.fetched += 1
     if store.count_at_fetch and row.table == JOB:
         row.retries -= 1
-        row.fetched += 1
 
 
 def unlock_all(store: Store, table: str = JOB) -> list[int]:

@@ -102,6 +102,9 @@ class Handler:
     error: str = "handler failed"
     side_effect_at: float = 1.0
     says: str | None = None
+    #: the side effect is written with the run's fencing token (the row's lock generation
+    #: at its claim) and refused once a later claim took the row, or the row is gone
+    fenced: bool = False
     retry: RetryPolicy | None = None
     #: a BPMN timer boundary event on the task: (after, interrupting) or None
     boundary: tuple[float, bool] | None = None

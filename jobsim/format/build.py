@@ -91,7 +91,7 @@ def _build_handlers(specs: dict[str, Any], executor: ExecutorConfig) -> dict[str
         handlers[name] = Handler(
             name, _build_dist(h.get("duration")), outcome,
             error=h.get("error", "handler failed"),
-            side_effect_at=at, says=side.get("say"),
+            side_effect_at=at, says=side.get("say"), fenced=side.get("fencing", False),
             retry=_build_retry(h["retry"], executor.retry) if "retry" in h else None, **kw)
     return handlers
 

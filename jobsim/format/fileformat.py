@@ -44,6 +44,7 @@ SUMMARY_SHAPE: dict[str, Any] = {
     "executions": None, "failures": None, "double_acquisitions": None, "statements": None,
     "duplicate_executions": {"total": None, "by_cause": _CAUSES},
     "duplicate_side_effects": {"total": None, "by_cause": _CAUSES},
+    "side_effects_refused": None,
     "completions": {"done": None, "rejected_by_guard": None, "row_gone": None},
     "crash_recovery": {"stranded_jobs": None, "unrecovered": None, "delay": _DIST},
     "acquisition": {k: None for k in ("attempts", "empty", "rows", "lost_races", "errors",
@@ -140,7 +141,11 @@ _handler = Obj({
         "at": Either([(lambda v: isinstance(v, str), Enum(("start", "end"))),
                       (lambda v: True, Num(lo=0.0, hi=1.0))],
                      "start, end, or a fraction of the run from 0 to 1"),
-        "say": Str(doc="what the handler prints at its side effect")}),
+        "say": Str(doc="what the handler prints at its side effect"),
+        "fencing": Const(lambda v: isinstance(v, bool), "true or false", {"type": "boolean"},
+                         False, doc="written with the run's fencing token (the row's lock "
+                                   "generation at its claim): refused, and the run fails, "
+                                   "once a later claim took the row or the row is gone")}),
     "retry": _retry,
     "boundary_timer": Obj({"after": Dur(positive=True),
                            "interrupting": Const(lambda v: isinstance(v, bool), "true or false",

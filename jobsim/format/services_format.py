@@ -166,6 +166,11 @@ def service_checks(v: dict[str, Any], problems: list[Problem]) -> None:
             problems.append(Problem(f"handlers.{hname}.side_effect.at", "no `at` beside calls",
                                     show(side["at"]), "mark the call that is the side effect "
                                                       "with effect: true"))
+        if isinstance(side, dict) and side.get("fencing"):
+            problems.append(Problem(f"handlers.{hname}.side_effect.fencing", "no fencing "
+                                    "beside calls", show(side["fencing"]),
+                                    "a fenced effect is the worker's own write; a call's "
+                                    "effect is the service's (an idempotency key protects it)"))
         marked = 0
         for i, step in enumerate(h["calls"]):
             name = step if isinstance(step, str) else (

@@ -85,6 +85,10 @@ def sentences(summary: dict[str, Any]) -> list[str]:
                    f"ran: {why}; {twice}.")
     else:
         out.append("No job ran twice.")
+    fenced = summary.get("side_effects_refused", 0)
+    if fenced:
+        out.append(f"{_n(fenced, 'side effect')} of a run whose job a later claim had taken "
+                   "was refused by its fencing token (no effect; the run failed).")
     rejected = summary.get("completions", {}).get("rejected_by_guard", 0)
     if rejected:
         out.append(f"{_n(rejected, 'completion')} of a node that no longer held the job "

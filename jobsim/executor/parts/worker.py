@@ -43,6 +43,16 @@ def worker(node: Node, thread: int) -> Generator[Any, Any, None]:
     track = node.track_running
     procs = world.process_handlers  # runs that are processes: they call services
     draws = {name: h.drawer() for name, h in handlers.items()}
+    # side effects written with the run's fencing token: refused once a later claim took the
+    # row (its lock generation moved on) or the row is gone
+    fence = {name for name, h in handlers.items() if h.fenced}
+    k_refused = K["effect_refused"]
+    stale_text = trace.text("stale fencing token") if fence else -1  # (a text moves a hash)
+
+    def stale(jid: int, token: int) -> int | None:
+        """None if ``token`` is the row's lock generation still, else the row's (-1: gone)."""
+        row = store.get(jid)
+        return -1 if row is None else None if row.fetched == token else row.fetched
     # the completion needs no queue; a node's own clock (skew) goes through ``db.run``
     direct = db.pool is None and db.write_lock is None and not world.skewed
     cut, row_locks, sample_latency = db._cut, db.row_locks, db.sample_latency
@@ -101,17 +111,31 @@ def worker(node: Node, thread: int) -> Generator[Any, Any, None]:
                         yield sleep(env, side_at)
                         if node._paused is not None:
                             yield node._paused
-                    put(pack(env._now, k_side, code, jid, attempt, 0, 0, 0, nan, says[hname]))
+                    if fence and hname in fence and (gen := stale(jid, fetched)) is not None:
+                        put(pack(env._now, k_refused, code, jid, attempt, fetched, gen, 0, nan,
+                                 says[hname]))
+                        ok, error = False, "stale fencing token"
+                    else:
+                        put(pack(env._now, k_side, code, jid, attempt, 0, 0, 0, nan,
+                                 says[hname]))
                     yield sleep(env, duration - side_at)
                     if node._paused is not None:
                         yield node._paused
-                    put(pack(env._now, k_end, code, jid, attempt, 1, 0, 0, nan, -1))
+                    put(pack(env._now, k_end, code, jid, attempt, int(ok), 0, 0, nan,
+                             -1 if ok else stale_text))
                 else:
                     if duration > 0:
                         yield sleep(env, duration)
                         if node._paused is not None:
                             yield node._paused
-                    put(pack(env._now, k_end, code, jid, attempt, 1, 1, 0, nan, says[hname]))
+                    if fence and hname in fence and (gen := stale(jid, fetched)) is not None:
+                        put(pack(env._now, k_refused, code, jid, attempt, fetched, gen, 0, nan,
+                                 says[hname]))
+                        ok, error = False, "stale fencing token"
+                        put(pack(env._now, k_end, code, jid, attempt, 0, 0, 0, nan, stale_text))
+                    else:
+                        put(pack(env._now, k_end, code, jid, attempt, 1, 1, 0, nan,
+                                 says[hname]))
             else:
                 if duration > 0:
                     yield sleep(env, duration)

@@ -178,7 +178,7 @@ def node_timeline(trace_df: pd.DataFrame, max_bars: int = 2000) -> Figure:
 
 #: the kinds of event the timeline draws
 _DRAWN = ["exec_start", "exec_end", "node_crashed", "node_restarted", "node_paused",
-          "node_resumed", "completed", "side_effect"]
+          "node_resumed", "completed", "side_effect", "effect_refused"]
 
 
 #: the columns of the trace the timeline reads
@@ -271,20 +271,24 @@ def _draw_spans(ax: Axes, df: pd.DataFrame, node: np.ndarray, row: dict[str, int
 def _draw_markers(ax: Axes, df: pd.DataFrame, node: np.ndarray, times: np.ndarray,
                   row: dict[str, int]) -> list[Any]:
     """Crashes as red X markers and restarts as green triangles, rejected completions as
-    black diamonds, and effects a service made after its caller left (timed out or
-    crashed) as purple stars, on their node's row."""
+    black diamonds, effects a service made after its caller left (timed out or crashed) as
+    purple stars, and stale effects a fencing token refused as white squares, on their node's
+    row."""
     handles: list[Any] = []
     crashed = _kind_is(df, "node_crashed")
     restarted = _kind_is(df, "node_restarted")
     rejected = _kind_is(df, "completed") & (df["a"].to_numpy() == 0) & \
         (df["b"].to_numpy() > 0)
     late = _kind_is(df, "side_effect") & (df["a"].to_numpy() > 0)
+    fenced = _kind_is(df, "effect_refused")
     for mask, marker, color, size, label in ((crashed, "X", _CRASH, 11, "crash"),
                                              (restarted, "^", _RESTART, 9, "restart"),
                                              (rejected, "D", "black", 6,
                                               "completion rejected (a zombie's)"),
                                              (late, "*", "tab:purple", 10,
-                                              "effect after its caller gave up")):
+                                              "effect after its caller gave up"),
+                                             (fenced, "s", "white", 7,
+                                              "stale effect refused (fencing token)")):
         idx = np.flatnonzero(mask & (node != ""))
         if len(idx) == 0:
             continue
