@@ -73,7 +73,7 @@ def test_a_token_still_current_writes_as_an_unfenced_effect_would():
     base["faults"] = []
     fenced = zombie()
     fenced["faults"] = []
-    (ra, a), (rb, b) = run(base), run(fenced)
+    (ra, _), (rb, b) = run(base), run(fenced)
     assert b["side_effects_refused"] == 0
     assert trace_frame(ra.trace).equals(trace_frame(rb.trace))
 
