@@ -63,7 +63,7 @@ def test_insert_already_locked_hint_path():
     s.insert(row(1), owner="n1", lock_until=5.0)
     assert s.claim("n2", 5.0, 10, 9.0) == []
     got = s.claim("n2", 5.5, 10, 9.0)
-    assert got == [Locked(1, "n1", False, 9.0, "h", "async")]
+    assert got == [Locked(1, "n1", False, 9.0, "h", "async", 2)]
 
 
 # --- claim: which rows, in which order ---------------------------------------------------------
@@ -163,7 +163,7 @@ def test_lock_is_still_valid_at_lock_until_and_expired_only_after():
     after = math.nextafter(4.0, math.inf)
     assert r.lock_valid(after) is False
     assert r.eligible(after) is True
-    assert s.claim("n2", after, 5, 8.0) == [Locked(1, "n1", False, 8.0, "h", "async")]
+    assert s.claim("n2", after, 5, 8.0) == [Locked(1, "n1", False, 8.0, "h", "async", 2)]
     assert (r.locked_by, r.lock_until, r.version) == ("n2", 8.0, 2)
 
 
@@ -182,7 +182,7 @@ def test_expired_lock_is_reclaimed_and_reports_previous_owner_not_valid():
     lock was no longer valid (``previous_valid=False``): a takeover, not a double hold."""
     s = store_with(row(1))
     s.claim("n1", 0.0, 1, 2.0)
-    assert s.claim("n2", 3.0, 1, 6.0) == [Locked(1, "n1", False, 6.0, "h", "async")]
+    assert s.claim("n2", 3.0, 1, 6.0) == [Locked(1, "n1", False, 6.0, "h", "async", 2)]
 
 
 # --- lock: the by-id UPDATE (read-then-write and optimistic strategies) -----------------------
@@ -194,7 +194,7 @@ def test_unguarded_lock_overwrites_a_valid_lock_and_reports_it():
     s = store_with(row(1))
     s.claim("n1", 0.0, 1, 10.0)
     got = s.lock([1], "n2", 5.0, 15.0, guard=False)
-    assert got == [Locked(1, "n1", True, 15.0, "h", "async")]
+    assert got == [Locked(1, "n1", True, 15.0, "h", "async", 2)]
     assert (s.get(1).locked_by, s.get(1).lock_until, s.get(1).version) == ("n2", 15.0, 2)
 
 
@@ -203,7 +203,7 @@ def test_unguarded_relock_by_the_same_owner_is_not_a_double_hold():
     s = store_with(row(1))
     s.claim("n1", 0.0, 1, 10.0)
     assert s.lock([1], "n1", 5.0, 15.0, guard=False) == [
-        Locked(1, "n1", False, 15.0, "h", "async")]
+        Locked(1, "n1", False, 15.0, "h", "async", 2)]
 
 
 def test_guarded_lock_skips_rows_under_a_valid_lock_or_not_due():
@@ -212,7 +212,7 @@ def test_guarded_lock_skips_rows_under_a_valid_lock_or_not_due():
     s = store_with(row(1), row(2, due=9.0), row(3))
     s.claim("n1", 0.0, 1, 10.0)
     got = s.lock([3, 2, 1], "n2", 5.0, 15.0)
-    assert got == [Locked(3, None, False, 15.0, "h", "async")]
+    assert got == [Locked(3, None, False, 15.0, "h", "async", 1)]
     assert s.get(1).locked_by == "n1" and s.get(2).locked_by is None
 
 
@@ -234,7 +234,7 @@ def test_lock_with_versions_skips_rows_whose_version_moved():
     assert seen == [(1, 0), (2, 0)]
     s.claim("n2", 0.0, 1, 10.0)                       # n2 wins row 1: version 0 -> 1
     got = s.lock([1, 2], "n1", 0.0, 10.0, guard=False, versions=dict(seen))
-    assert got == [Locked(2, None, False, 10.0, "h", "async")]
+    assert got == [Locked(2, None, False, 10.0, "h", "async", 1)]
     assert s.get(1).locked_by == "n2" and s.get(1).version == 1
     assert s.get(2).locked_by == "n1" and s.get(2).version == 1
 
@@ -427,7 +427,7 @@ def test_reschedule_unlocks_sets_due_and_retries_and_counts_a_failure():
             r.version) == (JOB, None, -math.inf, 4.0, 2, "timeout", 1, 2)
     assert s.claim("n2", 3.5, 1, 9.0) == []
     assert s.next_eligible(3.5) == 4.0
-    assert s.claim("n2", 4.0, 1, 9.0) == [Locked(1, None, False, 9.0, "h", "async")]
+    assert s.claim("n2", 4.0, 1, 9.0) == [Locked(1, None, False, 9.0, "h", "async", 2)]
 
 
 def test_reschedule_with_owner_refuses_another_owners_row():

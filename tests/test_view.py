@@ -116,7 +116,7 @@ def test_a_variant_run_gets_one_tab_per_variant(tmp_path):
                                                                   "zombie_pause.yaml")]
     page = analyses_page(analyses)
     tabs = re.findall(r'<button type="button" data-key="(\d+)">([^<]*)</button>', page)
-    assert tabs == [("0", "guarded"), ("1", "unguarded")]
+    assert tabs == [("0", "guarded"), ("1", "fencing"), ("2", "unguarded")]
     for k, name in tabs:
         assert f'id="tab-{k}" data-key="{k}" data-variant="{name}"' in page
         assert f'id="jobsim-item-{k}"' in page
