@@ -184,6 +184,11 @@ def scenario(r: random.Random) -> dict:
         c.services = [f"svc-{k}" for k in "ab"[:r.randint(1, 2)]]
         doc["services"] = {s: fuzzwork.service(r) for s in c.services}
     doc["handlers"] = {h: fuzzwork.handler(r, c) for h in c.handlers}
+    called = {st if isinstance(st, str) else st.get("service") for h in doc["handlers"].values()
+              for st in h.get("calls", [])}
+    for name, s in doc.get("services", {}).items():
+        if s.get("fencing") and name not in called:  # the format refuses a fence that
+            del s["fencing"]                          # guards nothing
     if policy == "db_scheduler":  # its retry is a million attempts: a handler's own short
         for h in doc["handlers"].values():  # backoff without attempts would keep them
             if "retry" in h:

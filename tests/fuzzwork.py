@@ -183,7 +183,7 @@ def handler(r: random.Random, c: Ctx) -> dict:
         if p(r, 0.4):
             side: dict[str, Any] = {}
             if p(r, 0.8):
-                side["at"] = r.choice(["start", "end", 0.0, 0.5, 1])
+                side["at"] = r.choice(["start", "end", "commit", 0.0, 0.5, 1])
             if p(r, 0.5):
                 side["say"] = "effect"
             if p(r, 0.3):
@@ -253,6 +253,8 @@ def service(r: random.Random) -> dict:
         s["abandoned"] = r.choice(ABANDONED)
     if p(r, 0.2):
         s["idempotency_window"] = dur(r.choice([1, 30, 3600]), r)
+    if p(r, 0.25):  # (scenario() drops it from a service no handler calls: refused there)
+        s["fencing"] = r.choice([True, False])
     if p(r, 0.5):
         s["outages"] = []
         for at, length in _windows(r, r.randint(1, 2)):

@@ -129,3 +129,89 @@ def test_bad_fencing_settings_exit_2(tmp_path, change, path, expected):
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert f"{f}: {path}: expected {expected}" in proc.stderr
     assert "Traceback" not in proc.stderr and not (tmp_path / "out").exists()
+
+
+# --- a service that checks tokens ----------------------------------------------------------
+
+def paid_by_call(fencing, work="59s"):
+    """The zombie with its payment a call to a service (after ``work`` of its own)."""
+    d = zombie()
+    d["services"] = {"payments": {"latency": "100ms", "fencing": fencing}}
+    d["handlers"] = {"payment": {"calls": [{"work": work},
+                                           {"service": "payments", "effect": True}]}}
+    return d
+
+
+def test_a_service_refuses_a_token_older_than_one_it_has_read():
+    """node-B's call (token 2) reaches the service at 40.6 s; node-A, paused at 5 s, calls at
+    70 s with token 1: 409, no second payment, and node-A's run fails on it."""
+    r, s = run(paid_by_call(True, work="10s"))
+    assert s["duplicate_side_effects"]["total"] == 0
+    assert s["services"]["payments"]["fenced"] == 1
+    t = trace_frame(r.trace)
+    ends = t[(t["kind"] == "exec_end") & (t["node"] == "node-A")]
+    assert ends["a"].iloc[0] == 0 and "409 stale fencing token" in ends["text"].iloc[0]
+    replies = t[t["kind"] == "service_reply"]
+    assert list(replies["a"]) == [0, 8]  # node-B's ok, node-A's fenced
+
+
+def test_a_services_highest_token_does_not_stop_a_zombie_that_writes_first():
+    """node-A's call (token 1) at 65 s comes before node-B's (token 2) at 89.6 s: the service
+    has seen nothing newer, both pay. Only a check against the row's generation (the worker's
+    fenced effect) stops that zombie."""
+    _, s = run(paid_by_call(True))
+    assert s["duplicate_side_effects"]["by_cause"]["pause"] == 1
+    assert s["services"]["payments"]["fenced"] == 0
+    _, s = run(zombie())
+    assert s["duplicate_side_effects"]["total"] == 0
+
+
+def test_a_late_call_whose_retry_was_read_first_is_fenced_at_the_service():
+    """A timed-out call goes on at the service (ambiguous); the retry's call, with the next
+    claim's token, is read before the late one ends: the late write is refused, one charge."""
+    d = {"name": "late", "seed": 1, "until": "drained",
+         "executor": {"acquisition": "guarded_update", "wakeup": "notify", "threads": 1,
+                      "poll_interval": "1s", "lock_time": "5m"},
+         "nodes": 1,
+         "services": {"payments": {"latency": {"constant": "3s"}, "fencing": True}},
+         "handlers": {"charge": {"calls": [{"service": "payments", "timeout": "1s",
+                                            "effect": True}],
+                                 "retry": {"attempts": 3, "backoff": {"fixed": "500ms"}}}},
+         "workload": {"jobs": [{"name": "c", "handler": "charge"}]}}
+    _, s = run(d)
+    pay = s["services"]["payments"]
+    assert pay["fenced"] >= 1
+    assert s["duplicate_side_effects"]["total"] == 0
+    d["services"]["payments"]["fencing"] = False
+    _, s = run(d)
+    assert s["duplicate_side_effects"]["by_cause"]["ambiguous_timeout"] >= 1
+
+
+# --- the effect in the completion's transaction ---------------------------------------------
+
+@pytest.mark.parametrize("guard, maker", [("owner", "node-B"), ("none", "node-A")])
+def test_an_effect_in_the_completions_transaction_happens_once(guard, maker):
+    """at: commit — the payment is a row written with the DELETE: node-A's rejected completion
+    rolls it back (owner guard); unguarded, node-A's completion commits it and node-B's finds
+    the row gone and commits nothing."""
+    r, s = run(zombie(at="commit", fencing=False, complete_guard=guard))
+    assert s["duplicate_side_effects"]["total"] == 0
+    assert s["duplicate_executions"]["by_cause"]["pause"] == 1  # it still ran twice
+    t = trace_frame(r.trace)
+    effects = t[t["kind"] == "side_effect"]
+    assert list(effects["node"]) == [maker]
+    done = t[(t["kind"] == "completed") & (t["a"] == 1)]
+    assert effects["time"].iloc[0] == done["time"].iloc[0]  # at the commit, not the run's end
+
+
+def test_a_fencing_service_nobody_calls_is_refused(tmp_path):
+    d = zombie(fencing=False)
+    d["services"] = {"payments": {"latency": "1s", "fencing": True}}
+    f = tmp_path / "bad.yaml"
+    f.write_text(json.dumps(d))
+    proc = subprocess.run([sys.executable, "-m", "jobsim", "run", str(f), "--out",
+                           str(tmp_path / "out")], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert f"{f}: services.payments.fencing: expected a service some handler's calls name" \
+        in proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "out").exists()

@@ -16,7 +16,8 @@ import pandas as pd
 
 from ..base.trace import K, Trace
 
-from ..executor.service_spec import LEFT_CRASH, LEFT_TIMEOUT, OUTCOMES, REPLAYED, STATES
+from ..executor.service_spec import FENCED, LEFT_CRASH, LEFT_TIMEOUT, OUTCOMES, REPLAYED, \
+    STATES
 
 
 def _r(x: float) -> float:
@@ -138,6 +139,8 @@ def figures(trace: Trace, end: float, declared: tuple[str, ...] = ()) -> dict[st
             "errors": {label: int((code == i).sum()) for i, label in enumerate(OUTCOMES)
                        if 0 < i < REPLAYED},
             "replayed": int((code == REPLAYED).sum()),
+            # refused for a stale fencing token (answered, or ended with its caller gone)
+            "fenced": int((code == FENCED).sum() + (cols["a"][late] == FENCED).sum()),
             # ended at the service after their caller had left: timed out, or crashed
             "completed_after_timeout": int((left == LEFT_TIMEOUT).sum()),
             "completed_after_crash": int((left == LEFT_CRASH).sum()),

@@ -94,7 +94,7 @@ KINDS: dict[str, str] = {
                      "ok, 1 the service's error, 2 timed out, 3 refused: at capacity, 4 rate "
                      "limited: 429, 5 the worker's timeout, 6 conflict: its idempotency key's "
                      "call in progress, 7 replayed: the key's remembered answer, ok, no "
-                     "effect), b=the call's number, c=its wait for a token or a place "
+                     "effect, 8 fenced: a stale fencing token, no effect), b=the call's number, c=its wait for a token or a place "
                      "(µs), x=seconds from the call to the answer",
     "service_state": "a service's health changed (text=the service): a=0 up, 1 down, 2 "
                      "brown-out; down: b=1 held down by its load past the outage's end, c=1 "

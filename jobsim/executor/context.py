@@ -68,10 +68,13 @@ def _seconds(value: Any) -> bool:
 class Context:
     """One execution of a Python handler: the job, its attempt, the node, the services."""
 
-    __slots__ = ("_node", "handler", "job", "attempt", "said", "calls")
+    __slots__ = ("_node", "handler", "job", "attempt", "said", "calls", "token")
 
-    def __init__(self, node: Node, handler: str, job: int, attempt: int):
+    def __init__(self, node: Node, handler: str, job: int, attempt: int, token: int = 0):
         self._node, self.handler, self.job, self.attempt = node, handler, job, attempt
+        #: the run's fencing token (the row's lock generation at its claim); every call
+        #: carries it, and a service with ``fencing`` refuses one older than it has seen
+        self.token = token
         self.said = False
         #: the calls it made: one never started was not ``yield from``-ed
         self.calls: list[Generator[Any, Any, Reply]] = []
@@ -149,7 +152,8 @@ class Context:
             (self.job,) if idempotency_key == "job" else (self.job, self.attempt))
         says = node.world._says[self.handler] if effect and not self.said else None
         call = self._call(services[service].call(node.code, self.job, self.attempt, timeout,
-                                                 life=node.life, effect=says, key=key),
+                                                 life=node.life, effect=says, key=key,
+                                                 token=self.token),
                           says is not None)
         self.calls.append(call)
         return call

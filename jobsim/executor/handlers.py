@@ -105,6 +105,9 @@ class Handler:
     #: the side effect is written with the run's fencing token (the row's lock generation
     #: at its claim) and refused once a later claim took the row, or the row is gone
     fenced: bool = False
+    #: the effect is a row written in the completion's transaction: made only when the
+    #: completion deletes the job (a rejected or row-gone completion rolls it back)
+    at_commit: bool = False
     retry: RetryPolicy | None = None
     #: a BPMN timer boundary event on the task: (after, interrupting) or None
     boundary: tuple[float, bool] | None = None

@@ -14,10 +14,11 @@ from ..base.durations import format_duration
 #: a reply's outcome, as the ``service_reply`` event's ``a`` codes it: ``timeout`` is the
 #: call's own, ``worker_timeout`` the worker's timeout on the whole run cutting it short;
 #: ``conflict``: a repeat of an idempotency key whose first call is still in progress;
-#: ``replayed``: a repeat answered with the remembered answer (ok, no effect)
+#: ``replayed``: a repeat answered with the remembered answer (ok, no effect); ``fenced``: a
+#: call whose fencing token is older than one the service has seen for its job (no effect)
 OUTCOMES = ("ok", "error", "timeout", "refused", "rate_limited", "worker_timeout", "conflict",
-            "replayed")
-OK, ERROR, TIMEOUT, REFUSED, LIMITED, CUT, CONFLICT, REPLAYED = range(8)
+            "replayed", "fenced")
+OK, ERROR, TIMEOUT, REFUSED, LIMITED, CUT, CONFLICT, REPLAYED, FENCED = range(9)
 #: why a call ended at the service with nobody waiting (``service_late``'s c, and the late
 #: ``side_effect``'s a): its caller timed out (its own timeout or the worker's), or crashed
 LEFT_TIMEOUT, LEFT_CRASH = 1, 2
@@ -64,6 +65,9 @@ class ServiceSpec:
     abandoned: str = "finish"
     #: how long a succeeded call's idempotency key is remembered
     idempotency_window: float = 86400.0
+    #: refuse a call whose fencing token (its run's lock generation) is older than the
+    #: highest it has seen for the job
+    fencing: bool = False
 
     @property
     def error_text(self) -> str:
@@ -76,7 +80,7 @@ class ServiceSpec:
                 f"{self.name} busy: at capacity", f"{self.name} 429 too many requests",
                 "processing took too long",
                 f"{self.name} 409 conflict: a request with this idempotency key is in progress",
-                "")
+                "", f"{self.name} 409 stale fencing token")
 
     def windows(self) -> list[tuple[float, float, int, Outage | Brownout]]:
         """The health windows in time order: (start, end, state, window)."""

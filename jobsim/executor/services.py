@@ -68,8 +68,8 @@ import simpy
 from ..base.rng import Stream
 from ..base.trace import K, Trace, pack
 from .service_spec import (ABANDONED, BROWNOUT, CONFLICT, CUT, DOWN, ERROR,  # noqa: F401
-                           LEFT_CRASH, LEFT_TIMEOUT, LIMITED, OK, OUTCOMES, REFUSED, REPLAYED,
-                           STATES, TIMEOUT, UP, Brownout, Outage, Reply, ServiceSpec)
+                           FENCED, LEFT_CRASH, LEFT_TIMEOUT, LIMITED, OK, OUTCOMES, REFUSED,
+                           REPLAYED, STATES, TIMEOUT, UP, Brownout, Outage, Reply, ServiceSpec)
 
 #: the incarnation of a caller that never crashes (the default ``life``)
 _ALIVE = [True]
@@ -77,11 +77,11 @@ _ALIVE = [True]
 
 class _Call:
     __slots__ = ("ev", "t0", "node", "job", "attempt", "number", "admitted",
-                 "deadline", "waits", "counted", "life", "effect", "key", "queued")
+                 "deadline", "waits", "counted", "life", "effect", "key", "queued", "token")
 
     def __init__(self, ev: simpy.Event, t0: float, node: int, job: int, attempt: int,
                  number: int, life: list[bool], effect: int | None,
-                 key: tuple[int, ...] | None):
+                 key: tuple[int, ...] | None, token: int = 0):
         self.ev, self.t0, self.node, self.job, self.attempt = ev, t0, node, job, attempt
         self.number = number
         self.admitted = -1.0
@@ -92,6 +92,8 @@ class _Call:
         self.life, self.effect, self.key = life, effect, key
         #: waiting in the service's capacity queue
         self.queued = False
+        #: its run's fencing token (the row's lock generation at the run's claim)
+        self.token = token
 
 
 def _waited(c: _Call, now: float) -> float:
@@ -127,6 +129,8 @@ class Service:
         self._texts: dict[float | None, tuple[str, ...]] = {}
         #: idempotency key -> the end of its call that succeeded (-1: still in progress)
         self.keys: dict[tuple[int, ...], float] = {}
+        #: with fencing: job -> the highest fencing token a call of it has brought
+        self.highest: dict[int, int] = {}
         if spec.outages or spec.brownouts:
             env.process(self._health())
 
@@ -134,12 +138,13 @@ class Service:
 
     def call(self, node: int, job: int, attempt: int, timeout: float | None = None,
              cut: bool = False, life: list[bool] | None = None, effect: int | None = None,
-             key: tuple[int, ...] | None = None) -> Generator[Any, Any, Reply]:
+             key: tuple[int, ...] | None = None, token: int = 0
+             ) -> Generator[Any, Any, Reply]:
         """Call the service (from a worker's generator: ``yield from``); its ``Reply``.
         ``cut``: the timeout is the worker's on the whole run, not the call's own; ``life``:
         the caller's incarnation (``[False]`` once its node crashed); ``effect``: the text
         code of the side effect an ok answer is (None: not the run's effect); ``key``: its
-        idempotency key."""
+        idempotency key; ``token``: its run's fencing token."""
         env = self.env
         now = env.now
         number = self.calls
@@ -149,10 +154,12 @@ class Service:
             texts = self._texts[timeout] = self.spec.texts(timeout)
             for t in texts[:CONFLICT]:
                 self.trace.text(t or None)
+            if self.spec.fencing:
+                self.trace.text(texts[FENCED])
         self.trace.put(pack(now, K["service_call"], node, job, attempt, 0, number, 0, now,
                          self.name_code))
         c = _Call(env.event(), now, node, job, attempt, number,
-                  _ALIVE if life is None else life, effect, key)
+                  _ALIVE if life is None else life, effect, key, token)
         if timeout is not None:
             c.deadline = now + timeout
             code = CUT if cut else TIMEOUT
@@ -225,6 +232,8 @@ class Service:
         c.admitted = self.env.now
         latency = self.spec.latency.sample(self.stream) * self.factor
         code = ERROR if self.share and self.stream.uniform() < self.share else OK
+        if self.spec.fencing and c.token > self.highest.get(c.job, 0):
+            self.highest[c.job] = c.token  # the request is read: its token is seen
         if c.key is not None:  # a repeat is a request like any: its latency, its place
             seen = self.keys.get(c.key)
             if seen is not None and (seen < 0 or c.admitted - seen
@@ -237,6 +246,10 @@ class Service:
 
     def _done(self, c: _Call, code: int) -> None:
         self.busy -= 1
+        # the write checks its token as it applies: one older than a token the service has
+        # seen for the job (a later run's request, read meanwhile) is refused
+        if code == OK and self.spec.fencing and c.token < self.highest.get(c.job, 0):
+            code = FENCED
         if c.key is not None:
             if code == OK:
                 self.keys[c.key] = self.env.now

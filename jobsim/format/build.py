@@ -85,7 +85,9 @@ def _build_handlers(specs: dict[str, Any], executor: ExecutorConfig) -> dict[str
         kw["worker_timeout"] = h.get("worker_timeout")
         kw["fail_retries"] = h.get("fail_retries", "decrement")
         at = side.get("at", "end")
-        at = {"start": 0.0, "end": 1.0}.get(at, at) if isinstance(at, str) else at
+        kw["at_commit"] = at == "commit"
+        at = {"start": 0.0, "end": 1.0, "commit": 1.0}.get(at, at) if isinstance(at, str) \
+            else at
         if "calls" in h:
             kw["steps"] = build_steps(h["calls"], _build_dist)
         handlers[name] = Handler(

@@ -61,7 +61,8 @@ SUMMARY_SHAPE: dict[str, Any] = {
     #: only where a service was called or changed its health: see analysis/services.py
     "services": {ANY: {**{k: None for k in (
         "calls", "ok", "unanswered", "calls_in_outage", "attempts_in_outage", "waited",
-        "short_circuited",
+        "short_circuited", "replayed", "fenced", "completed_after_timeout",
+        "completed_after_crash", "effects_after_caller_left",
         "mean_wait", "mean_latency", "recovered_at", "peak_calls_per_s",
         "peak_after_recovery")},
         "errors": {k: None for k in ("error", "timeout", "refused", "rate_limited",
@@ -138,9 +139,11 @@ _handler = Obj({
                      "handler failed)"),
     "calls": calls_format(_dist),
     "side_effect": Obj({
-        "at": Either([(lambda v: isinstance(v, str), Enum(("start", "end"))),
+        "at": Either([(lambda v: isinstance(v, str), Enum(("start", "end", "commit"))),
                       (lambda v: True, Num(lo=0.0, hi=1.0))],
-                     "start, end, or a fraction of the run from 0 to 1"),
+                     "start, end, commit (a row written in the completion's transaction: "
+                     "only a completion that deletes the job makes it), or a fraction of the "
+                     "run from 0 to 1"),
         "say": Str(doc="what the handler prints at its side effect"),
         "fencing": Const(lambda v: isinstance(v, bool), "true or false", {"type": "boolean"},
                          False, doc="written with the run's fencing token (the row's lock "

@@ -105,6 +105,11 @@ def service_format(dist: Any) -> MapOf:
                                   doc="how long the service remembers the idempotency key of "
                                       "a call that succeeded, answering a repeat with its "
                                       "answer and no second effect (default 24h)"),
+        "fencing": Const(lambda v: isinstance(v, bool), "true or false", {"type": "boolean"},
+                         False, doc="every call carries its run's fencing token (the row's "
+                                    "lock generation at the run's claim); the service "
+                                    "remembers the highest it has read per job and refuses "
+                                    "a write with an older one (409, no effect)"),
     }), max_len=100, doc="downstream services the handlers call")
 
 
@@ -153,6 +158,7 @@ def service_checks(v: dict[str, Any], problems: list[Problem]) -> None:
     windows of one kind do not overlap."""
     services = v.get("services") if isinstance(v.get("services"), dict) else {}
     names = tuple(services)
+    called: set[str] = set()
     handlers = v.get("handlers") if isinstance(v.get("handlers"), dict) else {}
     for hname, h in handlers.items():
         if not isinstance(h, dict) or not isinstance(h.get("calls"), list):
@@ -169,14 +175,16 @@ def service_checks(v: dict[str, Any], problems: list[Problem]) -> None:
         if isinstance(side, dict) and side.get("fencing"):
             problems.append(Problem(f"handlers.{hname}.side_effect.fencing", "no fencing "
                                     "beside calls", show(side["fencing"]),
-                                    "a fenced effect is the worker's own write; a call's "
-                                    "effect is the service's (an idempotency key protects it)"))
+                                    "a call's effect is the service's write: set fencing: "
+                                    "true on the service it calls"))
         marked = 0
         for i, step in enumerate(h["calls"]):
             name = step if isinstance(step, str) else (
                 step.get("service") if isinstance(step, dict) else None)
             if isinstance(step, dict) and step.get("effect") is True:
                 marked += 1
+            if isinstance(name, str):
+                called.add(name)
             if isinstance(name, str) and name not in names:
                 where = f"handlers.{hname}.calls[{i}]" + ("" if isinstance(step, str)
                                                           else ".service")
@@ -190,6 +198,10 @@ def service_checks(v: dict[str, Any], problems: list[Problem]) -> None:
     for sname, s in services.items():
         if not isinstance(s, dict):
             continue
+        if s.get("fencing") is True and sname not in called:
+            problems.append(Problem(f"services.{sname}.fencing", "a service some handler's "
+                                    "calls name (a fencing check on a service nobody calls "
+                                    "guards nothing)", "true on a service no handler calls"))
         for kind in ("outages", "brownouts"):
             spans = sorted((w["at"], w["at"] + w["for"], i)
                            for i, w in enumerate(s.get(kind) or [])
@@ -214,7 +226,7 @@ def build_services(specs: dict[str, Any], build_dist: Any) -> dict[str, ServiceS
             tuple(Brownout(b["at"], b["for"], b["latency_factor"], b["error_share"])
                   for b in s.get("brownouts", [])),
             (per_second(rec["below"]), rec["over"]) if rec else None, s.get("error", ""),
-            s["abandoned"], s["idempotency_window"])
+            s["abandoned"], s["idempotency_window"], s["fencing"])
     return out
 
 

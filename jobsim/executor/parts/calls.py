@@ -29,16 +29,17 @@ if TYPE_CHECKING:
     from ..node import Node
 
 
-def run_process(node: Node, hname: str, jid: int, attempt: int,
-                stream: Any) -> Generator[Any, Any, tuple[bool, str | None]]:
-    """The run of a process handler, told by its ``exec_end``; (ok, error)."""
+def run_process(node: Node, hname: str, jid: int, attempt: int, stream: Any,
+                token: int = 0) -> Generator[Any, Any, tuple[bool, str | None]]:
+    """The run of a process handler, told by its ``exec_end``; (ok, error). ``token``: the
+    run's fencing token (the row's lock generation at its claim), which its calls carry."""
     world, env = node.world, node.env
     h: Handler = world.handlers[hname]
     deadline = env.now + h.worker_timeout if h.worker_timeout is not None else math.inf
     if h.python is not None:
-        ok, error, said = yield from _python(node, h, jid, attempt, deadline)
+        ok, error, said = yield from _python(node, h, jid, attempt, deadline, token)
     else:
-        ok, error, said = yield from _steps(node, h, jid, attempt, stream, deadline)
+        ok, error, said = yield from _steps(node, h, jid, attempt, stream, deadline, token)
     trace = node.trace
     at_end = ok and not said  # no step carried the side effect: it is at the end
     text = world._says[hname] if at_end else (-1 if ok else trace.text(error or ""))
@@ -48,7 +49,7 @@ def run_process(node: Node, hname: str, jid: int, attempt: int,
 
 
 def _steps(node: Node, h: Handler, jid: int, attempt: int, stream: Any,
-           deadline: float) -> Generator[Any, Any, tuple[bool, str | None, bool]]:
+           deadline: float, token: int) -> Generator[Any, Any, tuple[bool, str | None, bool]]:
     env, services = node.env, node.world.services
     steps = h.steps or ()
     effect = h.effect_step
@@ -73,7 +74,7 @@ def _steps(node: Node, h: Handler, jid: int, attempt: int, stream: Any,
             says = node.world._says[h.name] if i == effect else None
             reply = yield from services[step.service].call(
                 node.code, jid, attempt, t, cut, node.life, says,
-                idempotency_key(step.idempotency_key, jid, attempt))
+                idempotency_key(step.idempotency_key, jid, attempt), token)
             if breaker is not None:
                 breaker.answered(env.now, reply.ok, trial)
             if node._paused is not None:
@@ -157,12 +158,12 @@ class _Breaker:
                 self.failures, self.open_until = 0, now + self.open_for
 
 
-def _python(node: Node, h: Handler, jid: int, attempt: int,
-            deadline: float) -> Generator[Any, Any, tuple[bool, str | None, bool]]:
+def _python(node: Node, h: Handler, jid: int, attempt: int, deadline: float,
+            token: int = 0) -> Generator[Any, Any, tuple[bool, str | None, bool]]:
     """Drive the handler's generator: each event it yields, the worker waits for (raced
     against the worker's timeout); what the event gives (or raises) goes back in."""
     env = node.env
-    ctx = Context(node, h.name, jid, attempt)
+    ctx = Context(node, h.name, jid, attempt, token)
     source = node.world.scenario.source
     gen = h.python(ctx)  # type: ignore[misc]
     if not hasattr(gen, "send"):

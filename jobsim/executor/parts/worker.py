@@ -46,6 +46,9 @@ def worker(node: Node, thread: int) -> Generator[Any, Any, None]:
     # side effects written with the run's fencing token: refused once a later claim took the
     # row (its lock generation moved on) or the row is gone
     fence = {name for name, h in handlers.items() if h.fenced}
+    # effects written in the completion's transaction (an outbox row): made by a completion
+    # that deletes the job, none at the run's end
+    commit = {name for name, h in handlers.items() if h.at_commit}
     k_refused = K["effect_refused"]
     stale_text = trace.text("stale fencing token") if fence else -1  # (a text moves a hash)
 
@@ -97,7 +100,7 @@ def worker(node: Node, thread: int) -> Generator[Any, Any, None]:
             running[jid] = running.get(jid, 0) + 1
         stream = hstreams.get(hname) or world.handler_stream(hname)
         if procs and hname in procs:  # a process: it tells its own end
-            ok, error = yield from run_process(node, hname, jid, attempt, stream)
+            ok, error = yield from run_process(node, hname, jid, attempt, stream, fetched)
         else:
             duration, ok, error, side_at = draws[hname](attempt, stream)
             if duration == inf:
@@ -133,6 +136,8 @@ def worker(node: Node, thread: int) -> Generator[Any, Any, None]:
                                  says[hname]))
                         ok, error = False, "stale fencing token"
                         put(pack(env._now, k_end, code, jid, attempt, 0, 0, 0, nan, stale_text))
+                    elif commit and hname in commit:  # the effect waits for the commit
+                        put(pack(env._now, k_end, code, jid, attempt, 1, 0, 0, nan, -1))
                     else:
                         put(pack(env._now, k_end, code, jid, attempt, 1, 1, 0, nan,
                                  says[hname]))
@@ -174,6 +179,8 @@ def worker(node: Node, thread: int) -> Generator[Any, Any, None]:
                 node._failed("complete", jid, attempt)
             else:
                 deleted, other = res
+                if deleted and commit and hname in commit:  # committed with the deletion
+                    put(pack(env._now, k_side, code, jid, attempt, 0, 0, 0, nan, says[hname]))
                 put(pack(env._now, k_done, code, jid, attempt, int(deleted), int(other), 0,
                          nan, -1))
                 if deleted:
