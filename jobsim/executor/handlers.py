@@ -125,7 +125,10 @@ class Handler:
     @property
     def effect_step(self) -> int | None:
         """The index of the step whose ok answer is the run's side effect: the call marked
-        ``effect``, else the last call; None when the run calls no service."""
+        ``effect``, else the last call; None when the run calls no service, or its effect is
+        a row written with its completion (``at_commit``)."""
+        if self.at_commit:
+            return None
         steps = self.steps or ()
         calls = [i for i, st in enumerate(steps) if isinstance(st, Call)]
         marked = [i for i in calls if steps[i].effect]  # type: ignore[union-attr]

@@ -168,10 +168,11 @@ def service_checks(v: dict[str, Any], problems: list[Problem]) -> None:
                 problems.append(Problem(f"handlers.{hname}.{key}", "no " + key + " beside "
                                         "calls", show(h[key]), why))
         side = h.get("side_effect")
-        if isinstance(side, dict) and "at" in side:
+        if isinstance(side, dict) and "at" in side and side["at"] != "commit":
             problems.append(Problem(f"handlers.{hname}.side_effect.at", "no `at` beside calls",
                                     show(side["at"]), "mark the call that is the side effect "
-                                                      "with effect: true"))
+                                                      "with effect: true, or at: commit for a "
+                                                      "row written with the completion"))
         if isinstance(side, dict) and side.get("fencing"):
             problems.append(Problem(f"handlers.{hname}.side_effect.fencing", "no fencing "
                                     "beside calls", show(side["fencing"]),
@@ -195,6 +196,10 @@ def service_checks(v: dict[str, Any], problems: list[Problem]) -> None:
         if marked > 1:
             problems.append(Problem(f"handlers.{hname}.calls", "at most one call marked "
                                     "effect: true", f"{marked}"))
+        if marked and isinstance(side, dict) and side.get("at") == "commit":
+            problems.append(Problem(f"handlers.{hname}.side_effect.at", "one side effect: a "
+                                    "call marked effect: true or at: commit, not both",
+                                    "commit"))
     for sname, s in services.items():
         if not isinstance(s, dict):
             continue

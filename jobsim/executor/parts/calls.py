@@ -41,7 +41,8 @@ def run_process(node: Node, hname: str, jid: int, attempt: int, stream: Any,
     else:
         ok, error, said = yield from _steps(node, h, jid, attempt, stream, deadline, token)
     trace = node.trace
-    at_end = ok and not said  # no step carried the side effect: it is at the end
+    # no step carried the side effect: it is at the end (or at the commit: the worker's)
+    at_end = ok and not said and not h.at_commit
     text = world._says[hname] if at_end else (-1 if ok else trace.text(error or ""))
     trace.put(pack(env.now, K["exec_end"], node.code, jid, attempt, int(ok), int(at_end), 0,
                 math.nan, text))
