@@ -230,3 +230,18 @@ def test_double_charges_holds_its_expectations_at_a_fresh_seed(fresh_seed):
         failed = [v.format() for v in a.verdicts if not v.ok]
         assert a.verdicts and not failed, (sc.variant, seed, failed)
         assert all(v == 0 for v in a.summary["invariants"].values())
+
+
+def test_the_page_marks_refused_and_late_effects():
+    """view.html's timeline: a white square where a fencing token refused the zombie's
+    payment, a purple star where a service charged after its caller gave up."""
+    from jobsim.output.view.data import run_data
+
+    r = jobsim.run("scenarios/zombie_pause.yaml", variant="fencing")
+    d = run_data(r.trace, jobsim.histories(r), jobsim.analyse(r).summary, "fencing")
+    marks = d.tables["marks"]
+    refused = marks["kind"] == 4
+    assert refused.sum() == 1 and marks["time"][refused][0] == 65.0
+    r, s = run(paid_by_call(False, work="10s"))
+    d = run_data(r.trace, jobsim.histories(r), s, None)
+    assert (d.tables["marks"]["kind"] == 3).sum() == 0  # nobody left: no late effect

@@ -186,7 +186,8 @@ def _spans_and_marks(tdf: pd.DataFrame, node_all: np.ndarray, node_code: dict[st
                      lanes: dict[str, tuple[float, int]], t_end: float
                      ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """The nodes' spans (kind 0 down after a crash, 1 paused, 2 cut off by a partition)
-    and instants (kind 0 crash, 1 restart, 2 a lock expired, for the job ``job``)."""
+    and instants (kind 0 crash, 1 restart, 2 a lock expired, 3 an effect a service made
+    after its caller left, 4 a stale effect a fencing token refused; for the job ``job``)."""
     kinds = ("node_crashed", "node_restarted", "node_paused", "node_resumed", "partition")
     sel = tdf["kind"].isin(kinds).to_numpy(bool)
     df = tdf.loc[sel, ["time", "kind", "a", "x"]].copy()
@@ -216,6 +217,12 @@ def _spans_and_marks(tdf: pd.DataFrame, node_all: np.ndarray, node_code: dict[st
              zip(kind.tolist(), node.tolist(), df["time"].tolist())
              if k in ("node_crashed", "node_restarted") and n in lanes]
     marks += [(2, n, t, j) for n, t, j in _expiries(tdf, node_all, t_end) if n in lanes]
+    kinds_all = tdf["kind"].astype(str).to_numpy(dtype=object)
+    late = (kinds_all == "side_effect") & (tdf["a"].fillna(0).to_numpy() > 0)
+    for code, mask in ((3, late), (4, kinds_all == "effect_refused")):
+        marks += [(code, n, t, int(j)) for n, t, j in zip(
+            node_all[mask].tolist(), tdf["time"].to_numpy()[mask].tolist(),
+            tdf["job"].to_numpy()[mask].tolist()) if n in lanes]
     marks.sort(key=lambda m: (m[2], m[0], m[1], m[3]))
     mid = [lanes[n][0] + (lanes[n][1] - 1) / 2 for _, n, _, _ in marks]
     top = [lanes[n][0] - 0.55 for _, n, _, _ in marks]

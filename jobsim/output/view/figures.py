@@ -24,7 +24,9 @@ COLORS = ("#1f77b4", "#ff7f0e", "#3b3b3b", "#9467bd", "#e377c2", "#8c564b", "#d6
 SPAN_COLORS = ("#8a8a8a", "#e8c200", "#17becf")
 SPAN_LABELS = ("down (crash → restart)", "paused", "cut off by a partition")
 MARKS = (("x", "#d62728", 16, "crash"), ("triangle", "#2ca02c", 11, "restart"),
-         ("inverted_triangle", "#b8860b", 10, "lock expired"))
+         ("inverted_triangle", "#b8860b", 10, "lock expired"),
+         ("star", "#9467bd", 14, "effect after its caller gave up (a service charged)"),
+         ("square", "#ffffff", 9, "stale effect refused (fencing token)"))
 DEPTH = (("in the table", "#1f77b4", 2.6), ("locked (live lock)", "#ff7f0e", 1.6),
          ("running", "#2ca02c", 1.0))
 

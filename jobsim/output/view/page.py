@@ -78,8 +78,10 @@ def _legend() -> str:
     items += [f'<span class="item"><span class="swatch" style="background:{col};opacity:.5">'
               f'</span>{html.escape(label)}</span>' for col, label in zip(SPAN_COLORS,
                                                                            SPAN_LABELS)]
-    glyphs = {"x": "✕", "triangle": "▲", "inverted_triangle": "▼"}
-    items += [f'<span class="item"><span class="glyph" style="color:{col}">{glyphs[m]}</span>'
+    glyphs = {"x": "✕", "triangle": "▲", "inverted_triangle": "▼", "star": "★",
+              "square": "□"}  # (a white square is drawn outlined: its glyph, in black)
+    items += [f'<span class="item"><span class="glyph" style="color:'
+              f'{"#000000" if col == "#ffffff" else col}">{glyphs[m]}</span>'
               f'{html.escape(label)}</span>' for m, col, _, label in MARKS]
     items += [f'<span class="item"><span class="swatch" style="background:{col};height:3px">'
               f'</span>table depth: {html.escape(label)}</span>' for label, col, _ in DEPTH]
