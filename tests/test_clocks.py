@@ -293,3 +293,65 @@ def test_by_clock_finds_when_a_clock_reads_a_due_time_for_good():
     stepped = [(0.0, NodeClock(25.0, 0.0, 0.0)), (10.0, NodeClock(5.0, 0.0, 10.0))]
     assert by_clock(stepped, np.array([20.0, 40.0, 12.0])).tolist() == [15.0, 35.0, 0.0]
     assert by_clock([], np.array([3.0])).tolist() == [3.0]
+
+
+# --- exactness: what a clock setting must not change ------------------------------------------
+
+def _without_clocks(doc):
+    """The draw with every node clock true and no clock fault (and no variants)."""
+    d = json.loads(json.dumps(doc))
+    for k in ("variants", "sweep", "hunt", "report"):
+        d.pop(k, None)
+    d.get("executor", {}).pop("clock_offset", None)
+    d.get("executor", {}).pop("clock_drift", None)
+    for n in d["nodes"] if isinstance(d["nodes"], list) else ():
+        n.pop("clock_offset", None)
+        n.pop("clock_drift", None)
+    d["faults"] = [f for f in d.get("faults", []) if "clock" not in f]
+    if not d["faults"]:
+        del d["faults"]
+    return d
+
+
+def _skewed(doc, r):
+    """The same draw with clocks off on every node and a clock fault."""
+    d = _without_clocks(doc)
+    nodes = d["nodes"] if isinstance(d["nodes"], list) else [
+        {"name": f"node-{i + 1}"} for i in range(d["nodes"])]
+    for n in nodes:
+        n["clock_offset"] = f"{r.choice([-30, -2, 3, 40])}s"
+        n["clock_drift"] = r.choice([0.0, 0.001, -0.01])
+    d["nodes"] = nodes
+    d.setdefault("faults", []).append({"at": "20s", "clock": nodes[0]["name"], "step": "-7s"})
+    return d
+
+
+def _hash(doc):
+    sc = jobsim.from_dict(doc)
+    return jobsim.analyse(jobsim.run(sc)).summary["trace_sha256"]
+
+
+def test_with_the_database_clock_node_clocks_change_no_event_of_random_scenarios(fresh_seed):
+    """Full fuzz draws (tests/fuzzgen.py) under ``clock: database``: every node's offset and
+    drift, and a clock fault, leave the trace as it was, byte for byte; and a node clock
+    that is true (no offset, no drift) is the database's."""
+    import random
+    import fuzzgen
+
+    start = fresh_seed % 10**9
+    print(f"fresh clock-exactness seeds {start}..{start + 11}")
+    for seed in range(start, start + 12):
+        r = random.Random(seed)
+        doc = _without_clocks(fuzzgen.scenario(r))
+        base = dict(doc, executor={**doc.get("executor", {}), "clock": "database"})
+        skewed = _skewed(base, r)
+        skewed["executor"] = {**skewed.get("executor", {}), "clock": "database"}
+        try:
+            want = _hash(base)
+        except Exception as exc:  # noqa: BLE001 - a draw beyond what this test runs
+            if "budget" in str(exc).lower():
+                continue
+            raise
+        assert _hash(skewed) == want, f"seed {seed}: offsets moved a database-clock run"
+        true_node = dict(doc, executor={**doc.get("executor", {}), "clock": "node"})
+        assert _hash(true_node) == want, f"seed {seed}: a true node clock differs"
