@@ -78,13 +78,17 @@ def sentences(summary: dict[str, Any]) -> list[str]:
     if dup["total"]:
         causes = sorted(((n, c) for c, n in dup["by_cause"].items() if n), reverse=True)
         why = "; ".join(f"{n:,} because {CAUSE_WORDS.get(c, c)}" for n, c in causes)
-        effects = summary["duplicate_side_effects"]["total"]
-        twice = f"{_n(effects, 'side effect')} happened twice as a result" if effects else \
-            "no side effect happened twice"
         out.append(f"{_n(dup['total'], 'execution')} ran a job that another execution also "
-                   f"ran: {why}; {twice}.")
+                   f"ran: {why}.")
     else:
         out.append("No job ran twice.")
+    side = summary["duplicate_side_effects"]
+    if side["total"]:  # by their own causes: a timeout's effect needs no second run
+        causes = sorted(((n, c) for c, n in side["by_cause"].items() if n), reverse=True)
+        out.append(f"{_n(side['total'], 'side effect')} happened twice: " + "; ".join(
+            f"{n:,} because {CAUSE_WORDS.get(c, c)}" for n, c in causes) + ".")
+    elif dup["total"]:
+        out.append("No side effect happened twice.")
     fenced = summary.get("side_effects_refused", 0)
     if fenced:
         out.append(f"{_n(fenced, 'side effect')} of a run whose job a later claim had taken "
