@@ -361,3 +361,75 @@ expect: {duplicate_executions.by_cause.unexplained: == 0, latency.start_delay.n:
 """)
     s = jobsim.analyse(jobsim.run(jobsim.from_dict(d))).summary
     assert s["invariants"]["liveness"] == 0
+
+
+def test_a_statement_sent_while_cut_off_that_fails_after_the_heal_is_no_idleness():
+    """A broker's activation request sent at 107.1 s, while worker-1 was cut off (partition
+    20-110 s, statement timeout 5 s), fails at 112.1 s; worker-1 claims at 112.2 s. The 2.2 s
+    from the heal were spent waiting on that statement: the grace counts the partition's
+    timeout (a fresh-seed fuzz draw, seed 46347512157, called 24 jobs starved)."""
+    d = yaml.safe_load("""\
+name: f.1
+seed: 389291
+description: a fuzz draw
+until: drained
+horizon: 1800000ms
+policy: zeebe_like
+executor: {wakeup: long_poll, long_poll_timeout: 10000ms, threads: 1, lock_time: 30000ms, heartbeat_scope: held,
+  queue_full_wait: 500ms, on_queue_full: queue, global_lock_poll: 2s, aging_rate: 0.0, aging_from: created,
+  lock_expiry: reset, timer_table: true, count_attempt: fetch}
+nodes:
+- {name: worker-1, heartbeat: 20s, stager_interval: 1s}
+- {name: worker-2, poll_interval: 200ms, queue_size: 5, reset_interval: none}
+services:
+  svc-a:
+    capacity: 3
+    when_full: refuse
+    rate_limit: {rate: 100/m, over: refuse}
+    outages:
+    - {at: 30s, for: 10s, fail: timeout}
+    - {at: 101s, for: 60s, fail: timeout}
+  svc-b:
+    capacity: 2
+    when_full: refuse
+    outages:
+    - {at: 0s, for: 60s, fail: fast}
+    - {at: 91s, for: 2s, fail: fast}
+handlers:
+  h1:
+    calls:
+    - {work: 100ms}
+    - work:
+        uniform: {low: 500ms, high: 2s}
+    - {service: svc-a, effect: true}
+    side_effect: {say: called}
+    fail_wait:
+      exponential: {base: 200ms, factor: 2, cap: 5s, jitter: 0.5}
+  h2:
+    calls:
+    - work:
+        uniform: {low: 100ms, high: 400ms}
+    - work:
+        uniform: {low: 5ms, high: 20ms}
+    - svc-a
+    retry:
+      attempts: 4
+      backoff:
+        exponential: {base: 1s, factor: 1, offset: 3s}
+    boundary_timer: {after: 120s, interrupting: false}
+workload:
+  streams:
+  - {handler: h2, count: 18, rate: 0.5, priority: 1}
+  - handler: h2
+    count: 45
+    rate: 0.5
+    nodes: [worker-1]
+db:
+  latency:
+    exponential: {mean: 0.5ms}
+faults:
+- {at: 20s, partition: worker-1, for: 90s, timeout: 5s}
+- {at: 60000ms, partition: worker-2, for: 5s, timeout: 1s}
+""")
+    s = jobsim.analyse(jobsim.run(jobsim.from_dict(d))).summary
+    assert s["invariants"]["liveness"] == 0
