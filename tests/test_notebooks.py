@@ -14,7 +14,8 @@ ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 EXPECTED = ["01_the_executor_loop.ipynb", "02_one_guarded_update.ipynb",
             "03_crashes_and_lock_expiry.ipynb", "04_priority_and_the_challenge.ipynb",
-            "05_latency.ipynb", "06_executors_side_by_side.ipynb", "07_retry_storms.ipynb"]
+            "05_latency.ipynb", "06_executors_side_by_side.ipynb", "07_retry_storms.ipynb",
+            "08_at_least_once.ipynb"]
 #: what an absolute path of a developer's machine looks like in a notebook: this checkout,
 #: the home and temporary folders of whoever runs the tests, and the usual roots
 MACHINE_PATH = re.compile("|".join(

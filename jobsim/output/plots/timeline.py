@@ -129,8 +129,10 @@ def node_timeline(trace_df: pd.DataFrame, max_bars: int = 2000) -> Figure:
     of the time span are widened to that so they stay visible. Crashes are red X markers
     (the node is shaded grey until it restarts), restarts green triangles, pauses gold
     spans; a side effect a service made after its caller had left (a timeout that still
-    charged) a purple star. With more than ``max_bars`` executions an evenly spaced subset
-    (in start order) is drawn and the title says so.
+    charged) a purple star, a stale effect a fencing token refused a white square, a
+    completion the owner guard rejected (a zombie's) a black diamond. With more than
+    ``max_bars`` executions an evenly spaced subset (in start order) is drawn and the title
+    says so.
     """
     title = "Executions per node"
     trace_df = None if trace_df is None else _trace_rows(trace_df)
