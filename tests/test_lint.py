@@ -342,6 +342,10 @@ SHIPPED = {
     ("failsafe", "lock-shorter-than-run", "variants.no_heartbeat → executor.heartbeat"),
     ("lock_expiry", "lock-shorter-than-run", "variants.no_heartbeat → executor.lock_time"),
     ("zeebe", "lock-shorter-than-run", "executor.lock_time"),
+    # the double charges it shows on purpose: the timeouts and the fast clock
+    ("double_charges", "ambiguous-timeout", "variants.none → handlers.charge.calls[1]"),
+    ("double_charges", "ambiguous-timeout", "variants.fencing → handlers.charge.calls[1]"),
+    ("double_charges", "clock-skew", "nodes[2].clock_offset"),
 }
 
 

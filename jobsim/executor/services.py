@@ -129,8 +129,7 @@ class Service:
         self._texts: dict[float | None, tuple[str, ...]] = {}
         #: idempotency key -> the end of its call that succeeded (-1: still in progress)
         self.keys: dict[tuple[int, ...], float] = {}
-        #: with fencing: job -> the highest fencing token a call of it has brought
-        self.highest: dict[int, int] = {}
+        self.highest: dict[int, int] = {}  # with fencing: job -> the highest token read
         if spec.outages or spec.brownouts:
             env.process(self._health())
 
@@ -152,10 +151,8 @@ class Service:
         texts = self._texts.get(timeout)
         if texts is None:  # (the conflict's text enters the trace only if a run fails on it)
             texts = self._texts[timeout] = self.spec.texts(timeout)
-            for t in texts[:CONFLICT]:
+            for t in texts[:CONFLICT] + (texts[FENCED:] if self.spec.fencing else ()):
                 self.trace.text(t or None)
-            if self.spec.fencing:
-                self.trace.text(texts[FENCED])
         self.trace.put(pack(now, K["service_call"], node, job, attempt, 0, number, 0, now,
                          self.name_code))
         c = _Call(env.event(), now, node, job, attempt, number,
@@ -246,8 +243,7 @@ class Service:
 
     def _done(self, c: _Call, code: int) -> None:
         self.busy -= 1
-        # the write checks its token as it applies: one older than a token the service has
-        # seen for the job (a later run's request, read meanwhile) is refused
+        # the write checks its token as it applies: older than one read since, refused
         if code == OK and self.spec.fencing and c.token < self.highest.get(c.job, 0):
             code = FENCED
         if c.key is not None:
