@@ -117,9 +117,8 @@ def _retries(trace: Trace, scenario: Scenario) -> list[Violation]:
     for seq in sel.tolist():
         k, j = int(kind[seq]), int(cols["job"][seq])
         if k == K["clock_set"]:
-            clocks[int(cols["node"][seq])] = NodeClock(float(cols["x"][seq]),
-                                                       int(cols["c"][seq]) / 1e9,
-                                                       float(cols["time"][seq]))
+            clocks[int(cols["node"][seq])] = NodeClock.traced(cols["x"][seq], cols["c"][seq],
+                                                              cols["time"][seq])
             continue
         if k == K["job_created"]:
             handler_of[j] = trace.texts[cols["text"][seq]]

@@ -219,7 +219,7 @@ def told(trace: Trace, cols: dict[str, np.ndarray], idx: np.ndarray) -> tuple[
                 # (or holds it in its local queue): whoever takes it next runs it twice
                 conflict[j] = (expired_why(prev, t), [prev[2], seq])
         elif k == KCL:
-            clk[node] = NodeClock(x_[i], c_[i] / 1e9, t)
+            clk[node] = NodeClock.traced(x_[i], c_[i], t)
         elif k == KTD:
             holder.pop(j, None)  # the timer's row lock ends with its move to the job table
         elif k == KRV:  # back from failed / dead letter: live again

@@ -94,9 +94,9 @@ def liveness(trace: Trace, scenario: Scenario, hist: Histories) -> list[Violatio
     serial = {s.handler for s in (*scenario.jobs, *scenario.streams) if s.queue is not None}
     eligible: dict[str, list[NodeConfig]] = {}
     out: list[Violation] = []
-    #: (index of a waiting job, claimable since, the event it dates from, its pending event,
-    #: the table's part of since, the event's part)
-    judge: list[tuple[int, float, int, int, float, float]] = []
+    #: (index of a waiting job, the event it dates from, its pending event, and since when
+    #: it is claimable: a time the table holds, a true time; the later of the two counts)
+    judge: list[tuple[int, int, int, float, float]] = []
     for i, j in enumerate(waiting):
         s = hist.jobs[j]
         table, reason = s.pending_reason.split(":")[0], s.pending_reason
@@ -145,14 +145,14 @@ def liveness(trace: Trace, scenario: Scenario, hist: Histories) -> list[Violatio
             claimable = "locked by" not in reason
         if claimable and not declared_here and elig and since[i] < end and \
                 s.handler not in serial:
-            judge.append((i, float(since[i]), int(max(free[i], lock[i])), int(pend[i]),
+            judge.append((i, int(max(free[i], lock[i])), int(pend[i]),
                           float(table_since[i]), float(true_since[i])))
     out += _starved(trace, scenario, hist, waiting, judge, end)
     return sorted(out, key=lambda v: v.job)
 
 
 def _starved(trace: Trace, scenario: Scenario, hist: Histories, waiting: list[int],
-             judge: list[tuple[int, float, int, int, float, float]], end: float
+             judge: list[tuple[int, int, int, float, float]], end: float
              ) -> list[Violation]:
     """Of the jobs due and claimable since ``c`` (``judge``), those a node which may claim
     them passed over (a claim with room, on the atomic database) or left waiting while it sat
@@ -175,8 +175,8 @@ def _starved(trace: Trace, scenario: Scenario, hist: Histories, waiting: list[in
         acq & (cols["attempt"] > 0)) | full | _raced(cols, acq, scenario)), len(trace.nodes))
     slowed = np.flatnonzero(kind == K["db_slowed"])
     stories = [hist.jobs[waiting[i]] for i, *_ in judge]
-    table_since = np.array([j[4] for j in judge])
-    true_since = np.array([j[5] for j in judge])
+    table_since = np.array([j[3] for j in judge])
+    true_since = np.array([j[4] for j in judge])
     clocks = node_clocks(trace, cols)
     timers = np.array([st.pending_reason.split(":")[0] == "timer_job" for st in stories])
     handler = np.array([st.handler for st in stories], dtype=object)
@@ -207,7 +207,7 @@ def _starved(trace: Trace, scenario: Scenario, hist: Histories, waiting: list[in
                                          f"t={time[seq]:g}s asked for {cols['a'][seq]} rows, got "
                                          f"{cols['b'][seq]} and passed it over; nothing claimed "
                                          "it by the end", tuple(sorted(
-                                             e for e in (judge[k][2], seq, judge[k][3]) if e >= 0)))
+                                             e for e in (judge[k][1], seq, judge[k][2]) if e >= 0)))
                     mine[k] = False
         if n.executor.wakeup == "ticks" or scenario.db.connections or not mine.any():
             continue  # a tick is its only poll; a bounded pool may hold a claim up for long
@@ -238,7 +238,7 @@ def _starved(trace: Trace, scenario: Scenario, hist: Histories, waiting: list[in
                                  f"t={c[k]:g}s, while {n.name}, which may run it, sat idle "
                                  f"(up, a thread free) for {idle:g}s from t={at:g}s, past its "
                                  f"{grace:g}s grace (two poll cycles and every wait)",
-                                 tuple(e for e in judge[k][2:4] if e >= 0))
+                                 tuple(e for e in judge[k][1:3] if e >= 0))
     return list(found.values())
 
 
@@ -315,7 +315,7 @@ def node_clocks(trace: Trace, cols: dict[str, np.ndarray]) -> dict[int, list[tup
     for seq in np.flatnonzero(cols["kind"] == K["clock_set"]).tolist():
         t = float(cols["time"][seq])
         out.setdefault(int(cols["node"][seq]), []).append(
-            (t, NodeClock(float(cols["x"][seq]), int(cols["c"][seq]) / 1e9, t)))
+            (t, NodeClock.traced(cols["x"][seq], cols["c"][seq], t)))
     return out
 
 

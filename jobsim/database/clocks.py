@@ -26,6 +26,12 @@ class NodeClock:
     def __init__(self, offset: float, drift: float, t0: float = 0.0):
         self.t0, self.at0, self.drift = t0, t0 + offset, drift
 
+    @classmethod
+    def traced(cls, x: float, c: int, t: float) -> NodeClock:
+        """The clock a ``clock_set`` event at ``t`` says: ``x`` seconds ahead from then, a
+        drift of ``c`` parts per billion (as ``sim/faults.set_clock`` writes it)."""
+        return cls(float(x), int(c) / 1e9, float(t))
+
     def read(self, t: float) -> float:
         """What the clock says at the true time ``t``."""
         return self.at0 + (t - self.t0) * (1.0 + self.drift)

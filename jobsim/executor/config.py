@@ -289,6 +289,14 @@ class Scenario:
         return self.executor.timer_table and any(h.boundary for h in self.handlers.values())
 
     @property
+    def clocks_differ(self) -> bool:
+        """Whether a node's claims may read a clock that is not the true one (an offset, a
+        drift or a clock fault, where the claims use the nodes' clocks)."""
+        return self.executor.clock == "node" and (
+            any(n.executor.clock_offset or n.executor.clock_drift for n in self.nodes)
+            or any(f.kind == "clock" for f in self.faults))
+
+    @property
     def keeps_failed(self) -> bool:
         """Whether a job whose retries run out stays failed until an operator's retry or
         cancel (``exhausted: failed``, failsafe-executor) on the cluster or a node of it: a

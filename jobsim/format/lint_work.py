@@ -222,9 +222,9 @@ def _skewed_clocks(sc: Scenario) -> Iterator[Found]:
     spans = offsets(sc)
     if all(lo == hi == 0.0 for lo, hi, _ in spans.values()):
         return
+    runs = max((run_p99(h, sc.services) for h in sc.handlers.values()), default=0.0)
     for holder in sc.nodes:
         cfg = holder.executor
-        runs = max((run_p99(h, sc.services) for h in sc.handlers.values()), default=0.0)
         needs = min(runs, cfg.heartbeat) if cfg.heartbeat is not None else runs
         spare = cfg.lock_time - needs
         for rival, (lo, hi, where) in spans.items():

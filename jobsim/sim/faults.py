@@ -305,10 +305,7 @@ def skewed(world: "World") -> bool:
     node's offset or drift, or a clock fault, where the claims use the nodes' clocks); if
     so, no shortcut that assumes one clock for all is taken: every read of the table checks
     each row at the reader's own now, and nodes claim through the statement path."""
-    sc = world.scenario
-    if sc.executor.clock != "node" or not (
-            any(n.executor.clock_offset or n.executor.clock_drift for n in sc.nodes)
-            or any(f.kind == "clock" for f in sc.faults)):
+    if not world.scenario.clocks_differ:
         return False
     world.store.skewed = world.store._general = True
     for n in world.nodes:

@@ -52,10 +52,15 @@ def worker(node: Node, thread: int) -> Generator[Any, Any, None]:
     k_refused = K["effect_refused"]
     stale_text = trace.text("stale fencing token") if fence else -1  # (a text moves a hash)
 
-    def stale(jid: int, token: int) -> int | None:
-        """None if ``token`` is the row's lock generation still, else the row's (-1: gone)."""
+    def refused(jid: int, attempt: int, hname: str, token: int) -> bool:
+        """Whether the fenced effect is refused (``token`` no longer the row's lock
+        generation, or the row gone), and if so its ``effect_refused`` event."""
         row = store.get(jid)
-        return -1 if row is None else None if row.fetched == token else row.fetched
+        if row is not None and row.fetched == token:
+            return False
+        put(pack(env._now, k_refused, code, jid, attempt, token,
+                 -1 if row is None else row.fetched, 0, nan, says[hname]))
+        return True
     # the completion needs no queue; a node's own clock (skew) goes through ``db.run``
     direct = db.pool is None and db.write_lock is None and not world.skewed
     cut, row_locks, sample_latency = db._cut, db.row_locks, db.sample_latency
@@ -114,9 +119,7 @@ def worker(node: Node, thread: int) -> Generator[Any, Any, None]:
                         yield sleep(env, side_at)
                         if node._paused is not None:
                             yield node._paused
-                    if fence and hname in fence and (gen := stale(jid, fetched)) is not None:
-                        put(pack(env._now, k_refused, code, jid, attempt, fetched, gen, 0, nan,
-                                 says[hname]))
+                    if fence and hname in fence and refused(jid, attempt, hname, fetched):
                         ok, error = False, "stale fencing token"
                     else:
                         put(pack(env._now, k_side, code, jid, attempt, 0, 0, 0, nan,
@@ -131,9 +134,7 @@ def worker(node: Node, thread: int) -> Generator[Any, Any, None]:
                         yield sleep(env, duration)
                         if node._paused is not None:
                             yield node._paused
-                    if fence and hname in fence and (gen := stale(jid, fetched)) is not None:
-                        put(pack(env._now, k_refused, code, jid, attempt, fetched, gen, 0, nan,
-                                 says[hname]))
+                    if fence and hname in fence and refused(jid, attempt, hname, fetched):
                         ok, error = False, "stale fencing token"
                         put(pack(env._now, k_end, code, jid, attempt, 0, 0, 0, nan, stale_text))
                     elif commit and hname in commit:  # the effect waits for the commit

@@ -180,9 +180,7 @@ def _polls(sc: Scenario, workload: Workload, run: Work, span: float, drain: floa
     # a thread is busy for the handler and for its statements (claim, completion)
     load = min(1.0, (work + 2.0 * latency * executions) / max(threads * busy_span, 1e-9))
     # nodes' clocks that differ turn the idle shortcut off (``sim/faults.skewed``)
-    clocks_differ = sc.executor.clock == "node" and (
-        any(n.executor.clock_offset or n.executor.clock_drift for n in sc.nodes)
-        or any(f.kind == "clock" for f in sc.faults))
+    clocks_differ = sc.clocks_differ
     for n in sc.nodes:
         e = n.executor
         if e.wakeup == "ticks":
