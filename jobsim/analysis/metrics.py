@@ -51,6 +51,7 @@ import pandas as pd
 
 from .checks import Violation, verdicts
 from .history import CAUSES, Histories
+from .effects import detect
 from .services import figures as service_figures, has_services
 from .schedules import schedule_texts
 from ..base.trace import KIND_NAMES, K, Trace
@@ -207,6 +208,7 @@ def summary(trace: Trace, hist: Histories, violations: list[Violation], *,
         "trace_events": len(trace),
         "trace_sha256": trace.sha256(),
     }
+    out["effects"] = detect(cols, trace.nodes, jobs, nodes, end_time, out)
     if boundary_jobs:
         out["boundary_timers"] = boundary_figures(cols, jobs)
     if services or has_services(trace):

@@ -17,6 +17,7 @@ from ..base.errors import Problem
 from ..executor.policies import PRESETS
 from .executor_keys import EXECUTOR as _EXECUTOR, NOT_PER_NODE as _NOT_PER_NODE
 from .executor_keys import TABLE_ONLY as _TABLE_ONLY, backoff as _backoff, retry as _retry
+from .effects_shape import EFFECTS_SHAPE
 from .executor_keys import exponential as _exponential
 from ..executor.handlers import FAIL_RETRIES
 from .clock_format import CLOCK_FAULT
@@ -71,6 +72,7 @@ SUMMARY_SHAPE: dict[str, Any] = {
     #: only where boundary timers are timer jobs (a timer table): see analysis/metrics.py
     "boundary_timers": {**{k: None for k in ("timer_jobs", "done", "cancelled", "pending",
                                              "fired", "withdrew")}, "delay": _DIST},
+    "effects": EFFECTS_SHAPE,  # the effects that decided the run: analysis/effects.py
     "throughput_per_s": None, "invariants": _INVARIANTS, "end_time": None, "drained": None,
     "trace_events": None,
 }

@@ -25,6 +25,7 @@ from typing import Any
 from ..base.durations import format_duration
 from ..executor.config import ExecutorConfig, Scenario
 from .backlog import peak_backlog
+from .lint_polls import lock_step
 from .lint_work import p99, run_p99, workload_traps  # noqa: F401 (p99: the tests')
 
 __all__ = ["IGNORED", "Warning", "lint", "lint_runs", "p99"]
@@ -384,7 +385,7 @@ def lint(sc: Scenario) -> list[Warning]:
            for (code, path, message), names in found.items()]
     return out + [Warning(*item) for item in _mixed_global_lock(run)] + \
         [Warning(*item) for item in _idle_nodes(run)] + \
-        [Warning(*item) for item in workload_traps(sc)]
+        [Warning(*item) for item in (*workload_traps(sc), *lock_step(sc))]
 
 
 def lint_runs(runs: list[Scenario]) -> list[Warning]:

@@ -6,7 +6,8 @@ before the run's end (``created-after-the-end``), a job its worker hands back fo
 retried without an idempotency key (``ambiguous-timeout``), a service nothing calls
 (``service-not-called``), a rule for beyond a capacity it does not have
 (``ignored-setting``), or nodes' clocks further apart than a lock can bear
-(``clock-skew``). Each is a (code, dotted path, message) as in ``lint``."""
+(``clock-skew``), or polls that drift into lock-step (``poll-lock-step``,
+``lint_polls``). Each is a (code, dotted path, message) as in ``lint``."""
 
 from __future__ import annotations
 

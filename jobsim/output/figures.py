@@ -12,7 +12,9 @@ import pandas as pd
 
 from ..analysis.expect import figure
 from ..analysis.history import CAUSES
+from ..analysis.effects import phase_series
 from ..analysis.metrics import jobs_frame
+from ..analysis.series import load_series
 from ..base import memory
 from . import plots
 from .columns import plot_frame
@@ -32,6 +34,7 @@ def run_plots(a: Any, jobs: pd.DataFrame, folder: Path) -> list[tuple[str, str]]
     if "services" in a.summary:
         made.append(("load on the services", "service_load.png",
                      lambda: plots.service_load(load_panels(a))))
+    made += _load_plots(a, jobs)
     for _, name, draw in made:
         fig = draw()
         plots.save(fig, folder / name)
@@ -42,6 +45,23 @@ def run_plots(a: Any, jobs: pd.DataFrame, folder: Path) -> list[tuple[str, str]]
         ("No job ran twice, so there is no plot of double runs by cause.", "")]
     return [(title, name) for title, name, _ in made] + said
 
+
+
+def _load_plots(a: Any, jobs: pd.DataFrame) -> list[tuple[str, str, Any]]:
+    """Load over time (a run of 20 jobs or more) and the nodes' poll phases (where they
+    mean something: ``effects.phase_series``)."""
+    sc, end, cols = a.result.scenario, a.result.end_time, a.result.trace.arrays()
+    out = []
+    if len(jobs) >= 20:
+        threads = sum(n.executor.threads for n in sc.nodes)
+        out.append(("load over time: busy threads, waiting jobs, start delay, statements/s",
+                    "load_over_time.png", lambda: plots.load_over_time(
+                        load_series(cols, jobs, threads, end))))
+    phases = phase_series(cols, a.result.trace.nodes, sc.nodes, end)
+    if phases is not None:
+        out.append(("the nodes' poll phases over time", "poll_phases.png",
+                    lambda: plots.poll_phases(*phases)))
+    return out
 
 
 def compared(analyses: list[Any], tmp: Path, plots_of: dict[str, list[tuple[str, str]]]

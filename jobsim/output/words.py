@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from .effect_words import effect_sentences, seconds as _seconds
+
 #: what each cause of a double run means, as a sentence's end ("… because …")
 CAUSE_WORDS = {
     "unsafe_acquisition": "two nodes acquired the job at once (an unguarded claim)",
@@ -50,14 +52,6 @@ def explanation(scenario: Any) -> str:
 
 def _n(count: int, one: str, many: str | None = None) -> str:
     return f"{count:,} {one if count == 1 else (many or one + 's')}"
-
-
-def _seconds(x: float) -> str:
-    if x == 0:
-        return "0 s"
-    if x < 1:
-        return f"{x * 1000:.3g} ms"
-    return f"{x:,.3g} s" if x < 100 else f"{x:,.0f} s"
 
 
 def sentences(summary: dict[str, Any]) -> list[str]:
@@ -126,6 +120,7 @@ def sentences(summary: dict[str, Any]) -> list[str]:
                      "; none of them was taken up again") if lost == n else
                     f"; {lost:,} of them were never taken up again")
         out.append(f"A crash stranded {_n(n, 'job')}{back}.")
+    out += effect_sentences(summary)
     broken = [k for k, v in summary["invariants"].items() if v]
     if broken:
         out.append("Invariants broken: " + ", ".join(f"{k} ({summary['invariants'][k]:,})"

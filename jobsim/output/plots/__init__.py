@@ -17,7 +17,8 @@ Kinds of trace events used (see ``trace.KINDS``): ``job_created``, ``locked``,
 One module per kind of figure: ``latency`` (start-delay CDFs), ``timeline`` (executions per
 node), ``depth`` (jobs in the table over time), ``duplicates`` (double runs by cause),
 ``comparisons`` (one figure across variants, grid points or databases), ``services`` (the
-load on each downstream service beside its health); ``common`` holds
+load on each downstream service beside its health), ``load`` (busy threads, waiting jobs,
+start delay and statements per second over time; the nodes' poll phases); ``common`` holds
 what they share.
 """
 
@@ -28,11 +29,13 @@ from .comparisons import compare_bars, race_bars, sweep_bands
 from .depth import table_depth
 from .duplicates import duplicates_by_cause
 from .latency import latency_cdf, start_delay_by_variant
+from .load import load_over_time, poll_phases
 from .services import service_load
 from .timeline import node_timeline
 
-__all__ = ["DPI", "compare_bars", "duplicates_by_cause", "latency_cdf", "node_timeline",
-           "race_bars", "save", "service_load", "start_delay_by_variant", "sweep_bands", "table_depth"]
+__all__ = ["DPI", "compare_bars", "duplicates_by_cause", "latency_cdf", "load_over_time",
+           "node_timeline", "poll_phases", "race_bars", "save", "service_load",
+           "start_delay_by_variant", "sweep_bands", "table_depth"]
 
 
 def __dir__() -> list[str]:

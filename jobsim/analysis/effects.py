@@ -1,0 +1,277 @@
+"""The effects that decide a run's result without being a job's event: recognised from the
+trace, reported as ``summary["effects"]`` and told in words by the report.
+
+**Poll phases** (``poll_phases``). Nodes that poll on a fixed interval ``T`` each poll at a
+phase of it. Phases drawn independently leave a job, due at a random instant, waiting
+``T/(N+1)`` on average for the first of ``N`` nodes' polls; phases in lock-step leave it
+``T/2``. A node whose claim comes back full polls again as soon as a thread frees, and
+starts its interval anew there: it falls in just behind the node that emptied the table,
+and with no jitter the phases drift together and stay together. The figure is the phases'
+*spread*: the shortest arc of the interval that holds every node's phase (the phase of its
+latest poll), sampled once an interval — about ``T (N−1)/(N+1)`` for independent phases, 0
+in lock-step. The run is in ``lock_step`` when the spread over its last tenth is under 5 %
+of ``T``.
+
+**Imbalance** (``imbalance``). Each node's executions against its even share (its threads ×
+time up, among the nodes that handle the job: ``nodes.<n>.even_share``). Phases that stay
+apart but uneven decide the shares when jobs are short: whoever polls first after a job
+falls due takes it, so a node's share follows the gap of the cycle before its polls
+(``gap_share``).
+
+**Load** (``load``). The work offered (the thread-seconds the jobs' executions took, a job
+never run counted at its class's mean) per second of its arrival window (a class's first to
+last due time; the run's, for a class that arrives at one instant), against the threads
+that were up: ``offered`` is the utilisation it asks for, in
+total and by priority class, the class and those above it. At 1 or more the run is
+``overloaded``: the backlog grows while jobs arrive and no ordering bounds the waits, which
+grow with the length of the stream. Below 1, a class whose worst wait is many times the top
+class's is ``starved`` by the ordering; under ``order: aging`` it is ``aging_bounded``; else
+``stable``.
+
+**Saturation** (``saturation``). The time every thread that was up was busy with a due job
+waiting (the backlog), the longest such span and the most jobs waiting in it.
+
+Pure functions of the trace, the jobs and the nodes' settings; no Python object per event.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..base.trace import K
+from ..executor.config import NodeConfig
+
+#: a run's spread of phases under this share of the interval is lock-step
+LOCK_STEP = 0.05
+#: a node beyond this multiple of its even share (or under its inverse) is out of balance
+IMBALANCE = 1.5
+#: phases are sampled at most this many times (evenly) over a run
+SAMPLES = 2000
+#: a class waiting this many times longer than the top class's worst wait is starved
+STARVED = 10.0
+
+
+def _r(x: float | None) -> float | None:
+    return None if x is None or math.isnan(x) else float(round(float(x), 9))
+
+
+def executions(cols: dict[str, np.ndarray], end: float) -> tuple[np.ndarray, ...]:
+    """Each execution's (start, end, node, job), an end missing (a crash, the run's end)
+    being the run's end: the busy time of its thread as far as the trace tells it."""
+    kind = cols["kind"]
+    starts, ends = np.flatnonzero(kind == K["exec_start"]), np.flatnonzero(kind == K["exec_end"])
+    span = np.int64(int(cols["attempt"].max()) + 1) if len(cols["attempt"]) else np.int64(1)
+    key = cols["job"].astype(np.int64) * span + cols["attempt"]
+    stop = np.full(len(starts), float(end))
+    crash = np.flatnonzero(kind == K["node_crashed"])
+    if len(ends):
+        order = np.argsort(key[ends], kind="stable")
+        keys = key[ends][order]
+        i = np.minimum(np.searchsorted(keys, key[starts]), len(ends) - 1)
+        hit = keys[i] == key[starts]
+        stop[hit] = cols["time"][ends[order][i[hit]]]
+    else:
+        hit = np.zeros(len(starts), bool)
+    for j in np.flatnonzero(~hit):  # cut short: its node's next crash (few)
+        later = crash[(cols["node"][crash] == cols["node"][starts[j]]) & (crash > starts[j])]
+        if len(later):
+            stop[j] = cols["time"][later[0]]
+    return cols["time"][starts], stop, cols["node"][starts], cols["job"][starts]
+
+
+# --- poll phases and imbalance ----------------------------------------------------------------
+
+def poll_phases(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[NodeConfig, ...],
+                end: float, start_delay_mean: float | None) -> dict[str, Any] | None:
+    """The nodes' poll phases (see the module's docstring), or None where they mean nothing:
+    fewer than two polling nodes, intervals that differ, a fake clock, under ten intervals."""
+    series = phase_series(cols, names, nodes, end)
+    if series is None:
+        return None
+    _, phase, polling, T = series
+    spread = T - _largest_gap(phase, T)
+    tenth = max(1, len(spread) // 10)
+    first, last = float(np.median(spread[:tenth])), float(np.median(spread[-tenth:]))
+    n = len(polling)
+    jitter = max(c.executor.poll_jitter for c in nodes if c.name in polling)
+    out = {"interval": T, "nodes": n, "jitter": jitter,
+           "spread_start": _r(first), "spread_end": _r(last),
+           "spread_independent": _r(T * (n - 1) / (n + 1)),
+           "lock_step": bool(last < LOCK_STEP * T),
+           "start_delay_mean": _r(start_delay_mean) if start_delay_mean is not None else None,
+           "start_delay_independent": _r(T / (n + 1)), "start_delay_lock_step": _r(T / 2)}
+    # the share of the cycle before each node's polls, over the run's last tenth
+    gaps = _gaps_before(phase[-tenth:], T).mean(axis=0) / T
+    out["gap_share"] = {name: _r(g) for name, g in sorted(zip(polling, gaps))}
+    return out
+
+
+def phase_series(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[NodeConfig, ...],
+                 end: float) -> tuple[np.ndarray, np.ndarray, list[str], float] | None:
+    """The sampled instants (once an interval, at most ``SAMPLES``), each polling node's
+    phase at them (instants × nodes: the phase of its latest poll), the nodes' names and the
+    interval; None where phases mean nothing (see ``poll_phases``)."""
+    polling = [n for n in nodes if n.executor.wakeup == "poll" and n.name in names]
+    if len(polling) < 2 or (cols["kind"] == K["tick"]).any():
+        return None
+    T = polling[0].executor.poll_interval
+    acq = cols["kind"] == K["acquire"]
+    times = [cols["time"][acq & (cols["node"] == names.index(n.name))] for n in polling]
+    if T <= 0 or any(n.executor.poll_interval != T for n in polling) or \
+            any(len(t) < 2 for t in times):
+        return None
+    t0 = max(float(t[0]) for t in times)
+    count = int((end - t0) // T)
+    if count < 10:
+        return None
+    at = np.linspace(t0, t0 + (count - 1) * T, min(count, SAMPLES))
+    phase = np.stack([t[np.searchsorted(t, at, side="right") - 1] % T for t in times], axis=1)
+    return at, phase, [n.name for n in polling], T
+
+
+def _largest_gap(phase: np.ndarray, T: float) -> np.ndarray:
+    s = np.sort(phase, axis=1)
+    gaps = np.diff(np.concatenate([s, s[:, :1] + T], axis=1), axis=1)
+    return gaps.max(axis=1)
+
+
+def _gaps_before(phase: np.ndarray, T: float) -> np.ndarray:
+    """Per row and node (in the columns' order), the arc from the previous node's phase to
+    its own: the share of the cycle whose due jobs it is first to see."""
+    order = np.argsort(phase, axis=1, kind="stable")
+    s = np.take_along_axis(phase, order, axis=1)
+    before = np.diff(np.concatenate([s[:, -1:] - T, s], axis=1), axis=1)
+    out = np.empty_like(before)
+    np.put_along_axis(out, order, before, axis=1)
+    return out
+
+
+def imbalance(node_figures: dict[str, dict[str, Any]], phases: dict[str, Any] | None
+              ) -> dict[str, Any] | None:
+    """The nodes' executions against their even shares, and what explains the spread."""
+    shares = {n: (f["executions"], f.get("even_share")) for n, f in node_figures.items()
+              if f.get("even_share")}
+    if len(shares) < 2 or sum(e for e, _ in shares.values()) < 20 * len(shares):
+        return None
+    ratio = {n: e / even for n, (e, even) in shares.items()}
+    most = max(sorted(ratio), key=lambda n: ratio[n])
+    least = min(sorted(ratio), key=lambda n: ratio[n])
+    out: dict[str, Any] = {
+        "most": most, "most_executions": shares[most][0], "most_even": _r(shares[most][1]),
+        "least": least, "least_executions": shares[least][0],
+        "least_even": _r(shares[least][1]),
+        "imbalanced": bool(ratio[most] >= IMBALANCE or ratio[least] <= 1 / IMBALANCE),
+        "why": None}
+    if out["imbalanced"] and phases and not phases["lock_step"]:
+        gap = phases["gap_share"]
+        if most in gap and least in gap and gap[most] > gap[least] and \
+                max(sorted(gap), key=lambda n: gap[n]) == most:
+            out["why"] = "poll_phases"
+    return out
+
+
+# --- load, starvation and saturation ----------------------------------------------------------
+
+def load(jobs: pd.DataFrame, runs: tuple[np.ndarray, ...], node_figures: dict[str, Any],
+         order: str) -> dict[str, Any] | None:
+    """Offered load against capacity, by priority class (see the module's docstring)."""
+    if len(jobs) < 20:
+        return None
+    due = jobs["due"].to_numpy(dtype=float)
+    window = float(due.max() - due.min())
+    end = max(float(np.max(runs[1])) if len(runs[1]) else 0.0, float(due.max()))
+    threads = sum((f.get("threads") or 0) * (f.get("time_up") or 0.0) for f in
+                  node_figures.values()) / end if end > 0 else 0.0
+    if window <= 0 or threads <= 0:
+        return None
+    ids = jobs["id"].to_numpy()
+    work = pd.Series(runs[1] - runs[0]).groupby(runs[3]).sum()
+    per_job = work.reindex(ids).to_numpy(dtype=float)  # NaN: never ran
+    prio = jobs["priority"].to_numpy()
+    classes: dict[str, dict[str, Any]] = {}
+    offered = 0.0
+    for p in sorted(set(prio.tolist()), reverse=True):
+        here = prio == p
+        ran = per_job[here][~np.isnan(per_job[here])]
+        mean = float(ran.mean()) if len(ran) else 0.0
+        total = float(ran.sum()) + mean * int(np.isnan(per_job[here]).sum())
+        span = float(due[here].max() - due[here].min())  # the class's own arrivals
+        rho = total / (span if span > 0.1 * window else window) / threads
+        offered += rho
+        delay = (jobs["first_start"] - jobs["due"]).to_numpy(dtype=float)[here]
+        classes[str(int(p))] = {"jobs": int(here.sum()), "offered": _r(rho),
+                                "with_higher": _r(offered),
+                                "never_started": int(np.isnan(delay).sum()),
+                                "worst_wait": _r(float(np.nanmax(delay))) if
+                                (~np.isnan(delay)).any() else None}
+    verdict = "overloaded" if offered >= 1.0 else "stable"
+    if verdict == "stable" and len(classes) > 1:
+        top = classes[max(classes, key=int)]
+        scale = max(top["worst_wait"] or 0.0, 1e-9)
+        starved = [c for c, f in classes.items() if f["never_started"] or
+                   (f["worst_wait"] or 0.0) > STARVED * scale and (f["worst_wait"] or 0) > 1.0]
+        if starved:
+            verdict = "starved"
+        elif order == "aging":
+            verdict = "aging_bounded"
+    return {"offered": _r(offered), "threads": _r(threads), "window": _r(window),
+            "by_priority": classes, "verdict": verdict}
+
+
+def saturation(jobs: pd.DataFrame, runs: tuple[np.ndarray, ...], threads: int,
+               end: float) -> dict[str, Any] | None:
+    """How long every thread was busy while due jobs waited (``threads``: the cluster's)."""
+    if threads <= 0 or end <= 0 or not len(runs[0]):
+        return None
+    busy_t, busy = _steps(runs[0], runs[1])
+    due = jobs["due"].to_numpy(dtype=float)
+    start = jobs["first_start"].to_numpy(dtype=float)
+    wait_t, waiting = _steps(due, np.where(np.isnan(start), np.inf, start))
+    at = np.union1d(busy_t, wait_t)
+    at = at[at <= end]
+    b = busy[np.searchsorted(busy_t, at, side="right") - 1] if len(busy_t) else 0 * at
+    w = waiting[np.searchsorted(wait_t, at, side="right") - 1] if len(wait_t) else 0 * at
+    full = (b >= threads) & (w > 0)
+    length = np.diff(np.append(at, end))
+    total = float(length[full].sum())
+    out: dict[str, Any] = {"threads": threads, "time": _r(total), "share": _r(total / end),
+                           "longest": None, "longest_from": None, "most_waiting": None}
+    if total > 0:
+        edges = np.diff(np.concatenate([[0], full.astype(np.int8), [0]]))
+        begin, stop = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+        spans = np.array([length[a:z].sum() for a, z in zip(begin, stop)])
+        k = int(spans.argmax())
+        out.update(longest=_r(float(spans[k])), longest_from=_r(float(at[begin[k]])),
+                   most_waiting=int(w[begin[k]:stop[k]].max()))
+    return out
+
+
+def _steps(up: np.ndarray, down: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A count that rises by one at each ``up`` and falls at each ``down``: its change
+    instants and its value from each on."""
+    t = np.concatenate([up, down[np.isfinite(down)]])
+    d = np.concatenate([np.ones(len(up), np.int64),
+                        -np.ones(int(np.isfinite(down).sum()), np.int64)])
+    order = np.argsort(t, kind="stable")
+    t, level = t[order], np.cumsum(d[order])
+    last = np.append(t[1:] != t[:-1], True)
+    return t[last], level[last]
+
+
+def detect(cols: dict[str, np.ndarray], names: list[str], jobs: pd.DataFrame,
+           nodes: tuple[NodeConfig, ...], end: float, figures: dict[str, Any]
+           ) -> dict[str, Any]:
+    """``summary["effects"]``: each detector's figures (an entry is None where its effect
+    means nothing in this run). ``figures``: the summary so far (its nodes and latency)."""
+    runs = executions(cols, end)
+    mean = figures["latency"]["start_delay"].get("mean")
+    phases = poll_phases(cols, names, nodes, end, mean)
+    order = nodes[0].executor.order if nodes else "id"
+    threads = sum(n.executor.threads for n in nodes)
+    return {"poll_phases": phases, "imbalance": imbalance(figures["nodes"], phases),
+            "load": load(jobs, runs, figures["nodes"], order),
+            "saturation": saturation(jobs, runs, threads, end)}

@@ -1,0 +1,23 @@
+"""The shape of ``summary["effects"]`` (``analysis/effects.py``), for checking an
+expectation's path before the run; ``ANY`` stands for a node or a priority. An entry is null
+where its effect means nothing in the run (a comparison with it then fails as "no figure")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+ANY = "<any>"
+
+EFFECTS_SHAPE: dict[str, Any] = {
+    "poll_phases": {k: None for k in (
+        "interval", "nodes", "jitter", "spread_start", "spread_end", "spread_independent",
+        "lock_step", "start_delay_mean", "start_delay_independent",
+        "start_delay_lock_step")} | {"gap_share": {ANY: None}},
+    "imbalance": {k: None for k in ("most", "most_executions", "most_even", "least",
+                                    "least_executions", "least_even", "imbalanced",
+                                    "why")},
+    "load": {"offered": None, "threads": None, "window": None, "verdict": None,
+             "by_priority": {ANY: {k: None for k in ("jobs", "offered", "with_higher",
+                                                     "never_started", "worst_wait")}}},
+    "saturation": {k: None for k in ("threads", "time", "share", "longest",
+                                     "longest_from", "most_waiting")}}

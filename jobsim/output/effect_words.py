@@ -1,0 +1,98 @@
+"""The effects that decided a run (``summary["effects"]``, ``analysis.effects``), told in
+sentences for "What the run shows": each says what happened, with the run's figures, and
+what it cost; an effect the run does not show is not mentioned."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+
+def seconds(x: float) -> str:
+    """A time as "What the run shows" writes one: ``0 s``, ``142 ms``, ``4.29 s``, ``643 s``."""
+    if x == 0:
+        return "0 s"
+    if x < 1:
+        return f"{x * 1000:.3g} ms"
+    return f"{x:,.3g} s" if x < 100 else f"{x:,.0f} s"
+
+
+_s = seconds
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f} %"
+
+
+def effect_sentences(summary: dict[str, Any]) -> list[str]:
+    effects = summary.get("effects") or {}
+    out = []
+    phases = effects.get("poll_phases")
+    if phases and phases["lock_step"]:
+        T, n = phases["interval"], phases["nodes"]
+        mean = phases.get("start_delay_mean")
+        cost = (f" Jobs waited a mean {_s(mean)} to start, against {_s(T / (n + 1))} for "
+                f"independent phases (T/(N+1)) and {_s(T / 2)} in full lock-step (T/2)."
+                if mean is not None else "")
+        out.append(
+            f"The {n} nodes polled in lock-step: at the start their polls spread over "
+            f"{_s(phases['spread_start'])} of the {_s(T)} interval, at the end over "
+            f"{_s(phases['spread_end'])} (independent phases: {_s(phases['spread_independent'])})."
+            f" A node whose claim comes back full polls again as soon as a thread frees and "
+            f"starts its interval anew, just behind the others"
+            + (", and with no jitter nothing pulls the phases apart again" if
+               not phases["jitter"] else "") + "." + cost
+            + (" executor.poll_jitter: 0.2 keeps them apart." if not phases["jitter"] else ""))
+    imb = effects.get("imbalance")
+    if imb and imb["imbalanced"]:
+        line = (f"The work was uneven: {imb['most']} ran {imb['most_executions']:,} "
+                f"executions (even share {imb['most_even']:,.0f}), {imb['least']} "
+                f"{imb['least_executions']:,} (even share {imb['least_even']:,.0f}).")
+        if imb["why"] == "poll_phases" and phases:
+            gap = phases["gap_share"]
+            line += (" The nodes poll at phases that stay apart but uneven"
+                     + (" (no jitter, and no claim came back full to shift them)"
+                        if not phases["jitter"] else "")
+                     + ": whoever polls first after a job falls due takes it, and "
+                     f"{imb['most']}'s polls follow {_pct(gap[imb['most']])} of the "
+                     f"{_s(phases['interval'])} cycle, {imb['least']}'s "
+                     f"{_pct(gap[imb['least']])}.")
+        out.append(line)
+    load = effects.get("load")
+    if load:
+        out += _load(load)
+    sat = effects.get("saturation")
+    end = summary.get("end_time") or 0.0
+    if sat and sat.get("longest") and end and sat["longest"] >= max(60.0, 0.1 * end):
+        out.append(f"The executor was saturated for {_s(sat['time'])} of the run's "
+                   f"{_s(end)}: every one of its {sat['threads']:,} threads busy while due "
+                   f"jobs waited, longest from t={_s(sat['longest_from'])} for "
+                   f"{_s(sat['longest'])}, with up to {sat['most_waiting']:,} waiting.")
+    return out
+
+
+def _load(load: dict[str, Any]) -> list[str]:
+    classes = load["by_priority"]
+    worst = ", ".join(f"priority {p} {_s(f['worst_wait'])}" for p, f in
+                      sorted(classes.items(), key=lambda pf: -int(pf[0]))
+                      if f["worst_wait"] is not None)
+    split = "" if len(classes) < 2 else " (" + ", ".join(
+        f"priority {p}: {f['offered']:.2f}" for p, f in
+        sorted(classes.items(), key=lambda pf: -int(pf[0]))) + ")"
+    threads = f"{load['threads']:.3g} threads"
+    verdict = load["verdict"]
+    if verdict == "overloaded":
+        return [f"Overloaded: while the jobs arrived they asked for {load['offered']:.2f} "
+                f"times the work the {threads} can do{split}. The backlog grows for as long "
+                f"as they arrive, and no ordering bounds the waits: they grow with the "
+                f"stream's length, not with the policy." + (f" Worst waits: {worst}." if
+                                                            worst and split else "")]
+    if verdict == "starved":
+        return [f"Starvation, not overload: the jobs asked for {load['offered']:.2f} of what "
+                f"the {threads} can do{split}, yet the ordering kept a class waiting far "
+                f"longer than the top one (worst waits: {worst})."]
+    if verdict == "aging_bounded":
+        return [f"Under capacity: the jobs asked for {load['offered']:.2f} of what the "
+                f"{threads} can do{split}, and aging bounds every class's wait "
+                f"(worst waits: {worst})."]
+    return []

@@ -1,0 +1,143 @@
+"""The effects that decide a run (``analysis/effects.py``), named in its report with their
+figures: pollers drifting into lock-step, work split by fixed poll phases, overload told
+apart from starvation. Each on a scenario written with defaults, at several seeds."""
+
+from pathlib import Path
+
+import pytest
+
+import jobsim.api as api
+from jobsim.format.lint import lint
+from jobsim.format.scenario import from_dict, load_variants
+from jobsim.output.words import sentences
+
+SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
+
+#: 4 nodes of 8 threads polling every 10 s, 2 jobs/s of 200 ms for 30 minutes; defaults
+#: everywhere else (the generic executor: no jitter)
+POLLERS = {
+    "name": "pollers", "seed": 1, "until": "30m",
+    "executor": {"poll_interval": "10s", "threads": 8},
+    "nodes": [{"name": f"n{i}"} for i in range(1, 5)],
+    "handlers": {"work": {"duration": "200ms"}},
+    "workload": {"streams": [{"name": "s", "handler": "work", "rate": "2/s", "count": 3600}]},
+}
+
+
+def _doc(poll: str = "10s", **executor) -> dict:
+    d = {**POLLERS, "executor": {**POLLERS["executor"], "poll_interval": poll, **executor}}
+    return d
+
+
+def _summary(doc: dict, seed: int) -> dict:
+    return api.analyse(api.run(from_dict(doc), seed)).summary
+
+
+def test_pollers_with_no_jitter_drift_into_lock_step_and_the_report_says_so():
+    for seed in (1, 2, 3, 4, 5):
+        s = _summary(_doc(), seed)
+        p = s["effects"]["poll_phases"]
+        assert p["lock_step"], (seed, p)
+        assert p["spread_start"] > 10 * p["spread_end"], (seed, p)  # converged, not born so
+        assert p["spread_end"] < 0.5 and p["start_delay_independent"] == 2.0
+        assert p["start_delay_mean"] > 1.8 * p["start_delay_independent"], (seed, p)
+        said = " ".join(sentences(s))
+        assert "polled in lock-step" in said and "executor.poll_jitter: 0.2" in said
+
+
+def test_the_lint_warns_of_lock_step_before_the_run_and_is_quiet_when_jitter_is_written():
+    warned = [w for w in lint(from_dict(_doc())) if w.code == "poll-lock-step"]
+    assert len(warned) == 1 and warned[0].path == "executor.poll_jitter"
+    assert "T/2 = 5s" in warned[0].message and "poll_jitter: 0.2" in warned[0].message
+    assert not [w for w in lint(from_dict(_doc(poll_jitter=0))) if w.code == "poll-lock-step"]
+    assert not [w for w in lint(from_dict(_doc(poll_jitter=0.2)))
+                if w.code == "poll-lock-step"]
+    # runs as long as the interval keep the re-polls apart: no prediction
+    long_runs = {**_doc(), "handlers": {"work": {"duration": "20s"}}}
+    assert not [w for w in lint(from_dict(long_runs)) if w.code == "poll-lock-step"]
+
+
+def test_written_out_no_jitter_is_still_named_in_the_report():
+    s = _summary(_doc(poll_jitter=0), 1)
+    assert s["effects"]["poll_phases"]["lock_step"]
+    said = " ".join(sentences(s))
+    assert "polled in lock-step" in said and "nothing pulls the phases apart" in said
+
+
+def test_jitter_keeps_the_phases_apart_at_one_seed():
+    p = _summary(_doc(poll_jitter=0.2), 1)["effects"]["poll_phases"]
+    assert not p["lock_step"] and p["spread_end"] > 2.0
+    assert abs(p["start_delay_mean"] - 2.0) <= 0.15 * 2.0
+
+
+@pytest.mark.slow
+def test_jitter_0_2_keeps_start_delay_within_15_percent_of_independent_phases():
+    means = [_summary(_doc(poll_jitter=0.2), seed)["effects"]["poll_phases"]["start_delay_mean"]
+             for seed in (1, 2, 3, 4, 5)]
+    assert abs(sum(means) / 5 - 2.0) <= 0.15 * 2.0, means
+
+
+def test_fixed_uneven_phases_split_the_work_and_the_report_says_why():
+    for seed in (1, 2, 3):
+        s = _summary(_doc(poll="1s"), seed)
+        imb, p = s["effects"]["imbalance"], s["effects"]["poll_phases"]
+        assert imb["imbalanced"] and imb["why"] == "poll_phases", (seed, imb)
+        assert not p["lock_step"] and p["spread_start"] == p["spread_end"]  # phases fixed
+        nodes = s["nodes"]
+        assert imb["most_executions"] == max(f["executions"] for f in nodes.values())
+        assert imb["least_executions"] == min(f["executions"] for f in nodes.values())
+        assert imb["most_executions"] > 2 * imb["most_even"] or \
+            imb["least_executions"] < imb["least_even"] / 2
+        # each node's share of the work is its share of the cycle before its polls
+        total = s["executions"]
+        for name, f in nodes.items():
+            assert abs(f["executions"] / total - p["gap_share"][name]) < 0.05, (seed, name)
+        said = " ".join(sentences(s))
+        assert f"{imb['most']} ran {imb['most_executions']:,} executions" in said
+        assert f"{imb['least']} {imb['least_executions']:,}" in said
+        assert "whoever polls first after a job falls due takes it" in said
+
+
+def test_overload_is_told_apart_from_aging_under_capacity():
+    by = {}
+    for sc in load_variants(SCENARIOS / "priority_starvation.yaml"):
+        s = api.analyse(api.run(sc)).summary
+        by[sc.variant] = s
+    for name in ("strict", "aging"):
+        load = by[name]["effects"]["load"]
+        assert load["verdict"] == "overloaded" and load["offered"] > 1.05, (name, load)
+        assert by[name]["effects"]["saturation"]["share"] > 0.9
+        said = " ".join(sentences(by[name]))
+        assert "Overloaded" in said and f"{load['offered']:.2f} times" in said
+    load = by["aging_under_capacity"]["effects"]["load"]
+    assert load["verdict"] == "aging_bounded" and load["offered"] < 0.95
+    said = " ".join(sentences(by["aging_under_capacity"]))
+    assert "Under capacity" in said and "Overloaded" not in said
+
+
+def test_a_stable_ordering_that_shuts_a_class_out_is_starvation():
+    """Strict priority under capacity (0.97 of it at this seed), the low class's worst wait
+    475 s against the high class's 21 s."""
+    doc = {"name": "starve", "seed": 3, "until": "drained",
+           "executor": {"order": "priority", "threads": 2, "poll_interval": "1s",
+                        "wakeup": "notify"},
+           "nodes": 1, "handlers": {"work": {"duration": {"exponential": {"mean": "1s"}}},
+                                    "slow": {"duration": "1s"}},
+           "workload": {"streams": [
+               {"name": "high", "handler": "work", "count": 1500, "rate": "1.9/s",
+                "priority": 10},
+               {"name": "low", "handler": "slow", "count": 5, "rate": "0.01/s"}]}}
+    s = _summary(doc, 3)
+    load = s["effects"]["load"]
+    assert load["offered"] < 1.0
+    worst = {p: f["worst_wait"] for p, f in load["by_priority"].items()}
+    assert worst["0"] > 10 * worst["10"] and load["verdict"] == "starved", load
+    assert "Starvation, not overload" in " ".join(sentences(s))
+
+
+def test_the_shipped_teaching_runs_claim_no_effect_they_do_not_show():
+    """The lesson's three jobs: no load, phase or saturation sentence."""
+    s = api.analyse(api.run(SCENARIOS / "lesson.yaml")).summary
+    said = " ".join(sentences(s))
+    for words in ("lock-step", "uneven", "Overloaded", "saturated", "Starvation"):
+        assert words not in said
