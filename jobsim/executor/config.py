@@ -129,8 +129,8 @@ class ExecutorConfig:
 @dataclass(frozen=True)
 class NodeConfig:
     """A node; ``start_at`` pins when it starts (None: at 0, its first poll at a phase drawn
-    uniformly within one poll interval from its own stream, so that nodes are not in
-    lock-step)."""
+    uniformly within one poll interval from its own stream, so that nodes start out of
+    step; full claims may pull them into lock-step later: ``analysis/effects.py``)."""
 
     name: str
     executor: ExecutorConfig
