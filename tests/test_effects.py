@@ -141,3 +141,25 @@ def test_the_shipped_teaching_runs_claim_no_effect_they_do_not_show():
     said = " ".join(sentences(s))
     for words in ("lock-step", "uneven", "Overloaded", "saturated", "Starvation"):
         assert words not in said
+
+
+def test_a_burst_is_not_called_overload_nor_pinned_starts_a_drift():
+    """The challenge's burst has no offered rate to speak of (its urgent timer's wait is the
+    ordering's doing); the race pins its nodes' starts together: lock-step from the start,
+    not drifted into, and no advice to jitter what the file pinned."""
+    for sc in load_variants(SCENARIOS / "challenge.yaml"):
+        s = api.analyse(api.run(sc)).summary
+        assert s["effects"]["load"]["verdict"] == "burst", sc.variant
+        assert "Overloaded" not in " ".join(sentences(s))
+    s = api.analyse(api.run(SCENARIOS / "race.yaml")).summary
+    p = s["effects"]["poll_phases"]
+    assert p["lock_step"] and p["from_start"]
+    said = " ".join(sentences(s))
+    assert "lock-step from the start" in said and "poll_jitter" not in said
+
+
+def test_a_handful_of_executions_off_their_even_share_is_not_an_imbalance():
+    """zeebe: worker-A ran 3 against an even share of 1 (it crashed at 20 s)."""
+    s = api.analyse(api.run(SCENARIOS / "zeebe.yaml")).summary
+    assert not s["effects"]["imbalance"]["imbalanced"]
+    assert s["effects"]["load"]["verdict"] == "burst"  # 43 jobs: no rate

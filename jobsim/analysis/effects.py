@@ -10,7 +10,7 @@ and with no jitter the phases drift together and stay together. The figure is th
 *spread*: the shortest arc of the interval that holds every node's phase (the phase of its
 latest poll), sampled once an interval — about ``T (N−1)/(N+1)`` for independent phases, 0
 in lock-step. The run is in ``lock_step`` when the spread over its last tenth is under 5 %
-of ``T``.
+of ``T`` (``from_start``: it was so from the start — pinned starts, or phases drawn close).
 
 **Imbalance** (``imbalance``). Each node's executions against its even share (its threads ×
 time up, among the nodes that handle the job: ``nodes.<n>.even_share``). Phases that stay
@@ -24,7 +24,8 @@ last due time; the run's, for a class that arrives at one instant), against the 
 that were up: ``offered`` is the utilisation it asks for, in
 total and by priority class, the class and those above it. At 1 or more the run is
 ``overloaded``: the backlog grows while jobs arrive and no ordering bounds the waits, which
-grow with the length of the stream. Below 1, a class whose worst wait is many times the top
+grow with the length of the stream. Arrivals over fewer than ``SUSTAINED`` mean runs' lengths
+(or under 50 jobs) are a ``burst``: no rate to speak of. Below 1, a class whose worst wait is many times the top
 class's is ``starved`` by the ordering; under ``order: aging`` it is ``aging_bounded``; else
 ``stable``.
 
@@ -49,8 +50,12 @@ from ..executor.config import NodeConfig
 LOCK_STEP = 0.05
 #: a node beyond this multiple of its even share (or under its inverse) is out of balance
 IMBALANCE = 1.5
+#: a node's share of the executions this close to its share of the poll cycle is explained
+FIT = 0.1
 #: phases are sampled at most this many times (evenly) over a run
 SAMPLES = 2000
+#: arrivals over fewer than this many mean runs' lengths are a burst, not a rate
+SUSTAINED = 20.0
 #: a class waiting this many times longer than the top class's worst wait is starved
 STARVED = 10.0
 
@@ -102,6 +107,7 @@ def poll_phases(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[Node
            "spread_start": _r(first), "spread_end": _r(last),
            "spread_independent": _r(T * (n - 1) / (n + 1)),
            "lock_step": bool(last < LOCK_STEP * T),
+           "from_start": bool(first < LOCK_STEP * T),  # started so: pinned or drawn close
            "start_delay_mean": _r(start_delay_mean) if start_delay_mean is not None else None,
            "start_delay_independent": _r(T / (n + 1)), "start_delay_lock_step": _r(T / 2)}
     # the share of the cycle before each node's polls, over the run's last tenth
@@ -150,12 +156,16 @@ def _gaps_before(phase: np.ndarray, T: float) -> np.ndarray:
     return out
 
 
-def imbalance(node_figures: dict[str, dict[str, Any]], phases: dict[str, Any] | None
-              ) -> dict[str, Any] | None:
-    """The nodes' executions against their even shares, and what explains the spread."""
+def imbalance(node_figures: dict[str, dict[str, Any]], phases: dict[str, Any] | None,
+              full_claims: int) -> dict[str, Any] | None:
+    """The nodes' executions against their even shares, and what explains the spread: the
+    poll phases, when each node's share of the executions is within ``FIT`` of its share of
+    the cycle before its polls (``full_claims``: claims that came back full, which move a
+    node's phase)."""
     shares = {n: (f["executions"], f.get("even_share")) for n, f in node_figures.items()
               if f.get("even_share")}
-    if len(shares) < 2 or sum(e for e, _ in shares.values()) < 20 * len(shares):
+    total = sum(e for e, _ in shares.values())
+    if len(shares) < 2 or total < 20 * len(shares):
         return None
     ratio = {n: e / even for n, (e, even) in shares.items()}
     most = max(sorted(ratio), key=lambda n: ratio[n])
@@ -164,12 +174,14 @@ def imbalance(node_figures: dict[str, dict[str, Any]], phases: dict[str, Any] | 
         "most": most, "most_executions": shares[most][0], "most_even": _r(shares[most][1]),
         "least": least, "least_executions": shares[least][0],
         "least_even": _r(shares[least][1]),
-        "imbalanced": bool(ratio[most] >= IMBALANCE or ratio[least] <= 1 / IMBALANCE),
-        "why": None}
+        "imbalanced": bool(ratio[most] >= IMBALANCE or ratio[least] <= 1 / IMBALANCE) and
+        max(abs(e - even) for e, even in shares.values()) >= max(10.0, 0.1 * total / len(shares)),
+        "why": None, "full_claims": int(full_claims)}
     if out["imbalanced"] and phases and not phases["lock_step"]:
         gap = phases["gap_share"]
-        if most in gap and least in gap and gap[most] > gap[least] and \
-                max(sorted(gap), key=lambda n: gap[n]) == most:
+        ran = sum(shares[n][0] for n in gap if n in shares)
+        if ran and all(n in shares and abs(shares[n][0] / ran - gap[n]) <= FIT
+                       for n in (most, least) if n in gap) and most in gap and least in gap:
             out["why"] = "poll_phases"
     return out
 
@@ -208,7 +220,11 @@ def load(jobs: pd.DataFrame, runs: tuple[np.ndarray, ...], node_figures: dict[st
                                 "never_started": int(np.isnan(delay).sum()),
                                 "worst_wait": _r(float(np.nanmax(delay))) if
                                 (~np.isnan(delay)).any() else None}
-    verdict = "overloaded" if offered >= 1.0 else "stable"
+    ran_all = per_job[~np.isnan(per_job)]
+    mean_work = float(ran_all.mean()) if len(ran_all) else 0.0
+    # a rate needs arrivals spread over many runs' length: a burst has no offered load
+    verdict = "burst" if len(jobs) < 50 or window < SUSTAINED * mean_work else \
+        "overloaded" if offered >= 1.0 else "stable"
     if verdict == "stable" and len(classes) > 1:
         top = classes[max(classes, key=int)]
         scale = max(top["worst_wait"] or 0.0, 1e-9)
@@ -272,6 +288,7 @@ def detect(cols: dict[str, np.ndarray], names: list[str], jobs: pd.DataFrame,
     phases = poll_phases(cols, names, nodes, end, mean)
     order = nodes[0].executor.order if nodes else "id"
     threads = sum(n.executor.threads for n in nodes)
-    return {"poll_phases": phases, "imbalance": imbalance(figures["nodes"], phases),
+    full = figures["acquisition"]["full"]
+    return {"poll_phases": phases, "imbalance": imbalance(figures["nodes"], phases, full),
             "load": load(jobs, runs, figures["nodes"], order),
             "saturation": saturation(jobs, runs, threads, end)}

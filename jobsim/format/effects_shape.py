@@ -12,10 +12,10 @@ EFFECTS_SHAPE: dict[str, Any] = {
     "poll_phases": {k: None for k in (
         "interval", "nodes", "jitter", "spread_start", "spread_end", "spread_independent",
         "lock_step", "start_delay_mean", "start_delay_independent",
-        "start_delay_lock_step")} | {"gap_share": {ANY: None}},
+        "start_delay_lock_step", "from_start")} | {"gap_share": {ANY: None}},
     "imbalance": {k: None for k in ("most", "most_executions", "most_even", "least",
                                     "least_executions", "least_even", "imbalanced",
-                                    "why")},
+                                    "why", "full_claims")},
     "load": {"offered": None, "threads": None, "window": None, "verdict": None,
              "by_priority": {ANY: {k: None for k in ("jobs", "offered", "with_higher",
                                                      "never_started", "worst_wait")}}},

@@ -29,20 +29,7 @@ def effect_sentences(summary: dict[str, Any]) -> list[str]:
     out = []
     phases = effects.get("poll_phases")
     if phases and phases["lock_step"]:
-        T, n = phases["interval"], phases["nodes"]
-        mean = phases.get("start_delay_mean")
-        cost = (f" Jobs waited a mean {_s(mean)} to start, against {_s(T / (n + 1))} for "
-                f"independent phases (T/(N+1)) and {_s(T / 2)} in full lock-step (T/2)."
-                if mean is not None else "")
-        out.append(
-            f"The {n} nodes polled in lock-step: at the start their polls spread over "
-            f"{_s(phases['spread_start'])} of the {_s(T)} interval, at the end over "
-            f"{_s(phases['spread_end'])} (independent phases: {_s(phases['spread_independent'])})."
-            f" A node whose claim comes back full polls again as soon as a thread frees and "
-            f"starts its interval anew, just behind the others"
-            + (", and with no jitter nothing pulls the phases apart again" if
-               not phases["jitter"] else "") + "." + cost
-            + (" executor.poll_jitter: 0.2 keeps them apart." if not phases["jitter"] else ""))
+        out.append(_lock_step(phases))
     imb = effects.get("imbalance")
     if imb and imb["imbalanced"]:
         line = (f"The work was uneven: {imb['most']} ran {imb['most_executions']:,} "
@@ -50,13 +37,17 @@ def effect_sentences(summary: dict[str, Any]) -> list[str]:
                 f"{imb['least_executions']:,} (even share {imb['least_even']:,.0f}).")
         if imb["why"] == "poll_phases" and phases:
             gap = phases["gap_share"]
+            fixed = not phases["jitter"] and not imb.get("full_claims")
             line += (" The nodes poll at phases that stay apart but uneven"
                      + (" (no jitter, and no claim came back full to shift them)"
-                        if not phases["jitter"] else "")
+                        if fixed else "")
                      + ": whoever polls first after a job falls due takes it, and "
                      f"{imb['most']}'s polls follow {_pct(gap[imb['most']])} of the "
                      f"{_s(phases['interval'])} cycle, {imb['least']}'s "
                      f"{_pct(gap[imb['least']])}.")
+        elif phases and not phases["lock_step"]:
+            line += (" The poll phases do not explain it: each node's share of the work is "
+                     "not its share of the poll cycle.")
         out.append(line)
     load = effects.get("load")
     if load:
@@ -69,6 +60,30 @@ def effect_sentences(summary: dict[str, Any]) -> list[str]:
                    f"jobs waited, longest from t={_s(sat['longest_from'])} for "
                    f"{_s(sat['longest'])}, with up to {sat['most_waiting']:,} waiting.")
     return out
+
+
+def _lock_step(phases: dict[str, Any]) -> str:
+    T, n = phases["interval"], phases["nodes"]
+    if phases.get("from_start"):
+        line = (f"The {n} nodes polled in lock-step from the start: their first polls fell "
+                f"within {_s(phases['spread_start'])} of one another in the {_s(T)} interval "
+                f"and stayed within {_s(phases['spread_end'])}.")
+    else:
+        line = (f"The {n} nodes polled in lock-step: at the start their polls spread over "
+                f"{_s(phases['spread_start'])} of the {_s(T)} interval, at the end over "
+                f"{_s(phases['spread_end'])} (independent phases: "
+                f"{_s(phases['spread_independent'])}). A node whose claim comes back full "
+                f"polls again as soon as a thread frees and starts its interval anew, just "
+                f"behind the others"
+                + (", and with no jitter nothing pulls the phases apart again" if
+                   not phases["jitter"] else "") + ".")
+    mean = phases.get("start_delay_mean")
+    if mean is not None and T / (n + 1) / 2 <= mean <= T:  # a wait the polls decide
+        line += (f" Jobs waited a mean {_s(mean)} to start, against {_s(T / (n + 1))} for "
+                 f"independent phases (T/(N+1)) and {_s(T / 2)} in full lock-step (T/2).")
+    if not phases["jitter"] and not phases.get("from_start"):
+        line += " executor.poll_jitter: 0.2 keeps them apart."
+    return line
 
 
 def _load(load: dict[str, Any]) -> list[str]:
