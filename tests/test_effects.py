@@ -163,3 +163,40 @@ def test_a_handful_of_executions_off_their_even_share_is_not_an_imbalance():
     s = api.analyse(api.run(SCENARIOS / "zeebe.yaml")).summary
     assert not s["effects"]["imbalance"]["imbalanced"]
     assert s["effects"]["load"]["verdict"] == "burst"  # 43 jobs: no rate
+
+
+def test_the_detectors_busy_time_is_the_node_tables():
+    """``effects.executions`` (runs cut short by a crash end at it) against the per-node
+    busy thread-seconds, on a run with a crash."""
+    import numpy as np
+
+    from jobsim.analysis.effects import executions
+
+    r = api.run(SCENARIOS / "node_crash.yaml")
+    s = api.analyse(r).summary
+    start, stop, node, _ = executions(r.trace.arrays(), r.end_time)
+    for code, name in enumerate(r.trace.nodes):
+        busy = float((stop - start)[node == code].sum())
+        assert busy == pytest.approx(s["nodes"][name]["busy_thread_seconds"], abs=1e-6), name
+    assert np.all(stop >= start)
+
+
+def test_the_load_series_add_up_to_the_runs_totals():
+    """Busy threads integrate to the busy thread-seconds; polls (simulated and counted) to
+    the acquisition attempts; polls and writes to the statements, on a run whose statements
+    are just those (one node, notify, the atomic dialect)."""
+    from jobsim.analysis.metrics import jobs_frame
+    from jobsim.analysis.series import load_series
+
+    sc = next(v for v in load_variants(SCENARIOS / "priority_starvation.yaml")
+              if v.variant == "strict")
+    r = api.run(sc)
+    a = api.analyse(r)
+    s = a.summary
+    load = load_series(r.trace.arrays(), jobs_frame(a.histories), 2, r.end_time)
+    width = load.edges[1] - load.edges[0]
+    busy = sum(f["busy_thread_seconds"] for f in s["nodes"].values())
+    assert float(load.busy.sum() * width) == pytest.approx(busy, rel=1e-9)
+    assert float(load.polls.sum() * width) == pytest.approx(s["acquisition"]["attempts"])
+    assert float((load.polls + load.writes).sum() * width) == pytest.approx(s["statements"])
+    assert load.waiting.max() > 100  # the backlog the report names

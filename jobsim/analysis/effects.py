@@ -81,10 +81,13 @@ def executions(cols: dict[str, np.ndarray], end: float) -> tuple[np.ndarray, ...
         stop[hit] = cols["time"][ends[order][i[hit]]]
     else:
         hit = np.zeros(len(starts), bool)
-    for j in np.flatnonzero(~hit):  # cut short: its node's next crash (few)
-        later = crash[(cols["node"][crash] == cols["node"][starts[j]]) & (crash > starts[j])]
-        if len(later):
-            stop[j] = cols["time"][later[0]]
+    open_ = np.flatnonzero(~hit)
+    for code in np.unique(cols["node"][crash]):  # cut short: its node's next crash, if any
+        mine = open_[cols["node"][starts[open_]] == code]
+        theirs = crash[cols["node"][crash] == code]
+        i = np.searchsorted(theirs, starts[mine])
+        cut = i < len(theirs)
+        stop[mine[cut]] = cols["time"][theirs[i[cut]]]
     return cols["time"][starts], stop, cols["node"][starts], cols["job"][starts]
 
 
