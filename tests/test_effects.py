@@ -200,3 +200,23 @@ def test_the_load_series_add_up_to_the_runs_totals():
     assert float(load.polls.sum() * width) == pytest.approx(s["acquisition"]["attempts"])
     assert float((load.polls + load.writes).sum() * width) == pytest.approx(s["statements"])
     assert load.waiting.max() > 100  # the backlog the report names
+
+
+def test_a_brown_out_that_fills_every_thread_is_told_with_its_stretch():
+    """A 3-minute brown-out (answers 20 times slower) of the service every job calls."""
+    doc = {"name": "brown", "seed": 1, "until": "30m",
+           "executor": {"poll_interval": "1s", "threads": 4, "poll_jitter": 0.2}, "nodes": 2,
+           "services": {"payments": {"latency": {"uniform": {"low": "100ms", "high": "300ms"}},
+                                     "brownouts": [{"at": "10m", "for": "3m",
+                                                    "latency_factor": 20}]}},
+           "handlers": {"charge": {"calls": [{"service": "payments", "timeout": "10s"}]}},
+           "workload": {"streams": [{"name": "s", "handler": "charge", "rate": "2/s",
+                                     "count": 3600}]}}
+    for seed in (1, 2):
+        s = _summary(doc, seed)
+        sat = s["effects"]["saturation"]
+        assert 600 <= sat["longest_from"] <= 780 and sat["longest"] > 30, (seed, sat)
+        assert sat["most_waiting"] >= 8
+        said = " ".join(sentences(s))
+        assert "every one of its 8 threads busy" in said and \
+            f"with up to {sat['most_waiting']:,} waiting" in said

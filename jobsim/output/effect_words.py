@@ -7,6 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 
+#: a stretch of every thread busy while jobs waited, at least this long and with at least as
+#: many jobs waiting as there are threads, is told (a shorter one is a queue's normal life)
+SATURATED = 30.0
+
 
 def seconds(x: float) -> str:
     """A time as "What the run shows" writes one: ``0 s``, ``142 ms``, ``4.29 s``, ``643 s``."""
@@ -54,10 +58,11 @@ def effect_sentences(summary: dict[str, Any]) -> list[str]:
         out += _load(load)
     sat = effects.get("saturation")
     end = summary.get("end_time") or 0.0
-    if sat and sat.get("longest") and end and sat["longest"] >= max(60.0, 0.1 * end):
+    if sat and sat.get("longest") and end and sat["longest"] >= SATURATED and \
+            sat["most_waiting"] >= sat["threads"]:
         out.append(f"The executor was saturated for {_s(sat['time'])} of the run's "
                    f"{_s(end)}: every one of its {sat['threads']:,} threads busy while due "
-                   f"jobs waited, longest from t={_s(sat['longest_from'])} for "
+                   f"jobs waited; the longest stretch from t={_s(sat['longest_from'])} for "
                    f"{_s(sat['longest'])}, with up to {sat['most_waiting']:,} waiting.")
     return out
 
