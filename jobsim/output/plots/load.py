@@ -13,6 +13,8 @@ from ...analysis.series import Load
 
 
 def load_over_time(load: Load) -> Figure:
+    """Busy threads, waiting jobs, start delay and statements per second over the run, on
+    one time axis (``analysis.series.load_series`` gives ``load``)."""
     fig = Figure(figsize=(9.0, 8.0), layout="constrained")
     axes = fig.subplots(4, 1, sharex=True)
     mid = (load.edges[:-1] + load.edges[1:]) / 2
@@ -54,6 +56,8 @@ def load_over_time(load: Load) -> Figure:
 
 
 def poll_phases(at: np.ndarray, phase: np.ndarray, names: list[str], T: float) -> Figure:
+    """Each polling node's phase within the interval ``T`` at the instants ``at``
+    (``analysis.effects.phase_series`` gives the arguments)."""
     fig = Figure(figsize=(9.0, 4.5), layout="constrained")
     ax = fig.add_subplot()
     for i, name in enumerate(names):
