@@ -153,6 +153,18 @@ def test_no_window_and_a_zero_window_change_nothing_and_the_trace_never_changes(
     assert sc["latency"]["start_delay"]["n"] < sa["latency"]["start_delay"]["n"]
 
 
+def test_each_variant_has_its_own_window(tmp_path):
+    status, out = _run(tmp_path, STEADY + "variants:\n  short: {set: {until: 6m}}\n"
+                                          "  long: {}\n")
+    assert status == 0
+    s = _summary(out)["variants"]
+    assert (s["short"]["window"]["end"], s["long"]["window"]["end"]) == (300.0, 420.0)
+    assert s["short"]["window"]["jobs_counted"] < s["long"]["window"]["jobs_counted"]
+    report = (out / "report.md").read_text(encoding="utf-8")
+    for name in ("short", "long"):
+        assert f"> **Statistics window ({name}):** Statistics leave out the first 2 min" in report
+
+
 def test_a_windowed_report_is_the_same_bytes_twice(tmp_path):
     (tmp_path / "one").mkdir()
     (tmp_path / "two").mkdir()
