@@ -137,7 +137,7 @@ def test_no_window_and_a_zero_window_change_nothing_and_the_trace_never_changes(
     _, c = _run(tmp_path, STEADY, name="windowed")
     for f in ("summary.json", "jobs.csv", "trace.csv"):
         assert (a / f).read_bytes() == (b / f).read_bytes(), f
-    assert "window" not in _summary(a) and "Statistics window" not in \
+    assert "window" not in _summary(a) and "Statistics leave out" not in \
         (a / "report.md").read_text(encoding="utf-8")
     for f in ("jobs.csv", "trace.csv"):
         assert (a / f).read_bytes() == (c / f).read_bytes(), f
@@ -162,7 +162,7 @@ def test_each_variant_has_its_own_window(tmp_path):
     assert s["short"]["window"]["jobs_counted"] < s["long"]["window"]["jobs_counted"]
     report = (out / "report.md").read_text(encoding="utf-8")
     for name in ("short", "long"):
-        assert f"> **Statistics window ({name}):** Statistics leave out the first 2 min" in report
+        assert f"> **Window ({name}):** Statistics leave out the first 2 min" in report
 
 
 def test_a_windowed_report_is_the_same_bytes_twice(tmp_path):

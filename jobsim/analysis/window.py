@@ -33,6 +33,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from .history import Histories
 from .metrics import _dist, _r, _span_ends
@@ -78,11 +79,14 @@ def windowed(s: dict[str, Any], trace: Trace, hist: Histories, *, warmup: float,
     done = (jobs["outcome"] == "done").to_numpy()
     delay = first - due
     e2e = end - jobs["created"].to_numpy(dtype=float)
-    prio = jobs["priority"].to_numpy()
-    by_priority = {}
-    for key in s["latency"]["by_priority"]:
-        here = counted & (prio == int(key))
-        by_priority[key] = {"jobs": int(here.sum()), "start_delay": _dist(delay[here])}
+    counted_delays = pd.DataFrame({"p": jobs["priority"].to_numpy()[counted],
+                                   "d": delay[counted]})
+    groups = {str(int(p)): g["d"].to_numpy(dtype=float)
+              for p, g in counted_delays.groupby("p", sort=True)}
+    none = np.empty(0)
+    by_priority = {key: {"jobs": int(len(groups.get(key, none))),
+                         "start_delay": _dist(groups.get(key, none))}
+                   for key in s["latency"]["by_priority"]}  # every class of the run
     s["latency"] = {"start_delay": _dist(delay[counted]),
                     "end_to_end": _dist(e2e[counted & done]), "by_priority": by_priority}
     finished = int((done & _inside(end, t0, t1)).sum())

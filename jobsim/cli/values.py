@@ -91,7 +91,6 @@ def _positive(text: str) -> int:
     return value
 
 
-
 def _window(text: str) -> tuple[float, str]:
     """A warm-up or cool-down (``--warmup 5m``): its seconds and its text as given."""
     from ..base.durations import EXPECTED, parse_duration

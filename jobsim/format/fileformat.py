@@ -76,7 +76,7 @@ SUMMARY_SHAPE: dict[str, Any] = {
     "trace_events": None,
     #: only where a warm-up or a cool-down is set: see analysis/window.py
     "window": {k: None for k in ("warmup", "cooldown", "start", "end", "jobs_counted",
-                                         "empty")},
+                                 "empty")},
 }
 
 

@@ -231,7 +231,7 @@ def markdown(analyses: list[Analysis], plots_of: dict[str, list[tuple[str, str]]
             out.append(f"| {'✓' if v.ok else '✗ FAILED'} | {a.name} | `{v.expectation.text}` "
                        f"| {actual} |")
         out.append("")
-    out += [f"> **Statistics window{f' ({a.name})' if sc.variant is not None else ''}:** "
+    out += [f"> **Window{f' ({a.name})' if sc.variant is not None else ''}:** "
             f"{window_line(a.summary)}\n" for a in analyses if "window" in a.summary]
     out += ["## Summary", ""] + _table(analyses, _ROWS) + [""]
     out += ["## Nodes", ""]
