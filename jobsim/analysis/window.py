@@ -24,8 +24,9 @@ no window can take them) with a node's ``acquire_attempts``, and the idle-node d
 (``longest_idle_wait``, ``even_share``, ``idle_while_work_waited``), which judges the whole
 run as the liveness check does. The summary's ``window`` says what was left out and how many
 jobs counted; ``figures`` lists the windowed ones. A window the run never reached (a drained
-run that ended within its warm-up and cool-down) counts no job: its figures are ``n: 0`` and
-its rates None, and ``window.empty`` says so.
+run that ended within its warm-up and cool-down) counts no job: its latencies are ``n: 0``,
+its throughput 0, the nodes' busy shares None (no time up in it), and ``window.empty`` says
+so.
 """
 
 from __future__ import annotations
