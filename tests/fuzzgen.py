@@ -6,7 +6,7 @@ it refuses is a bug of this generator (tests/test_fuzz.py holds the share of val
 The parts: ``fuzzexec`` (the database, the policy, the executor, the nodes, the clock),
 ``fuzzwork`` (handlers, services, the workload, and the helpers), and here the rest —
 faults, operations, expectations, variants, the sections that only validate (sweep, hunt,
-report) — and the whole. ``fuzzjudge`` runs a draw and says what in its result is
+report), the statistics' window — and the whole. ``fuzzjudge`` runs a draw and says what in its result is
 legitimate.
 
 Runs are small: tens to a few hundred jobs, minutes of simulated time, a horizon of an hour
@@ -217,6 +217,12 @@ def scenario(r: random.Random) -> dict:
         doc["hunt"] = hunt(r, c)
     if p(r, 0.1):
         doc["report"] = {"compare": some(r, FIGURES, 0, 3)}
+    # the statistics' window: small, so that it leaves part of the shortest run a draw or its
+    # variants make (60s); a drained run may still end within it (an empty window: said so)
+    if p(r, 0.15):
+        doc["warmup"] = dur(r.choice([0, 2, 10, 30]), r)
+    if p(r, 0.1):
+        doc["cooldown"] = dur(r.choice([0, 1, 10, 20]), r)
     return doc
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 
 from .values import (_at_least, _at_least_two, _bench_cases, _bounded, _events, _positive,
-                     _seed, _size)
+                     _seed, _size, _window)
 
 
 class _UsageError(Exception):
@@ -76,6 +76,7 @@ def _parser() -> argparse.ArgumentParser:
                         "(simulate, analysis, csv, plots, other) and the peak memory (MB); "
                         "the report is the same with or without it")
     _budget_args(r)
+    _window_args(r)
     vw = sub.add_parser("view", help="write the interactive page (view.html) of a run "
                                      "folder, from its files")
     vw.add_argument("run_dir", metavar="RUN_DIR", help="a run folder that jobsim run wrote")
@@ -125,6 +126,7 @@ def _parser() -> argparse.ArgumentParser:
     sw.add_argument("--set", dest="sets", action="append", default=[],
                     metavar="PATH=VALUE", help="override one value of the base scenario")
     _cache_arg(sw, "sweep", "the sweep stops there, keeping its cached runs")
+    _window_args(sw)
     hu = sub.add_parser("hunt", help="search the fault space for runs that break a property "
                                      "(an invariant or an expectation), and shrink the first "
                                      "to a minimal scenario file")
@@ -233,3 +235,12 @@ def _cache_arg(p: argparse.ArgumentParser, what: str, then: str) -> None:
                         f"runs beyond it are refused or capped before it starts, and if it "
                         f"fills anyway {then} (default "
                         f"{DEFAULT_CACHE_LIMIT // 1024 ** 3}GB)")
+
+
+def _window_args(p: argparse.ArgumentParser) -> None:
+    for flag, what in (("warmup", "first"), ("cooldown", "last")):
+        p.add_argument(f"--{flag}", type=_window, metavar="DURATION",
+                       help=f"leave the {what} DURATION of each run out of its statistics "
+                            f"(latency, throughput, the nodes' figures; not the job counts "
+                            f"or the invariants), e.g. {'5m' if what == 'first' else '1m'}; "
+                            f"over the file's {flag} (default: the file's, else none)")

@@ -22,6 +22,7 @@ def _run(args: argparse.Namespace) -> int:
     from ..base.phases import Phases, TimingsError, check_file, write_file
     from ..format import scenario as scenario_mod
     from ..format.lint import lint_runs
+    from ..format.window_format import with_window
     from ..sim.cost import Budget, Guard, RunStopped
     from ..base.progress import Bar
     from ..output.report import ReportError, check_target, write
@@ -29,6 +30,7 @@ def _run(args: argparse.Namespace) -> int:
 
     phases = Phases() if args.timings else None
     runs = scenario_mod.load_variants(args.scenario, seed=args.seed, sets=args.sets)
+    runs = with_window(runs, args.warmup, args.cooldown, args.scenario)  # over the file's
     if args.no_expect:
         runs = [dataclasses.replace(sc, expect=(), overrides=sc.overrides + ("--no-expect",))
                 for sc in runs]

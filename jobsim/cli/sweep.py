@@ -59,6 +59,7 @@ def _settings(args: argparse.Namespace) -> _Settings:
     from ..format import scenario as scenario_mod
     from ..base.errors import Problem
     from ..format.fileformat import figure_problem
+    from ..format.window_format import with_window
     from ..tools.sweep import MAX_REPLICATIONS, Axis, parse_grid
 
     if args.replications is not None and args.replications > MAX_REPLICATIONS:
@@ -68,6 +69,10 @@ def _settings(args: argparse.Namespace) -> _Settings:
             "most runs per point)")], "the command line")
     doc = scenario_mod.read(args.scenario)
     base = scenario_mod.from_dict(doc, args.scenario, sets=args.sets)  # reports every problem
+    with_window([base], args.warmup, args.cooldown, args.scenario)  # names the flags
+    # --warmup/--cooldown over the file's, as --set values: in every run and its rerun line
+    args.sets = list(args.sets) + [f"{k}={getattr(args, k)[1]}" for k in ("warmup", "cooldown")
+                                   if getattr(args, k) is not None]
     doc = copy.deepcopy(doc)
     problems: list[Problem] = []
     scenario_mod.apply_sets(doc, args.sets, args.scenario, problems)  # valid: from_dict said

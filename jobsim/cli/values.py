@@ -90,3 +90,18 @@ def _positive(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a positive integer (got {text!r})")
     return value
 
+
+def _window(text: str) -> tuple[float, str]:
+    """A warm-up or cool-down (``--warmup 5m``): its seconds and its text as given."""
+    from ..base.durations import EXPECTED, parse_duration
+    from ..format.window_format import WARMUP
+
+    try:
+        seconds = parse_duration(text)
+    except ValueError:
+        said = "a duration that is not negative" if text.strip().startswith("-") else EXPECTED
+        raise argparse.ArgumentTypeError(f"expected {said} (got {text!r})") from None
+    if seconds > WARMUP.hi:
+        raise argparse.ArgumentTypeError(f"expected a duration of at most {WARMUP.hi:g}s "
+                                         f"(got {text!r})")
+    return seconds, text.strip()

@@ -274,6 +274,10 @@ class Scenario:
     #: what changed the file's values for this run, as given: ``--set PATH=VALUE``,
     #: ``--seed N``, ``--no-expect`` (empty: the file as written)
     overrides: tuple[str, ...] = ()
+    #: seconds left out of the statistics at the start and at the end of the run (the
+    #: summary's window, ``analysis/window.py``); the run itself does not read them
+    warmup: float = 0.0
+    cooldown: float = 0.0
 
     @property
     def end(self) -> float:

@@ -170,7 +170,8 @@ def build(v: dict[str, Any], raw: dict[str, Any], source: str,
         executor=executor, ticks=ticks, jobs=jobs, streams=streams, faults=tuple(faults),
         recurring=recurring, expect=tuple(expect), variant=variant,
         compare=tuple(v.get("report", {}).get("compare", ())),
-        services=build_services(v.get("services"), _build_dist), source=source, document=raw)
+        services=build_services(v.get("services"), _build_dist), source=source, document=raw,
+        warmup=v.get("warmup", 0.0), cooldown=v.get("cooldown", 0.0))
 
 
 def _build_db(db: dict[str, Any], raw: dict[str, Any]) -> DbConfig:

@@ -17,6 +17,7 @@ from .settings import DEFAULT_EXECUTOR, _d, _l, merge_executor, node_list
 from .clock_format import clock_checks
 from .profile import profile_checks
 from .services_format import service_checks
+from .window_format import window_problems
 from .spec import Name, show, suggest
 
 
@@ -47,6 +48,7 @@ def cross_checks(v: dict[str, Any], problems: list[Problem]) -> None:
     _distributions(v, problems)
     _fail_forms(v, nodes, ex, problems)
     service_checks(v, problems)
+    window_problems(v, problems)
 
 
 def _fail_forms(v: dict[str, Any], nodes: list[dict[str, Any]], ex: dict[str, Any],

@@ -23,6 +23,7 @@ from ..executor.handlers import FAIL_RETRIES
 from .clock_format import CLOCK_FAULT
 from .profile import profile_format
 from .services_format import calls_format, rate_field, service_format
+from .window_format import COOLDOWN, WARMUP
 from .spec import (MISSING, Const, Cycle, Dur, Either, Enum, Field, Int, ListOf, MapOf, Name,
                    Num, Obj, Str, is_map_with, show)
 
@@ -75,6 +76,9 @@ SUMMARY_SHAPE: dict[str, Any] = {
     "effects": EFFECTS_SHAPE,  # the effects that decided the run: analysis/effects.py
     "throughput_per_s": None, "invariants": _INVARIANTS, "end_time": None, "drained": None,
     "trace_events": None,
+    #: only where a warm-up or a cool-down is set: see analysis/window.py
+    "window": {k: None for k in ("warmup", "cooldown", "start", "end", "jobs_counted",
+                                 "empty")},
 }
 
 
@@ -290,6 +294,7 @@ FORMAT = Obj({
                     "drained or a duration", "drained"),
     "horizon": Dur(30 * 86400.0, positive=True, hi=3650 * 86400.0,
                    doc="the latest instant a drained run may reach"),
+    "warmup": WARMUP, "cooldown": COOLDOWN,
     "db": Obj({"dialect": Enum(DIALECTS, "atomic",
                                "atomic: each statement at one instant; postgres: READ "
                                "COMMITTED snapshots, row locks, EvalPlanQual; sqlite: one "

@@ -15,6 +15,7 @@ from ..analysis.history import CAUSES
 from ..analysis.effects import phase_series
 from ..analysis.metrics import jobs_frame
 from ..analysis.series import load_series
+from ..analysis.window import counted_jobs
 from ..base import memory
 from . import plots
 from .columns import plot_frame
@@ -25,7 +26,8 @@ def run_plots(a: Any, jobs: pd.DataFrame, folder: Path) -> list[tuple[str, str]]
     """Each plot drawn, saved and let go before the next (a big run's figures hold millions
     of points)."""
     tdf = plot_frame(a.result.trace)
-    made = [("latency CDF by priority", "latency_cdf.png", lambda: plots.latency_cdf(jobs)),
+    made = [("latency CDF by priority", "latency_cdf.png", lambda: plots.latency_cdf(
+        counted_jobs(jobs, a.summary))),
             ("per-node timeline", "timeline.png", lambda: plots.node_timeline(tdf)),
             ("table depth over time", "table_depth.png", lambda: plots.table_depth(tdf))]
     if a.histories.duplicates:
@@ -69,7 +71,7 @@ def compared(analyses: list[Any], tmp: Path, plots_of: dict[str, list[tuple[str,
     """The plots that set the variants side by side (in ``tmp``, listed in ``plots_of``)."""
     delays = {}
     for a in analyses:
-        jf = jobs_frame(a.histories)
+        jf = counted_jobs(jobs_frame(a.histories), a.summary)  # its window's, if any
         delays[a.name] = (jf["first_start"] - jf["due"]).to_numpy(dtype=float)
     named = {a.name: {job: f["start_delay"] for job, f in (a.summary.get("named") or {}).items()
                       if isinstance(f.get("start_delay"), (int, float))} for a in analyses}

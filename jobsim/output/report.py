@@ -40,6 +40,7 @@ from ..analysis.expect import NO_FIGURE, Verdict, evaluate, figure
 from ..analysis.history import CAUSES, Histories, histories
 from ..analysis.metrics import idle_note, summary, trace_frame
 from ..analysis.schedules import digest
+from ..analysis.window import window_line, windowed
 from ..sim.world import RunResult
 # the printed summary (``text``), also imported from here by the command line and the tests
 from .columns import trace_columns
@@ -106,6 +107,9 @@ def analyse(result: RunResult) -> Analysis:
                 polls_skipped=result.polls_skipped, nodes=result.scenario.nodes,
                 boundary_jobs=result.scenario.boundary_timer_jobs,
                 services=tuple(result.scenario.services))
+    windowed(s, result.trace, hist, warmup=result.scenario.warmup,  # statistics only
+             cooldown=result.scenario.cooldown, end_time=result.end_time,
+             nodes=result.scenario.nodes)
     if result.scenario.overrides:  # a what-if: said in its summary (absent otherwise)
         s["overrides"] = list(result.scenario.overrides)
     return Analysis(result, hist, violations, s, evaluate(result.scenario.expect, s))
@@ -227,6 +231,8 @@ def markdown(analyses: list[Analysis], plots_of: dict[str, list[tuple[str, str]]
             out.append(f"| {'✓' if v.ok else '✗ FAILED'} | {a.name} | `{v.expectation.text}` "
                        f"| {actual} |")
         out.append("")
+    out += [f"> **Window{f' ({a.name})' if sc.variant is not None else ''}:** "
+            f"{window_line(a.summary)}\n" for a in analyses if "window" in a.summary]
     out += ["## Summary", ""] + _table(analyses, _ROWS) + [""]
     out += ["## Nodes", ""]
     for a in analyses:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..analysis.metrics import idle_note
+from ..analysis.window import window_short
 
 if TYPE_CHECKING:
     from .report import Analysis
@@ -61,6 +62,8 @@ def format_summary(a: Analysis, out: Path | None = None) -> list[str]:
         f"start delay  {_pct(s['latency']['start_delay'])}",
         f"end to end   {_pct(s['latency']['end_to_end'])}",
     ]
+    if "window" in s:  # a warm-up or cool-down: the figures above are the window's
+        lines.append(f"window       {window_short(s)}")
     bt = s.get("boundary_timers")
     if bt is not None:
         n = bt["timer_jobs"]
