@@ -56,9 +56,11 @@ def _load_plots(a: Any, jobs: pd.DataFrame) -> list[tuple[str, str, Any]]:
     out = []
     if len(jobs) >= 20:
         threads = sum(n.executor.threads for n in sc.nodes)
+        w = a.summary.get("window")
+        window = (w["start"], w["end"]) if w else None
         out.append(("load over time: busy threads, waiting jobs, start delay, statements/s",
                     "load_over_time.png", lambda: plots.load_over_time(
-                        load_series(cols, jobs, threads, end))))
+                        load_series(cols, jobs, threads, end), window)))
     phases = phase_series(cols, a.result.trace.nodes, sc.nodes, end)
     if phases is not None:
         out.append(("the nodes' poll phases over time", "poll_phases.png",

@@ -12,9 +12,11 @@ from matplotlib.figure import Figure
 from ...analysis.series import Load
 
 
-def load_over_time(load: Load) -> Figure:
+def load_over_time(load: Load, window: tuple[float, float] | None = None) -> Figure:
     """Busy threads, waiting jobs, start delay and statements per second over the run, on
-    one time axis (``analysis.series.load_series`` gives ``load``)."""
+    one time axis (``analysis.series.load_series`` gives ``load``); ``window``, the
+    statistics' (start, end) when a warm-up or cool-down leaves some of the run out, shades
+    what it leaves out."""
     fig = Figure(figsize=(9.0, 8.0), layout="constrained")
     axes = fig.subplots(4, 1, sharex=True)
     mid = (load.edges[:-1] + load.edges[1:]) / 2
@@ -51,7 +53,13 @@ def load_over_time(load: Load) -> Figure:
     ax.legend(loc="upper right", fontsize=8)
     ax.set_xlabel("simulated time (s)")
     ax.set_xlim(load.edges[0], load.edges[-1])
-    fig.suptitle("Load over time")
+    if window is not None:
+        for ax in axes:
+            for a, b in ((load.edges[0], window[0]), (window[1], load.edges[-1])):
+                if b > a:
+                    ax.axvspan(a, b, color="0.85", zorder=0, lw=0)
+    fig.suptitle("Load over time" + (" (grey: the warm-up and cool-down, left out of the "
+                                      "statistics)" if window is not None else ""))
     return fig
 
 
