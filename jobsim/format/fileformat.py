@@ -277,6 +277,7 @@ _expect = MapOf(Either([(lambda v: isinstance(v, list), ListOf(Condition(), min_
                 doc="figure of the summary → comparison (or a list of them); the run fails "
                     "(exit 1) when one does not hold", max_len=200)
 _ANY = Const(lambda v: True, "any value", {})
+MAX_SEEDS = 1000  # the most seeds of report.seeds and jobsim run --seeds
 
 FORMAT = Obj({
     "name": Name(doc="the scenario's name; its report folder"),
@@ -377,7 +378,9 @@ FORMAT = Obj({
                        {"type": "boolean"}, doc="draw each run's seed (default true)")},
         doc="bounds of jobsim hunt's fault space"),
     "report": Obj({"compare": ListOf(_FIGURE, max_len=20,
-                                     doc="figures drawn side by side across the variants")}),
+                                     doc="figures drawn side by side across the variants"),
+                   "seeds": Int(lo=1, hi=MAX_SEEDS, doc="report the headline figures and "
+                                "expectations over this many seeds, as run --seeds does")}),
     "variants": MapOf(Obj({"description": Str(), "set": MapOf(_ANY, max_len=200),
                            "expect": _expect}), max_len=20,
                       doc="runs of the same scenario with some values set otherwise, "
