@@ -217,6 +217,8 @@ def scenario(r: random.Random) -> dict:
         doc["hunt"] = hunt(r, c)
     if p(r, 0.1):
         doc["report"] = {"compare": some(r, FIGURES, 0, 3)}
+        if p(r, 0.5):  # small: a run over seeds runs the scenario that many times
+            doc["report"]["seeds"] = r.randint(1, 3)
     return doc
 
 

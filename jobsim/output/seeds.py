@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ..analysis.expect import NO_FIGURE
@@ -136,7 +137,7 @@ class OverSeeds:
     def markdown(self) -> list[str]:
         """report.md's section over the seeds."""
         n, variants = len(self.seeds), self.analyses[0].result.scenario.variant is not None
-        source = self.analyses[0].result.scenario.source
+        source = Path(self.analyses[0].result.scenario.source).name  # no folder of a machine
         out = [f"## Over {n} seeds", "",
                f"The figures above are those of seed {self.seeds[0]}. Here the same run at "
                f"{self._span()}: the run's own seed and the {n - 1} after it"
