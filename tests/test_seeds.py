@@ -219,3 +219,16 @@ def test_the_side_by_side_scenario_asks_for_ten_seeds():
 
     runs = scenario.load_variants(SCENARIOS / "executors_side_by_side.yaml")
     assert {file_seeds(sc) for sc in runs} == {10}
+
+
+def test_validate_prices_the_runs_over_seeds(small, tmp_path, capsys):
+    from jobsim.sim.cost import estimate
+
+    path = tmp_path / "seeds.yaml"
+    path.write_text(SMALL.replace("  compare:", "  seeds: 4\n  compare:"), encoding="utf-8")
+    assert main(["validate", str(path)]) == 0
+    events = sum(estimate(sc).events for sc in scenario.load_variants(path))
+    assert f"  over 4 seeds (report.seeds): about {4 * events:,.0f} events in all\n" in \
+        capsys.readouterr().out
+    assert main(["validate", str(small)]) == 0
+    assert "over " not in capsys.readouterr().out

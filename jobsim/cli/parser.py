@@ -223,7 +223,7 @@ def _seeds_args(p: argparse.ArgumentParser) -> None:
                         "the same seeds) and report each headline figure's mean and range and "
                         "each expectation's seeds over them; 1: the seed alone (default: the "
                         f"file's report.seeds, else 1; at most {MAX_SEEDS:,})")
-    p.add_argument("--workers", type=_positive,
+    p.add_argument("--workers", type=_positive, metavar="K",
                    help="with --seeds: local worker processes (default: the machine's cores)")
 
 
