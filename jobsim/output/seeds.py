@@ -140,7 +140,8 @@ class OverSeeds:
         source = Path(self.analyses[0].result.scenario.source).name  # no folder of a machine
         out = [f"## Over {n} seeds", "",
                f"The figures above are those of seed {self.seeds[0]}. Here the same run at "
-               f"{self._span()}: the run's own seed and the {n - 1} after it"
+               f"{self._span()}: the run's own seed and the "
+               + ("one" if n == 2 else str(n - 1)) + " after it"
                + (", the same seeds for every variant (common random numbers: the variants "
                   "are compared on the same draws)" if variants else "")
                + ". Each cell: this run's value · the mean over the seeds (min–max); a "
