@@ -217,6 +217,8 @@ def scenario(r: random.Random) -> dict:
         doc["hunt"] = hunt(r, c)
     if p(r, 0.1):
         doc["report"] = {"compare": some(r, FIGURES, 0, 3)}
+        if p(r, 0.5):  # small: a run over seeds runs the scenario that many times
+            doc["report"]["seeds"] = r.randint(1, 3)
     # the statistics' window: small, so that it leaves part of the shortest run a draw or its
     # variants make (60s); a drained run may still end within it (an empty window: said so)
     if p(r, 0.15):

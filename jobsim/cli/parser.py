@@ -71,6 +71,7 @@ def _parser() -> argparse.ArgumentParser:
                         "trace records, and slower)")
     r.add_argument("--strict", action="store_true",
                    help="treat warnings about known traps as errors: run nothing, exit 2")
+    _seeds_args(r)
     r.add_argument("--timings", metavar="FILE",
                    help="also write FILE: JSON of the wall and CPU seconds of each phase "
                         "(simulate, analysis, csv, plots, other) and the peak memory (MB); "
@@ -214,6 +215,18 @@ def _parser() -> argparse.ArgumentParser:
                    help="run only these of the suite's cases: mmc, ciw, full, growth, idle, "
                         "backlog, report (default: all of them)")
     return p
+
+
+def _seeds_args(p: argparse.ArgumentParser) -> None:
+    from ..format.fileformat import MAX_SEEDS
+
+    p.add_argument("--seeds", type=_bounded(MAX_SEEDS), metavar="N",
+                   help="also run the scenario's seed and the N-1 after it (every variant on "
+                        "the same seeds) and report each headline figure's mean and range and "
+                        "each expectation's seeds over them; 1: the seed alone (default: the "
+                        f"file's report.seeds, else 1; at most {MAX_SEEDS:,})")
+    p.add_argument("--workers", type=_positive, metavar="K",
+                   help="with --seeds: local worker processes (default: the machine's cores)")
 
 
 def _budget_args(p: argparse.ArgumentParser) -> None:

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from . import seeds as seeds_mod
 from .scenarios import _scenario_folder
 from .status import BAD_INPUT, FAILED, OK, stopped
 
@@ -42,7 +43,8 @@ def _run(args: argparse.Namespace) -> int:
               f"{'s' if len(warnings) != 1 else ''} about known traps, refused by --strict; "
               f"nothing was run", file=sys.stderr)
         return BAD_INPUT
-    out = Path(args.out) if args.out else default_folder(runs[0])
+    n_seeds = seeds_mod.wanted(args, runs)  # 1: the run alone, as without --seeds
+    out = Path(args.out) if args.out else default_folder(seeds_mod.named(args, runs[0]))
     try:
         check_target(out)  # before the work, not after it
         if args.timings:
@@ -54,19 +56,22 @@ def _run(args: argparse.Namespace) -> int:
     estimates = _estimates(args.scenario, runs, budget)
     if estimates is None:
         return BAD_INPUT
+    seeds_mod.check(args, runs, n_seeds, estimates, budget)
     made: list[Path] = []  # folders made for the report, taken away if it is not written
     written = False
     try:
         analyses = run_variants(runs, [Guard(est, budget, what) for est, what in estimates],
                                 quiet=args.quiet, every_poll=args.every_poll, phases=phases)
+        seeds = seeds_mod.over_seeds(analyses, n_seeds, args.workers, args.quiet)
         with Bar(100, "report", unit="%", show=not args.quiet) as bar:
             bar.stage(f"writing {out}")
-            if not args.out and runs[0].overrides:
+            if not args.out and seeds_mod.named(args, runs[0]).overrides:
                 made = ignored_dir(SCRATCH)
             write(analyses, out, with_plots=not args.no_plots, phases=phases,
-                  with_view=not args.no_view)
+                  with_view=not args.no_view, over_seeds=seeds)
             written = True
-        for line in told(analyses, out, args.quiet):
+        lines = told(analyses, out, args.quiet)
+        for line in lines[:-1] + (seeds.lines() if seeds else []) + lines[-1:]:
             print(line)
         if phases is not None:
             write_file(Path(args.timings), phases.figures())
@@ -94,7 +99,7 @@ def _run(args: argparse.Namespace) -> int:
             print(f"jobsim: cannot write the report folder {out}: {exc.strerror or exc}",
                   file=sys.stderr)
         return BAD_INPUT
-    return OK if all(a.ok for a in analyses) else FAILED
+    return OK if all(a.ok for a in analyses) and not (seeds and seeds.failed) else FAILED
 
 
 #: where what-if runs go unless ``--out`` says otherwise: git-ignored (``outdir.ignored_dir``)
@@ -152,6 +157,7 @@ def _reports(args: argparse.Namespace) -> int:
     from ..format import scenario as scenario_mod
     from ..output.report import ReportError, analyse, check_target, write
     from ..sim.world import run
+    from ..tools.seeds import check as check_seeds, file_seeds
 
     folder = _scenario_folder(args.folder)
     if folder is None:
@@ -161,6 +167,7 @@ def _reports(args: argparse.Namespace) -> int:
     for f in files:  # every file valid and every target writable, before any run
         runs = scenario_mod.load_variants(f)
         target = Path(args.out) / runs[0].name
+        check_seeds(runs[0].seed, file_seeds(runs[0]), [], None, str(f), "report.seeds")
         try:
             check_target(target)
         except ReportError as exc:
@@ -172,7 +179,8 @@ def _reports(args: argparse.Namespace) -> int:
     for f, runs, target in targets:
         try:
             analyses = [analyse(run(sc)) for sc in runs]
-            out = write(analyses, target)
+            seeds = seeds_mod.over_seeds(analyses, file_seeds(runs[0]), None, quiet=False)
+            out = write(analyses, target, over_seeds=seeds)
         except (OSError, ReportError) as exc:
             print(f"jobsim: cannot write the report of {f.name}: {exc}", file=sys.stderr)
             return BAD_INPUT
@@ -183,7 +191,7 @@ def _reports(args: argparse.Namespace) -> int:
                            (f", nor the {len(targets) - len(done) - 1} after it"
                             if len(targets) - len(done) > 1 else ""))
         done.append(f.name)
-        ok = all(a.ok for a in analyses)
+        ok = all(a.ok for a in analyses) and not (seeds and seeds.failed)
         print(f"{'ok    ' if ok else 'FAILED'} {f.name} → {out}/report.md", flush=True)
         if not ok:
             status = FAILED

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 from pathlib import Path
 
 from ..base.errors import ScenarioError
@@ -34,15 +35,17 @@ def _validate(args: argparse.Namespace) -> int:
             if sc.variant is not None else ""
         nodes = f"{len(sc.nodes)} node{'s' if len(sc.nodes) != 1 else ''}"
         handlers = f"{len(sc.handlers)} handler{'s' if len(sc.handlers) != 1 else ''}"
-        refused = []
+        refused, events = [], []
         for r in runs:
             est = estimate(r)
+            events.append(est.events)
             label = f"  {r.variant}: " if r.variant is not None else "  cost: "
             try:
                 check(est, budget, f + (f" (variant {r.variant})" if r.variant else ""))
                 refused.append((label + est.describe(), None))
             except BudgetError as exc:
                 refused.append((label + est.describe(), str(exc)))
+        refused += _seeds_cost(sc, events, budget, f)
         bad = [why for _, why in refused if why] + ([grid] if grid else [])
         warnings = lint_runs(runs)  # known traps: warnings, or errors with --strict
         if warnings and args.strict:
@@ -61,6 +64,22 @@ def _validate(args: argparse.Namespace) -> int:
         for w in warnings:
             print(w.format(f, "error" if args.strict else "warning"), file=sys.stderr)
     return status
+
+
+def _seeds_cost(sc: Any, events: list[float], budget: Any, source: str
+                ) -> list[tuple[str, str | None]]:
+    """The cost of the file's ``report.seeds`` (none for one seed), and why it is refused."""
+    from ..tools.seeds import check, file_seeds
+
+    n = file_seeds(sc)
+    if n <= 1:
+        return []
+    line = f"  over {n} seeds (report.seeds): about {n * sum(events):,.0f} events in all"
+    try:
+        check(sc.seed, n, events, budget.events, source, "report.seeds")
+    except ScenarioError as exc:
+        return [(line, exc.format().strip())]
+    return [(line, None)]
 
 
 def _grid_problem(doc: dict, source: str) -> str | None:

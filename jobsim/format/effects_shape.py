@@ -1,6 +1,7 @@
-"""The shape of ``summary["effects"]`` (``analysis/effects.py``), for checking an
-expectation's path before the run; ``ANY`` stands for a node or a priority. An entry is null
-where its effect means nothing in the run (a comparison with it then fails as "no figure")."""
+"""The shapes of ``summary["effects"]`` (``analysis/effects.py``) and ``summary["window"]``
+(``analysis/window.py``), for checking an expectation's path before the run; ``ANY`` stands
+for a node or a priority. An effect's entry is null where it means nothing in the run (a
+comparison with it then fails as "no figure")."""
 
 from __future__ import annotations
 
@@ -21,3 +22,6 @@ EFFECTS_SHAPE: dict[str, Any] = {
                                                      "never_started", "worst_wait")}}},
     "saturation": {k: None for k in ("threads", "time", "share", "longest",
                                      "longest_from", "most_waiting")}}
+
+WINDOW_SHAPE: dict[str, Any] = {k: None for k in ("warmup", "cooldown", "start", "end",
+                                                  "jobs_counted", "empty")}

@@ -17,7 +17,7 @@ from ..base.errors import Problem
 from ..executor.policies import PRESETS
 from .executor_keys import EXECUTOR as _EXECUTOR, NOT_PER_NODE as _NOT_PER_NODE
 from .executor_keys import TABLE_ONLY as _TABLE_ONLY, backoff as _backoff, retry as _retry
-from .effects_shape import EFFECTS_SHAPE
+from .effects_shape import EFFECTS_SHAPE, WINDOW_SHAPE
 from .executor_keys import exponential as _exponential
 from ..executor.handlers import FAIL_RETRIES
 from .clock_format import CLOCK_FAULT
@@ -76,9 +76,7 @@ SUMMARY_SHAPE: dict[str, Any] = {
     "effects": EFFECTS_SHAPE,  # the effects that decided the run: analysis/effects.py
     "throughput_per_s": None, "invariants": _INVARIANTS, "end_time": None, "drained": None,
     "trace_events": None,
-    #: only where a warm-up or a cool-down is set: see analysis/window.py
-    "window": {k: None for k in ("warmup", "cooldown", "start", "end", "jobs_counted",
-                                 "empty")},
+    "window": WINDOW_SHAPE,  # only where a warm-up or a cool-down is set: analysis/window.py
 }
 
 
@@ -283,6 +281,7 @@ _expect = MapOf(Either([(lambda v: isinstance(v, list), ListOf(Condition(), min_
                 doc="figure of the summary → comparison (or a list of them); the run fails "
                     "(exit 1) when one does not hold", max_len=200)
 _ANY = Const(lambda v: True, "any value", {})
+MAX_SEEDS = 1000  # the most seeds of report.seeds and jobsim run --seeds
 
 FORMAT = Obj({
     "name": Name(doc="the scenario's name; its report folder"),
@@ -384,7 +383,9 @@ FORMAT = Obj({
                        {"type": "boolean"}, doc="draw each run's seed (default true)")},
         doc="bounds of jobsim hunt's fault space"),
     "report": Obj({"compare": ListOf(_FIGURE, max_len=20,
-                                     doc="figures drawn side by side across the variants")}),
+                                     doc="figures drawn side by side across the variants"),
+                   "seeds": Int(lo=1, hi=MAX_SEEDS, doc="report the headline figures and "
+                                "expectations over this many seeds, as run --seeds does")}),
     "variants": MapOf(Obj({"description": Str(), "set": MapOf(_ANY, max_len=200),
                            "expect": _expect}), max_len=20,
                       doc="runs of the same scenario with some values set otherwise, "

@@ -197,8 +197,10 @@ def _table(analyses: list[Analysis], rows: list[tuple[str, str]]) -> list[str]:
     return lines
 
 
-def markdown(analyses: list[Analysis], plots_of: dict[str, list[tuple[str, str]]]) -> str:
-    """report.md: what was run, whether its expectations hold, the figures, the plots."""
+def markdown(analyses: list[Analysis], plots_of: dict[str, list[tuple[str, str]]],
+             over_seeds: Any = None) -> str:
+    """report.md: what was run, whether its expectations hold, the figures (and, given
+    ``over_seeds`` (``output.seeds``), the same over seeds), the plots."""
     sc = analyses[0].result.scenario
     out = [f"# {sc.name}", ""]
     if sc.description:
@@ -234,6 +236,7 @@ def markdown(analyses: list[Analysis], plots_of: dict[str, list[tuple[str, str]]
     out += [f"> **Window{f' ({a.name})' if sc.variant is not None else ''}:** "
             f"{window_line(a.summary)}\n" for a in analyses if "window" in a.summary]
     out += ["## Summary", ""] + _table(analyses, _ROWS) + [""]
+    out += over_seeds.markdown() if over_seeds is not None else []
     out += ["## Nodes", ""]
     for a in analyses:
         out += [f"### {a.name}", ""] if sc.variant is not None else []
@@ -350,12 +353,13 @@ def view_left_out(analyses: list[Analysis]) -> int:
 
 
 def write(analyses: list[Analysis] | Analysis, out: str | Path, with_plots: bool = True,
-          phases: Any = None, with_view: bool | None = None) -> Path:
+          phases: Any = None, with_view: bool | None = None, over_seeds: Any = None) -> Path:
     """Write the run folder ``out`` (replacing it) and return its path. ``phases``
     (``base.phases.Phases``), if given, is told the time of the CSV files and the plots
     (the interactive page among them). ``with_view``: write ``view.html`` (``output.view``);
     by default, when there are plots; never for a run of more than ``VIEW_LIMIT``
-    executions."""
+    executions. ``over_seeds`` (``output.seeds.OverSeeds``): report.md's and summary.json's
+    part over seeds (``jobsim run --seeds``)."""
     if isinstance(analyses, Analysis):
         analyses = [analyses]
     out = Path(out)
@@ -371,11 +375,14 @@ def write(analyses: list[Analysis] | Analysis, out: str | Path, with_plots: bool
         if variants and with_plots:
             with phase(phases, "plots"):
                 compared(analyses, tmp, plots_of)
-        if variants:
-            (tmp / "summary.json").write_text(
-                json.dumps(combined_summary(analyses), sort_keys=True, indent=2) + "\n",
-                encoding="utf-8")
-        (tmp / "report.md").write_text(printable(markdown(analyses, plots_of), lines=True),
+        if variants or over_seeds is not None:
+            top = combined_summary(analyses)
+            if over_seeds is not None:
+                top = {**top, "over_seeds": over_seeds.summary()}
+            (tmp / "summary.json").write_text(json.dumps(top, sort_keys=True, indent=2) + "\n",
+                                              encoding="utf-8")
+        (tmp / "report.md").write_text(printable(markdown(analyses, plots_of, over_seeds),
+                                                 lines=True),
                                        encoding="utf-8")  # no name's control character raw
         if (with_plots if with_view is None else with_view) and not view_left_out(analyses):
             from .view import FILE, analyses_page
