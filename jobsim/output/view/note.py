@@ -42,30 +42,6 @@ def takeovers(tdf: pd.DataFrame, node_all: np.ndarray,
         nxt = later[0]
         out["same" if lock_node[nxt] == holder else "taken"] += 1
     return out
-    kind = tdf["kind"]
-    locked = np.flatnonzero((kind == "locked").to_numpy(bool))
-    lock_t = tdf["time"].to_numpy(float)[locked]
-    lock_job = tdf["job"].to_numpy()[locked]
-    lock_node = node_all[locked]
-    lo = np.lexsort((locked, lock_job))  # the lock events by job, in trace order
-    lock_jobs = lock_job[lo]
-    for holder, t, job in expiries:
-        rows = lo[np.searchsorted(lock_jobs, job):np.searchsorted(lock_jobs, job, "right")]
-        later = rows[lock_t[rows] >= t]
-        if not len(later):
-            out["never"] += 1
-            continue
-        nxt = later[0]
-        out["same" if lock_node[nxt] == holder else "taken"] += 1
-        runs = so[np.searchsorted(start_jobs, job):np.searchsorted(start_jobs, job,
-                                                                     "right")]
-        mine = runs[(start_node[runs] == lock_node[nxt]) & (start_t[runs] >= lock_t[nxt])]
-        if len(mine) and int(starts[mine[0]]) in dups:
-            out["ran"] += 1
-            cause = dups[int(starts[mine[0]])]
-            causes[cause] = causes.get(cause, 0) + 1
-    out.update({f"cause:{c}": n for c, n in sorted(causes.items())})
-    return out
 
 
 def lock_note(t: dict[str, int], summary: dict) -> str:
