@@ -1,7 +1,9 @@
 """view.html, a run's interactive page: the same bytes every time and either way it is built
 (from the run in memory by ``jobsim run``, from the folder by ``jobsim view``), one tab per
 variant, a page under 10 MB for 100,000 jobs, ``jobsim view``'s refusals (exit 2), and the
-page opened in headless Chromium: no error, and one bar per execution.
+page opened in headless Chromium: no error, and one bar per execution; the lesson's empty
+acquisition by node-B at t=0 and its zero-length runs, zombie_pause's two payments,
+retry_storm's outage and load, the lock-expiry note's numbers and a legend of what occurs.
 
 The browser test skips, saying why, where no Chromium is found (``.ci/run`` installs
 Debian's ``chromium``).

@@ -5,8 +5,9 @@
 test reads them back from the DOM. ``SCRIPT`` embeds a tab's figures when the tab is first
 shown, then writes on its section ``data-executions`` (the rows of its executions' data
 source), ``data-rendered`` (the bars its glyph drew from them) and ``data-backend`` (WebGL,
-or the canvas where WebGL is drawn in software: there the canvas is the faster), and tells
-a job's story when an execution is clicked.
+or the canvas where WebGL is drawn in software: there the canvas is the faster), hands the
+tab to ``script_more``'s ``jobsimAfterEmbed`` (the other layers' counts, the cursor), and
+tells a job's story when an execution is clicked.
 """
 
 HOOK = r"""
