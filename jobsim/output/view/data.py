@@ -124,8 +124,9 @@ def run_data(trace, hist: Histories, summary: dict, variant: str | None) -> RunD
     data.tables["spans"], data.tables["marks"] = _spans_and_marks(tdf, node_all, node_code,
                                                                   lanes, t_end)
     data.tables["acquisitions"], acq_counts = acquisitions(tdf, node_all, node_code, lanes)
-    data.tables["effects"], effect_counts = effects(tdf, node_all, node_code, ex_all, lanes,
-                                                    hist)
+    data.tables["effects"], effect_counts, eff = effects(tdf, node_all, node_code, ex_all,
+                                                         lanes, hist, data.tables["executions"])
+    data.tables["executions"]["eff"] = eff
     data.names["services"], data.services = service_tables(trace, t_end)
     expired = _expiries(tdf, node_all, t_end)
     data.note = lock_note(takeovers(tdf, node_all, expired), summary)

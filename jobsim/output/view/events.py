@@ -78,10 +78,13 @@ def acquisitions(tdf: pd.DataFrame, node_all: np.ndarray, node_code: dict[str, i
 
 
 def effects(tdf: pd.DataFrame, node_all: np.ndarray, node_code: dict[str, int],
-            ex_all: pd.DataFrame, lanes: dict[str, tuple[float, int]], hist: Histories
-            ) -> tuple[dict[str, np.ndarray], dict]:
+            ex_all: pd.DataFrame, lanes: dict[str, tuple[float, int]], hist: Histories,
+            drawn: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], dict, np.ndarray]:
     """Each side effect and refused effect (``kind``: ``EFFECT_KINDS``' index), drawn at the
-    top of its execution's lane: time, node, job, run; and the counts of each kind."""
+    top of its execution's lane: time, node, job, run; the counts of each kind; and the
+    drawn executions' ``eff`` column: 1 where the run's plain side effect came at its end
+    (the common case, drawn from the executions' own columns: that effect is not in the
+    table, so a page of many effects stays small)."""
     kind = tdf["kind"]
     a, b = tdf["a"].to_numpy(), tdf["b"].to_numpy()
     effect = (kind == "side_effect").to_numpy(bool) | ((kind == "exec_end").to_numpy(bool)
@@ -96,7 +99,25 @@ def effects(tdf: pd.DataFrame, node_all: np.ndarray, node_code: dict[str, int],
     all_code[np.isin(every, dups)] = 2
     all_code[refused[every]] = 3
     node = node_all[every]
-    known = np.flatnonzero([n in lanes for n in node.tolist()])
+    eff = np.zeros(len(drawn["job"]), np.int8)
+    at_end = np.flatnonzero((all_code == 0) & (kind.to_numpy()[every] == "exec_end"))
+    if len(at_end) and len(eff):
+        rows = pd.DataFrame({"node": drawn["node"], "job": drawn["job"],
+                             "attempt": drawn["attempt"], "row": np.arange(len(eff))}
+                            ).drop_duplicates(["node", "job", "attempt"])
+        found = pd.DataFrame({
+            "node": np.array([node_code.get(n, -2) for n in node[at_end].tolist()], np.int16),
+            "job": tdf["job"].to_numpy()[every[at_end]],
+            "attempt": tdf["attempt"].to_numpy()[every[at_end]]}).merge(
+            rows, how="left", on=["node", "job", "attempt"])
+        row = found["row"].to_numpy(float)
+        hit = np.isfinite(row)
+        eff[row[hit].astype(np.int64)] = 1
+        ends = np.zeros(len(every), bool)
+        ends[at_end[hit]] = True
+    else:
+        ends = np.zeros(len(every), bool)
+    known = np.flatnonzero(np.array([n in lanes for n in node.tolist()], bool) & ~ends)
     keep = known[_capped(all_code[known] > 0, MAX_EFFECTS)]
     idx, node, code = every[keep], node[keep], all_code[keep]
     job = tdf["job"].to_numpy()[idx].astype(np.int64)
@@ -112,8 +133,9 @@ def effects(tdf: pd.DataFrame, node_all: np.ndarray, node_code: dict[str, int],
              "job": job, "attempt": attempt}
     counts = {"effects": int(effect.sum()), "effects_late": int((all_code == 1).sum()),
               "effects_duplicate": int((all_code == 2).sum()),
-              "effects_refused": int(refused.sum()), "effects_drawn": len(idx)}
-    return table, counts
+              "effects_refused": int(refused.sum()),
+              "effects_drawn": len(idx) + int(eff.sum())}
+    return table, counts, eff
 
 
 def instants(table: dict[str, np.ndarray], seq: np.ndarray) -> dict[str, np.ndarray]:

@@ -44,7 +44,8 @@ def add(p: Any, run: RunData, key: str, source: Any, story: dict[str, Any], fill
         line: Any, node_name: Any, cat_name: Any) -> None:
     """The layers on the timeline ``p``; ``source``: makes a table's source; ``story``: the
     sources a job's story is told from (a click on a zero-length execution tells it)."""
-    from bokeh.models import CustomJS, HoverTool, TapTool
+    from bokeh.models import CDSView, CustomJS, CustomJSFilter, HoverTool, TapTool
+    from bokeh.transform import dodge
 
     inst = source("instants")
     r = p.scatter(x="start", y="y", source=inst, marker=INSTANT[0], size=INSTANT[1],
@@ -74,6 +75,18 @@ def add(p: Any, run: RunData, key: str, source: Any, story: dict[str, Any], fill
             "<div>asked for @asked rows, locked @got</div>"
             + ("<div>the due rows were locked by others, or none was due</div>" if k == 0
                else "") + "<div>lost races: @lost</div>")))
+    ex = story["executions"]
+    at_end = CustomJSFilter(code="var e = source.data.eff, out = [];"
+                                 "for (var i = 0; i < e.length; i++) if (e[i] === 1) out.push(i);"
+                                 "return out;")
+    if run.tables["executions"]["eff"].any():
+        marker, color, size = EFFECTS[0]
+        r = p.scatter(x="end", y=dodge("y", -0.3), source=ex, view=CDSView(filter=at_end),
+                      marker=marker, size=size, fill_color=color, line_color="#000000",
+                      line_width=1.0, name=f"effects-end-renderer-{key}")
+        p.add_tools(HoverTool(renderers=[r], formatters={"@node": node_name}, tooltips=(
+            f"<div><b>{EFFECT_KINDS[0]}</b> (at the end of its run)</div><div>job @job · "
+            "run @attempt · @node{node}</div><div>at @end{0,0.000} s</div>")))
     eff = run.tables["effects"]
     for k, (marker, color, size) in enumerate(EFFECTS):
         m = eff["kind"] == k

@@ -139,7 +139,7 @@ SCRIPT = r"""
     section.setAttribute('data-backend', chosen);
     section.setAttribute('data-executions', String(source.get_length()));
     section.setAttribute('data-rendered', String(renderer.glyph.data_size));
-    if (window.jobsimAfterEmbed) window.jobsimAfterEmbed(key, renderer);
+    if (window.jobsimAfterEmbed) window.jobsimAfterEmbed(key, renderer, views);
   }
 
   function show(key) {

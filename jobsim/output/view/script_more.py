@@ -3,10 +3,12 @@
 
 ``jobsimAfterEmbed`` writes on the tab's section what its glyphs drew, for a test to read
 back from the DOM: ``data-instants`` (zero-length executions' markers), ``data-claims`` and
-``data-empty`` (acquisitions), ``data-effects`` (all side-effect markers),
+``data-empty`` (acquisitions), ``data-effects`` (all side-effect markers: those at a run's end, drawn from the
+executions' own ``eff`` column, and the others),
 ``data-effects-duplicate``, ``data-effects-refused``, ``data-services`` (service figures),
 ``data-outages`` (their down spans) and ``data-load`` (their load points); then it sets the
-cursor where the address asks (``?at=SECONDS``).
+cursor where the address asks (``?at=SECONDS``), colours the executions as it asks
+(``?colour=priority`` or ``handler``) and finds the job it names (``?find=TEXT``).
 
 ``jobsimCursor(key, t)`` moves the dotted line on every figure to ``t`` and writes the
 table at that instant (after its events) into ``#instant-<key>``: the acquisitions within
@@ -21,14 +23,16 @@ MORE = r"""
   var PALETTE = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2',
                  '#7f7f7f', '#bcbd22', '#17becf', '#aec7e8', '#ffbb78', '#98df8a', '#ff9896',
                  '#c5b0d5', '#c49c94', '#f7b6d2', '#c7c7c7', '#dbdb8d', '#9edae5'];
-  var docs = {};
+  var docs = {}, drawn = {};
   function meta(key) {
     return JSON.parse(document.getElementById('jobsim-meta-' + key).textContent);
   }
   function model(key, name) { return docs[key].get_model_by_name(name + '-' + key); }
-  function size(key, name) {
-    var m = model(key, name);
-    return m ? m.data_source.get_length() : 0;
+  function size(key, name) {  // the markers a renderer drew (its glyph's, after its filter)
+    var v = drawn[key].query_one(function (v) {
+      return v.model != null && v.model.name === name + '-' + key;
+    });
+    return v ? v.glyph.data_size : 0;
   }
   function lower(col, v) {
     var lo = 0, hi = col.length;
@@ -42,17 +46,16 @@ MORE = r"""
     });
   }
 
-  window.jobsimAfterEmbed = function (key, renderer) {
+  window.jobsimAfterEmbed = function (key, renderer, views) {
     docs[key] = renderer.model.document;
+    drawn[key] = views;
     var s = document.getElementById('tab-' + key);
-    var effects = 0;
+    var effects = size(key, 'effects-end-renderer');
     for (var k = 0; k < 4; k++) effects += size(key, 'effects-' + k + '-renderer');
     var m = meta(key), outages = 0, load = 0;
     for (var i = 0; i < m.services.length; i++) {
-      var down = model(key, 'service-' + i + '-down');
-      outages += down ? down.data_source.get_length() : 0;
-      var calls = model(key, 'service-' + i + '-load-calls');
-      load += calls ? calls.data_source.get_length() : 0;
+      outages += size(key, 'service-' + i + '-down');
+      load += size(key, 'service-' + i + '-load-calls');
     }
     var attrs = {instants: size(key, 'instants-renderer'),
                  empty: size(key, 'acquisitions-0-renderer'),
@@ -61,7 +64,16 @@ MORE = r"""
                  'effects-refused': size(key, 'effects-3-renderer'),
                  services: m.services.length, outages: outages, load: load};
     for (var a in attrs) s.setAttribute('data-' + a, String(attrs[a]));
-    var at = new URLSearchParams(location.search).get('at');
+    var ask = new URLSearchParams(location.search), colour = ask.get('colour');
+    if (colour === 'priority' || colour === 'handler') {
+      document.querySelector('select.hue-mode[data-key="' + key + '"]').value = colour;
+      recolour(key, colour);
+    }
+    if (ask.get('find')) {
+      document.querySelector('input.find[data-key="' + key + '"]').value = ask.get('find');
+      find(key, ask.get('find'));
+    }
+    var at = ask.get('at');
     if (at !== null && at !== '' && isFinite(Number(at))) window.jobsimCursor(key, Number(at));
   };
 
