@@ -335,3 +335,19 @@ def test_the_legend_lists_only_what_occurs(small_run):
     assert "crash" not in legend and "lock expired" not in legend and "service" not in legend
     assert "duplicate" not in legend
     assert 'class="hue-mode"' in page and 'class="find"' in page
+
+
+def test_in_chromium_a_search_and_the_colour_switch(tmp_path):
+    """``?find=`` highlights the job's executions (by id, or by a part of its name) and
+    ``?colour=handler`` recolours them and rewrites the legend with the run's handlers."""
+    page, summary = _run_page(tmp_path, "lesson")
+    dom = _dom_at(page, tmp_path / "profile", "find=3&colour=handler")
+    found = re.search(r'<span class="found" id="found-0" data-found="(\d+)">([^<]*)', dom)
+    assert found and found.group(1) == "3", found  # job 3 ran three times, then dead-lettered
+    legend = re.search(r'<span class="hue" data-mode="outcome"[^>]*>(.*?)</span></span>\s*'
+                       r'<span class="item"><span class="glyph">', dom, re.S)
+    assert legend, "the legend's colours are missing"
+    for handler in ("bureau-call", "misconfigured", "reminder"):
+        assert f"handler {handler}" in legend.group(1)
+    assert "failed (will retry)" not in legend.group(1)
+    assert summary["executions"] == 7

@@ -50,6 +50,13 @@ def _capped(priority: np.ndarray, cap: int) -> np.ndarray:
     return np.sort(np.r_[first, kept])
 
 
+def _codes(names: np.ndarray, code: dict[str, int]) -> np.ndarray:
+    """Node names as their codes (-2: a name without one), by the names' distinct values."""
+    uniq, inverse = np.unique(names.astype(str), return_inverse=True)
+    return np.array([code.get(n, -2) for n in uniq.tolist()] or [0], np.int16)[inverse] \
+        if len(names) else np.zeros(0, np.int16)
+
+
 def acquisitions(tdf: pd.DataFrame, node_all: np.ndarray, node_code: dict[str, int],
                  lanes: dict[str, tuple[float, int]]) -> tuple[dict[str, np.ndarray], dict]:
     """Each acquisition (``kind`` 0 empty, 1 a claim), drawn just under its node's lanes:
@@ -90,23 +97,24 @@ def effects(tdf: pd.DataFrame, node_all: np.ndarray, node_code: dict[str, int],
     effect = (kind == "side_effect").to_numpy(bool) | ((kind == "exec_end").to_numpy(bool)
                                                        & (b == 1))
     refused = (kind == "effect_refused").to_numpy(bool)
+    mid = (kind == "side_effect").to_numpy(bool)  # (else an exec_end: at its run's end)
     sel = effect | refused
     every = np.flatnonzero(sel)
     dups = np.array(sorted({d.seq for d in hist.duplicates if d.what == "side_effect"}),
                     np.int64)
     all_code = np.zeros(len(every), np.int8)
-    all_code[(kind.to_numpy()[every] == "side_effect") & (a[every] > 0)] = 1
+    all_code[(mid[every]) & (a[every] > 0)] = 1
     all_code[np.isin(every, dups)] = 2
     all_code[refused[every]] = 3
     node = node_all[every]
     eff = np.zeros(len(drawn["job"]), np.int8)
-    at_end = np.flatnonzero((all_code == 0) & (kind.to_numpy()[every] == "exec_end"))
+    at_end = np.flatnonzero((all_code == 0) & (~mid[every] & ~refused[every]))
     if len(at_end) and len(eff):
         rows = pd.DataFrame({"node": drawn["node"], "job": drawn["job"],
                              "attempt": drawn["attempt"], "row": np.arange(len(eff))}
                             ).drop_duplicates(["node", "job", "attempt"])
         found = pd.DataFrame({
-            "node": np.array([node_code.get(n, -2) for n in node[at_end].tolist()], np.int16),
+            "node": _codes(node[at_end], node_code),
             "job": tdf["job"].to_numpy()[every[at_end]],
             "attempt": tdf["attempt"].to_numpy()[every[at_end]]}).merge(
             rows, how="left", on=["node", "job", "attempt"])
@@ -117,7 +125,7 @@ def effects(tdf: pd.DataFrame, node_all: np.ndarray, node_code: dict[str, int],
         ends[at_end[hit]] = True
     else:
         ends = np.zeros(len(every), bool)
-    known = np.flatnonzero(np.array([n in lanes for n in node.tolist()], bool) & ~ends)
+    known = np.flatnonzero(np.isin(node, sorted(lanes)) & ~ends)
     keep = known[_capped(all_code[known] > 0, MAX_EFFECTS)]
     idx, node, code = every[keep], node[keep], all_code[keep]
     job = tdf["job"].to_numpy()[idx].astype(np.int64)
@@ -127,9 +135,12 @@ def effects(tdf: pd.DataFrame, node_all: np.ndarray, node_code: dict[str, int],
     found = pd.DataFrame({"node": node, "job": job, "attempt": attempt}).merge(
         threads, how="left", on=["node", "job", "attempt"])
     thread = found["thread"].fillna(0).to_numpy(float)
-    y = np.array([lanes[n][0] for n in node.tolist()], float) + thread - 0.3
+    base = {n: lanes[n][0] for n in lanes}
+    uniq, inverse = np.unique(node.astype(str), return_inverse=True)
+    y = np.array([base[n] for n in uniq.tolist()] or [0.0], float)[inverse] + thread - 0.3 \
+        if len(node) else np.zeros(0)
     table = {"time": tdf["time"].to_numpy(float)[idx], "y": y.astype(np.float32),
-             "kind": code, "node": np.array([node_code[n] for n in node.tolist()], np.int16),
+             "kind": code, "node": _codes(node, node_code),
              "job": job, "attempt": attempt}
     counts = {"effects": int(effect.sum()), "effects_late": int((all_code == 1).sum()),
               "effects_duplicate": int((all_code == 2).sum()),
