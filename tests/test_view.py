@@ -351,3 +351,18 @@ def test_in_chromium_a_search_and_the_colour_switch(tmp_path):
         assert f"handler {handler}" in legend.group(1)
     assert "failed (will retry)" not in legend.group(1)
     assert summary["executions"] == 7
+
+
+def test_in_chromium_the_zombie_payment_story(tmp_path):
+    """``?job=1`` tells the payment's story: two claims, two runs, its two payments (the
+    second a duplicate) in the guarded variant."""
+    page, summary = _run_page(tmp_path, "zombie_pause")
+    dom = _dom_at(page, tmp_path / "profile", "job=1", tab="guarded")
+    story = re.search(r'<aside class="story" id="story-0" data-job="1">(.*?)</aside>', dom,
+                      re.S)
+    assert story, "no story told"
+    text = story.group(1)
+    assert "claimed by node-A" in text and "claimed by node-B" in text
+    assert text.count("its side effect at its end") == 1  # node-A's, the first payment
+    assert text.count("duplicate side effect") == 1  # node-B's, the second
+    assert summary["variants"]["guarded"]["duplicate_side_effects"]["total"] == 1

@@ -165,7 +165,7 @@ def page(runs: list[tuple[RunData, dict]], heading: str) -> str:
         meta = {"nodes": run.names["nodes"], "categories": run.names["categories"],
                 "colors": list(COLORS), "handlers": run.names["handlers"],
                 "outcomes": run.names["outcomes"], "job_names": run.names["job_names"],
-                "services": run.names["services"]}
+                "services": run.names["services"], "effects": list(EFFECT_KINDS)}
         blobs.append(f'<script type="application/json" id="jobsim-item-{key}">'
                      f'{_json(item(run, key))}</script>\n'
                      f'<script type="application/json" id="jobsim-meta-{key}">'

@@ -8,7 +8,8 @@ executions' own ``eff`` column, and the others),
 ``data-effects-duplicate``, ``data-effects-refused``, ``data-services`` (service figures),
 ``data-outages`` (their down spans) and ``data-load`` (their load points); then it sets the
 cursor where the address asks (``?at=SECONDS``), colours the executions as it asks
-(``?colour=priority`` or ``handler``) and finds the job it names (``?find=TEXT``).
+(``?colour=priority`` or ``handler``), finds the job it names (``?find=TEXT``) and tells
+the story of the job it names (``?job=ID``).
 
 ``jobsimCursor(key, t)`` moves the dotted line on every figure to ``t`` and writes the
 table at that instant (after its events) into ``#instant-<key>``: the acquisitions within
@@ -72,6 +73,17 @@ MORE = r"""
     if (ask.get('find')) {
       document.querySelector('input.find[data-key="' + key + '"]').value = ask.get('find');
       find(key, ask.get('find'));
+    }
+    var job = ask.get('job'), doc = docs[key];
+    if (job !== null && /^\d+$/.test(job) && window.jobsimStory) {
+      var ex = doc.get_model_by_name('executions-' + key), row = lower(ex.data.job, Number(job));
+      if (row < ex.data.job.length && Number(ex.data.job[row]) === Number(job)) {
+        ex.selected.indices = [row];
+        window.jobsimStory(key, ex, doc.get_model_by_name('jobs-' + key),
+                           doc.get_model_by_name('claims-' + key),
+                           doc.get_model_by_name('retries-' + key),
+                           doc.get_model_by_name('marks-' + key));
+      }
     }
     var at = ask.get('at');
     if (at !== null && at !== '' && isFinite(Number(at))) window.jobsimCursor(key, Number(at));
