@@ -50,13 +50,13 @@ def lock_note(t: dict[str, int], summary: dict) -> str:
         return ""
     again = t["taken"] + t["same"]
     who = [s for s in (f"{t['taken']:,} by another node" if t["taken"] else "",
-                       f"{t['same']:,} by the node that held it (a claim does not ask who "
-                       "held an expired lock)" if t["same"] else "") if s]
+                       f"{t['same']:,} by the node that held it: a claim does not ask who "
+                       "held an expired lock" if t["same"] else "") if s]
     parts = [f"{_plural(t['expired'], 'lock', 'locks')} expired (its lock_until passed "
              "before the job was finished, failed or released): "
              f"{again:,} of them {'was' if again == 1 else 'were'} claimed again"
-             + (f": {', '.join(who)}," if who else "")
-             + (f" and {t['never']:,} never {'was' if t['never'] == 1 else 'were'}"
+             + (f" ({' and '.join(who)})" if who else "")
+             + (f", {t['never']:,} never {'was' if t['never'] == 1 else 'were'}"
                 if t["never"] else "")]
     for key, one, many in (("duplicate_executions", "duplicate execution",
                             "duplicate executions"),
