@@ -220,11 +220,18 @@ def test_in_chromium_the_lock_expiry_report_page(tmp_path):
 def test_in_chromium_100000_jobs(tmp_path):
     out = tmp_path / "big"
     assert main(["run", str(BIG), "--out", str(out), "--quiet", "--no-plots"]) == 0
-    dom, _ = _dom(out / FILE, tmp_path / "profile")
-    assert re.search(r'<body data-errors="0"', dom)
+    dom = _dom_at(out / FILE, tmp_path / "profile", "at=110")  # 10 s after node-2's crash
     executions = json.loads((out / "summary.json").read_text())["executions"]
     attrs = _section(dom, "0")
     assert attrs["executions"] == attrs["rendered"] == str(executions)
+    # the table at the cursor: every row present counted, at most 200 listed, a note says so
+    panel = re.search(r'<div class="instant" id="instant-0" data-at="110" data-rows="(\d+)">'
+                      r'(.*?)</div>', dom, re.S)
+    assert panel, "no table at the cursor"
+    rows = int(panel.group(1))
+    listed = panel.group(2).count("<tr>") - 1
+    assert listed == min(rows, 200) and rows > 200
+    assert f"{rows} rows in the table (the first 200 by due time shown)" in panel.group(2)
 
 
 def test_the_committed_reports_leave_their_pages_out():

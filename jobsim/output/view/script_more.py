@@ -13,7 +13,7 @@ the story of the job it names (``?job=ID``).
 
 ``jobsimCursor(key, t)`` moves the dotted line on every figure to ``t`` and writes the
 table at that instant (after its events) into ``#instant-<key>``: the acquisitions within
-half a percent of the visible span, and each row present (created, not yet gone) with its
+a quarter of a percent of the visible span (the nearest 20 first), and each row present (created, not yet gone) with its
 state (running, locked, lock expired, due, waiting), owner, lock_until, due and retries so
 far, at most ``CAP`` rows (by due time, a note says how many there are).
 """
@@ -98,14 +98,16 @@ MORE = r"""
     if (input && Number(input.value) !== t) input.value = String(t);
     var m = meta(key), lines = [];
     var x = model(key, 'executions-renderer').data_source.data;
-    var xr = model(key, 'timeline').x_range, tol = (xr.end - xr.start) / 200;
+    var xr = model(key, 'timeline').x_range, tol = (xr.end - xr.start) / 400;
     var acq = docs[key].get_model_by_name('acquisitions-' + key).data;
     var near = [];
     for (var i = lower(acq.time, t - tol); i < acq.time.length && acq.time[i] <= t + tol; i++)
       near.push(i);
+    near.sort(function (a, b) { return Math.abs(acq.time[a] - t) - Math.abs(acq.time[b] - t) || a - b; });
     var html = '<h3>The table at ' + sec(t) + ' (after that instant\'s events)</h3>';
     if (near.length) {
-      html += '<p class="acq">Acquisitions near this instant:</p><ul class="acq">';
+      html += '<p class="acq">Acquisitions within ' + sec(tol) + ' of it, the nearest first:</p>' +
+              '<ul class="acq">';
       near.slice(0, 20).forEach(function (i) {
         html += '<li>' + esc(m.nodes[acq.node[i]]) + ' at ' + sec(acq.time[i]) + ': ' +
                 (acq.got[i] > 0 ? 'claimed ' + acq.got[i] + ' row' + (acq.got[i] === 1 ? '' : 's')
