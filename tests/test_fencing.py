@@ -239,9 +239,10 @@ def test_the_page_marks_refused_and_late_effects():
 
     r = jobsim.run("scenarios/zombie_pause.yaml", variant="fencing")
     d = run_data(r.trace, jobsim.histories(r), jobsim.analyse(r).summary, "fencing")
-    marks = d.tables["marks"]
-    refused = marks["kind"] == 4
-    assert refused.sum() == 1 and marks["time"][refused][0] == 65.0
+    effects = d.tables["effects"]  # (the side effects' own table, events.EFFECT_KINDS)
+    refused = effects["kind"] == 3
+    assert refused.sum() == 1 and effects["time"][refused][0] == 65.0
+    assert d.counts["effects_refused"] == 1
     r, s = run(paid_by_call(False, work="10s"))
     d = run_data(r.trace, jobsim.histories(r), s, None)
-    assert (d.tables["marks"]["kind"] == 3).sum() == 0  # nobody left: no late effect
+    assert (d.tables["effects"]["kind"] == 1).sum() == d.counts["effects_late"] == 0  # nobody left

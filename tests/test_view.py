@@ -1,7 +1,9 @@
 """view.html, a run's interactive page: the same bytes every time and either way it is built
 (from the run in memory by ``jobsim run``, from the folder by ``jobsim view``), one tab per
 variant, a page under 10 MB for 100,000 jobs, ``jobsim view``'s refusals (exit 2), and the
-page opened in headless Chromium: no error, and one bar per execution.
+page opened in headless Chromium: no error, and one bar per execution; the lesson's empty
+acquisition by node-B at t=0 and its zero-length runs, zombie_pause's two payments,
+retry_storm's outage and load, the lock-expiry note's numbers and a legend of what occurs.
 
 The browser test skips, saying why, where no Chromium is found (``.ci/run`` installs
 Debian's ``chromium``).
@@ -182,7 +184,7 @@ def _dom(page: Path, profile: Path, tab: str = "") -> tuple[str, str]:
 def _section(dom: str, key: str) -> dict[str, str]:
     tag = re.search(rf'<section class="run" id="tab-{key}"[^>]*>', dom)
     assert tag, "the tab's section is missing"
-    return dict(re.findall(r'data-([a-z]+)="([^"]*)"', tag.group(0)))
+    return dict(re.findall(r'data-([a-z-]+)="([^"]*)"', tag.group(0)))
 
 
 def test_in_chromium_no_error_and_a_bar_per_execution(small_run, tmp_path):
@@ -218,14 +220,156 @@ def test_in_chromium_the_lock_expiry_report_page(tmp_path):
 def test_in_chromium_100000_jobs(tmp_path):
     out = tmp_path / "big"
     assert main(["run", str(BIG), "--out", str(out), "--quiet", "--no-plots"]) == 0
-    dom, _ = _dom(out / FILE, tmp_path / "profile")
-    assert re.search(r'<body data-errors="0"', dom)
+    dom = _dom_at(out / FILE, tmp_path / "profile", "at=110")  # 10 s after node-2's crash
     executions = json.loads((out / "summary.json").read_text())["executions"]
     attrs = _section(dom, "0")
     assert attrs["executions"] == attrs["rendered"] == str(executions)
+    # the table at the cursor: every row present counted, at most 200 listed, a note says so
+    panel = re.search(r'<div class="instant" id="instant-0" data-at="110" data-rows="(\d+)">'
+                      r'(.*?)</div>', dom, re.S)
+    assert panel, "no table at the cursor"
+    rows = int(panel.group(1))
+    listed = panel.group(2).count("<tr>") - 1
+    assert listed == min(rows, 200) and rows > 200
+    assert f"{rows} rows in the table (the first 200 by due time shown)" in panel.group(2)
 
 
 def test_the_committed_reports_leave_their_pages_out():
     """reports/**/view.html is ignored: a committed report's manifest may list a page the
     repository does not have, and that is no error (``outdir.check`` skips missing files)."""
     assert "reports/**/view.html" in (ROOT / ".gitignore").read_text(encoding="utf-8")
+
+
+# --- what the page shows beyond the bars (in a browser) ---------------------------------------
+
+def _run_page(tmp_path: Path, name: str) -> tuple[Path, dict]:
+    out = tmp_path / name
+    assert main(["run", str(SCENARIOS / f"{name}.yaml"), "--out", str(out), "--quiet",
+                 "--no-plots"]) == 0
+    return out / FILE, json.loads((out / "summary.json").read_text())
+
+
+def _dom_at(page: Path, profile: Path, query: str, tab: str = "") -> str:
+    """The DOM of the page opened with ``?query`` (``at=SECONDS``: the time cursor there)."""
+    proc = subprocess.run(
+        [_chromium(), "--headless=new", "--disable-gpu", "--no-sandbox", "--no-first-run",
+         f"--user-data-dir={profile}", "--host-resolver-rules=MAP * ~NOTFOUND",
+         "--virtual-time-budget=20000", "--dump-dom",
+         page.resolve().as_uri() + f"?{query}" + (f"#{tab}" if tab else "")],
+        capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert re.search(r'<body data-errors="0"', proc.stdout), re.search(
+        r'<div id="jobsim-errors"[^>]*>([^<]*)', proc.stdout)
+    return proc.stdout
+
+
+def test_in_chromium_the_lesson_shows_node_b_empty_acquisition_and_every_execution(tmp_path):
+    """The lesson's central non-event: at t=0 node-B ran its guarded UPDATE and locked
+    nothing (node-A had both due rows). The page draws it (an empty acquisition on node-B),
+    the cursor at 0 says it in words, and all 7 executions — each of zero length — are drawn
+    as bars and as markers."""
+    page, summary = _run_page(tmp_path, "lesson")
+    dom = _dom_at(page, tmp_path / "profile", "at=0")
+    attrs = _section(dom, "0")
+    assert attrs["executions"] == attrs["rendered"] == str(summary["executions"]) == "7"
+    assert attrs["instants"] == "7"  # zero-length runs: a marker each, none hidden
+    assert int(attrs["empty"]) == summary["acquisition"]["empty"] == 4
+    assert int(attrs["claims"]) == summary["acquisition"]["attempts"] - 4
+    panel = re.search(r'<div class="instant" id="instant-0"[^>]*>(.*?)</table></div>', dom)
+    assert panel, "no table at the cursor"
+    text = panel.group(1)
+    assert "node-A at 0.000 s: claimed 2 rows" in text
+    assert "node-B at 0.000 s: empty acquisition: locked nothing" in text
+    assert "3 rows in the table" in text  # jobs 1, 2 and 3, none gone yet
+    assert 'data-rows="3"' in panel.group(0)
+
+
+def test_in_chromium_the_zombie_pause_page_shows_two_payments(tmp_path):
+    """The guarded variant: two payments (the job's two side effects), the second marked
+    as a duplicate; the fencing variant: one payment and one refused effect."""
+    page, summary = _run_page(tmp_path, "zombie_pause")
+    for key, variant in enumerate(summary["variant_order"]):
+        dom = _dom_at(page, tmp_path / f"profile{key}", "at=70", tab=variant)
+        attrs = _section(dom, str(key))
+        s = summary["variants"][variant]
+        assert attrs["variant"] == variant
+        dup = s["duplicate_side_effects"]["total"]
+        refused = s["side_effects_refused"]
+        assert int(attrs["effects-duplicate"]) == dup
+        assert int(attrs["effects-refused"]) == refused
+        # one effect per job done, plus each duplicate; a refused one is marked too
+        assert int(attrs["effects"]) == s["jobs"]["done"] + dup + refused
+        if variant in ("guarded", "unguarded"):
+            assert attrs["effects"] == "2" and dup == 1
+
+
+def test_in_chromium_the_retry_storm_page_shows_the_outage_and_the_load(tmp_path):
+    page, summary = _run_page(tmp_path, "retry_storm")
+    variant = summary["variant_order"][0]
+    dom = _dom_at(page, tmp_path / "profile", "at=1", tab=variant)
+    attrs = _section(dom, "0")
+    assert attrs["services"] == str(len(summary["variants"][variant]["services"])) == "1"
+    assert int(attrs["outages"]) >= 1 and int(attrs["load"]) > 0
+    assert summary["variants"][variant]["services"]["payments"]["time"]["down"] > 0
+
+
+def test_the_lock_expiry_note_ties_the_counts():
+    """The note says how the lock expiries, the claims that took them and the duplicates
+    relate, with the run's own numbers."""
+    from jobsim.output.view import data
+
+    for sc in scenario.load_variants(SCENARIOS / "lock_expiry.yaml"):
+        a = analyse(run(sc))
+        view = data.run_data(a.result.trace, a.histories, a.summary, sc.variant)
+        c = view.counts
+        assert view.note.startswith(f"{c['lock_expiries']:,} lock")
+        dup = a.summary["duplicate_executions"]
+        assert f"{dup['total']:,} duplicate execution" in view.note
+        for cause, n in dup["by_cause"].items():
+            if n:
+                assert f"{n:,} {cause.replace('_', ' ')}" in view.note
+        page = analyses_page([a])
+        assert f'<p class="note">{view.note}</p>' in page.replace("&#x27;", "'")
+    quiet = analyse(run(scenario.load(SCENARIOS / "lesson.yaml")))
+    assert data.run_data(quiet.result.trace, quiet.histories, quiet.summary, None).note == ""
+
+
+def test_the_legend_lists_only_what_occurs(small_run):
+    page = (small_run / FILE).read_text(encoding="utf-8")
+    lesson = analyses_page([analyse(run(scenario.load(SCENARIOS / "lesson.yaml")))])
+    legend = re.search(r'<div class="legend">(.*?)</div>', lesson).group(1)
+    assert "empty acquisition" in legend and "took no time" in legend
+    assert "crash" not in legend and "lock expired" not in legend and "service" not in legend
+    assert "duplicate" not in legend
+    assert 'class="hue-mode"' in page and 'class="find"' in page
+
+
+def test_in_chromium_a_search_and_the_colour_switch(tmp_path):
+    """``?find=`` highlights the job's executions (by id, or by a part of its name) and
+    ``?colour=handler`` recolours them and rewrites the legend with the run's handlers."""
+    page, summary = _run_page(tmp_path, "lesson")
+    dom = _dom_at(page, tmp_path / "profile", "find=3&colour=handler")
+    found = re.search(r'<span class="found" id="found-0" data-found="(\d+)">([^<]*)', dom)
+    assert found and found.group(1) == "3", found  # job 3 ran three times, then dead-lettered
+    legend = re.search(r'<span class="hue" data-mode="outcome"[^>]*>(.*?)</span></span>\s*'
+                       r'<span class="item"><span class="glyph">', dom, re.S)
+    assert legend, "the legend's colours are missing"
+    for handler in ("bureau-call", "misconfigured", "reminder"):
+        assert f"handler {handler}" in legend.group(1)
+    assert "failed (will retry)" not in legend.group(1)
+    assert summary["executions"] == 7
+
+
+def test_in_chromium_the_zombie_payment_story(tmp_path):
+    """``?job=1`` tells the payment's story: two claims, two runs, its two payments (the
+    second a duplicate) in the guarded variant."""
+    page, summary = _run_page(tmp_path, "zombie_pause")
+    dom = _dom_at(page, tmp_path / "profile", "job=1", tab="guarded")
+    story = re.search(r'<aside class="story" id="story-0" data-job="1">(.*?)</aside>', dom,
+                      re.S)
+    assert story, "no story told"
+    text = story.group(1)
+    assert "claimed by node-A" in text and "claimed by node-B" in text
+    assert text.count("its side effect at its end") == 1  # node-A's, the first payment
+    assert text.count("duplicate side effect") == 1  # node-B's, the second
+    assert summary["variants"]["guarded"]["duplicate_side_effects"]["total"] == 1

@@ -3,9 +3,16 @@
 The node × thread timeline (one lane per node and thread, each execution its own bar,
 coloured by outcome: done, failed and retried, dead-lettered, duplicate, completion
 rejected, cut short by a crash, no end), the nodes' crashes, pauses and partitions as spans
-and markers, the lock expiries as markers; under it the jobs in the table over time on the
+and markers, the lock expiries as markers; each node's acquisitions (claims and empty
+acquisitions, ``events.acquisitions``), the executions that took no time as markers side by
+side, the side effects on their runs (plain, late at a service, duplicate, refused by a
+fencing token: ``events.effects``); a figure per downstream service (its load over its
+health spans, ``events.service_tables``); under it the jobs in the table over time on the
 same (linked) time axis; box zoom, wheel zoom, pan and reset; a click on an execution tells
-its job's whole story; one tab per variant. ``jobsim run`` writes it into every run folder
+its job's whole story, a click anywhere sets the time cursor and lists the table at that
+instant (``script_more``); a colour switch (outcome, priority, handler), a job search, a
+legend of what occurs only, and a note tying the lock expiries to the duplicates
+(``note``); one tab per variant. ``jobsim run`` writes it into every run folder
 (from the run in memory); ``jobsim view RUN_DIR`` rebuilds it from the folder's files. Both
 go one way: a ``Trace`` (the run's own, or trace.csv read back by ``folder.load_trace``),
 its stories (``history.histories``) and its summary, into ``data.run_data``, then

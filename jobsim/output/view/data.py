@@ -28,6 +28,8 @@ from ..columns import plot_frame
 from ..plots.depth import _gone, _lock_series, _step_series, _thin
 from ..plots.timeline import (_evenly_spaced, _executions, _node_names, _node_strings,
                               _spans)
+from .events import acquisitions, effects, instants, service_tables
+from .note import lock_note, takeovers
 
 #: the outcome of an execution: its colour's index, its legend (in precedence order: an
 #: execution that is two of these is drawn as the later one)
@@ -57,7 +59,8 @@ MAX_EXECUTIONS = 250_000
 @dataclass
 class RunData:
     """One run's view: numpy columns by table (``executions``, ``spans``, ``marks``,
-    ``depth``, ``jobs``, ``claims``, ``retries``), the name tables the codes index, the
+    ``depth``, ``jobs``, ``claims``, ``retries``, ``instants``, ``acquisitions``,
+    ``effects``), the name tables the codes index, the
     lanes, and the counts."""
 
     name: str
@@ -69,6 +72,11 @@ class RunData:
     tables: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
     names: dict[str, list[str]] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
+    #: each downstream service's tables (``events.service_tables``), its names in
+    #: ``names["services"]``
+    services: list[dict[str, dict[str, np.ndarray]]] = field(default_factory=list)
+    #: the related counts in words (``note.lock_note``)
+    note: str = ""
 
 
 def _printable_nodes(tdf: pd.DataFrame) -> pd.DataFrame:
@@ -93,6 +101,7 @@ def run_data(trace, hist: Histories, summary: dict, variant: str | None) -> RunD
     node_all = _node_strings(tdf["node"])
     names = _node_names(tdf["node"])
     ex = _classified(tdf, node_all, t_end, hist)
+    ex_all = ex[["node", "job", "attempt", "thread"]]
     cats_all = ex["cat"].to_numpy()
     ex = _evenly_spaced(ex, MAX_EXECUTIONS).reset_index(drop=True)
     lanes, y = _lanes(names, ex)
@@ -107,11 +116,20 @@ def run_data(trace, hist: Histories, summary: dict, variant: str | None) -> RunD
     data.tables["executions"] = {
         "start": ex["start"].to_numpy(float)[order], "end": ex["end"].to_numpy(float)[order],
         "y": y[order], "cat": ex["cat"].to_numpy(np.int8)[order],
+        "hue": ex["cat"].to_numpy(np.int8)[order],
         "job": ex["job"].to_numpy(np.int64)[order],
         "attempt": ex["attempt"].to_numpy(np.int32)[order], "node": codes[order],
         "thread": ex["thread"].to_numpy(np.int16)[order]}
+    data.tables["instants"] = instants(data.tables["executions"], order)
     data.tables["spans"], data.tables["marks"] = _spans_and_marks(tdf, node_all, node_code,
                                                                   lanes, t_end)
+    data.tables["acquisitions"], acq_counts = acquisitions(tdf, node_all, node_code, lanes)
+    data.tables["effects"], effect_counts, eff = effects(tdf, node_all, node_code, ex_all,
+                                                         lanes, hist, data.tables["executions"])
+    data.tables["executions"]["eff"] = eff
+    data.names["services"], data.services = service_tables(trace, t_end)
+    expired = _expiries(tdf, node_all, t_end)
+    data.note = lock_note(takeovers(tdf, node_all, expired), summary)
     data.tables["depth"] = _depth(tdf, t0, t_end)
     _stories(data, tdf, node_all, node_code, hist,
              None if len(ex) == len(cats_all) else np.unique(ex["job"].to_numpy()))
@@ -122,7 +140,9 @@ def run_data(trace, hist: Histories, summary: dict, variant: str | None) -> RunD
                    **{k: int((cats_all == i).sum()) for k, i in CODE.items()},
                    "crashes": int((marks == 0).sum()), "lock_expiries": int((marks == 2).sum()),
                    "pauses": int((data.tables["spans"]["kind"] == 1).sum()),
-                   "partitions": int((data.tables["spans"]["kind"] == 2).sum())}
+                   "partitions": int((data.tables["spans"]["kind"] == 2).sum()),
+                   "instants": len(data.tables["instants"]["row"]),
+                   **acq_counts, **effect_counts}
     return data
 
 
@@ -186,8 +206,8 @@ def _spans_and_marks(tdf: pd.DataFrame, node_all: np.ndarray, node_code: dict[st
                      lanes: dict[str, tuple[float, int]], t_end: float
                      ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """The nodes' spans (kind 0 down after a crash, 1 paused, 2 cut off by a partition)
-    and instants (kind 0 crash, 1 restart, 2 a lock expired, 3 an effect a service made
-    after its caller left, 4 a stale effect a fencing token refused; for the job ``job``)."""
+    and instants (kind 0 crash, 1 restart, 2 a lock expired, for the job ``job``; the side
+    effects are ``events.effects``')."""
     kinds = ("node_crashed", "node_restarted", "node_paused", "node_resumed", "partition")
     sel = tdf["kind"].isin(kinds).to_numpy(bool)
     df = tdf.loc[sel, ["time", "kind", "a", "x"]].copy()
@@ -217,12 +237,6 @@ def _spans_and_marks(tdf: pd.DataFrame, node_all: np.ndarray, node_code: dict[st
              zip(kind.tolist(), node.tolist(), df["time"].tolist())
              if k in ("node_crashed", "node_restarted") and n in lanes]
     marks += [(2, n, t, j) for n, t, j in _expiries(tdf, node_all, t_end) if n in lanes]
-    kinds_all = tdf["kind"].astype(str).to_numpy(dtype=object)
-    late = (kinds_all == "side_effect") & (tdf["a"].fillna(0).to_numpy() > 0)
-    for code, mask in ((3, late), (4, kinds_all == "effect_refused")):
-        marks += [(code, n, t, int(j)) for n, t, j in zip(
-            node_all[mask].tolist(), tdf["time"].to_numpy()[mask].tolist(),
-            tdf["job"].to_numpy()[mask].tolist()) if n in lanes]
     marks.sort(key=lambda m: (m[2], m[0], m[1], m[3]))
     mid = [lanes[n][0] + (lanes[n][1] - 1) / 2 for _, n, _, _ in marks]
     top = [lanes[n][0] - 0.55 for _, n, _, _ in marks]
@@ -281,7 +295,7 @@ def _stories(data: RunData, tdf: pd.DataFrame, node_all: np.ndarray,
              node_code: dict[str, int], hist: Histories, jobs: np.ndarray | None) -> None:
     """The tables a job's story is told from in the page, each sorted by job: ``jobs``
     (the stories' table: created, due, end, outcome, handler, name), ``claims`` (each
-    ``locked``: who, when, until) and ``retries`` (each ``retry_scheduled``: when, the new
+    ``locked``, ``lock_extended`` and ``unlocked``, its ``kind`` 0, 1, 2: who, when, until) and ``retries`` (each ``retry_scheduled``: when, the new
     due time). ``jobs``: only these (sorted; None: all)."""
     t = hist.table
     if jobs is not None:
@@ -300,10 +314,12 @@ def _stories(data: RunData, tdf: pd.DataFrame, node_all: np.ndarray,
         "end": (t["end"].to_numpy(float) - created).astype(np.float32),
         "outcome": pd.Categorical(t["outcome"].astype(str), outcomes).codes.astype(np.int8),
         "handler": pd.Categorical(handler, handlers).codes.astype(np.int16),
+        "priority": t["priority"].to_numpy(np.int32),
         "name": np.array([code.get(n, -1) if n else -1 for n in names], np.int32)}
     data.names.update(handlers=handlers, outcomes=outcomes, job_names=labels)
-    for table, kind in (("claims", "locked"), ("retries", "retry_scheduled")):
-        sel = (tdf["kind"] == kind).to_numpy(bool)
+    for table, kind in (("claims", ("locked", "lock_extended", "unlocked")),
+                        ("retries", ("retry_scheduled",))):
+        sel = tdf["kind"].isin(kind).to_numpy(bool)
         if jobs is not None:
             sel = sel & np.isin(tdf["job"].to_numpy(), jobs)
         job = tdf["job"].to_numpy()[sel]
@@ -311,6 +327,8 @@ def _stories(data: RunData, tdf: pd.DataFrame, node_all: np.ndarray,
         time = tdf["time"].to_numpy(float)[sel][order]
         data.tables[table] = {
             "job": job[order].astype(np.int64), "time": time,
+            **({"kind": pd.Categorical(tdf["kind"].to_numpy()[sel][order].astype(str),
+                                       kind).codes.astype(np.int8)} if len(kind) > 1 else {}),
             "node": np.array([node_code.get(n, -1) for n in node_all[sel][order].tolist()],
                              np.int16),
             "until": (tdf["x"].to_numpy(float)[sel][order] - time).astype(np.float32)}

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from . import layers
 from .data import RunData
 
 #: each outcome's colour (``data.CATEGORIES``' order)
@@ -24,9 +25,7 @@ COLORS = ("#1f77b4", "#ff7f0e", "#3b3b3b", "#9467bd", "#e377c2", "#8c564b", "#d6
 SPAN_COLORS = ("#8a8a8a", "#e8c200", "#17becf")
 SPAN_LABELS = ("down (crash → restart)", "paused", "cut off by a partition")
 MARKS = (("x", "#d62728", 16, "crash"), ("triangle", "#2ca02c", 11, "restart"),
-         ("inverted_triangle", "#b8860b", 10, "lock expired"),
-         ("star", "#9467bd", 14, "effect after its caller gave up (a service charged)"),
-         ("square", "#ffffff", 9, "stale effect refused (fencing token)"))
+         ("inverted_triangle", "#b8860b", 10, "lock expired"))
 DEPTH = (("in the table", "#1f77b4", 2.6), ("locked (live lock)", "#ff7f0e", 1.6),
          ("running", "#2ca02c", 1.0))
 
@@ -44,7 +43,9 @@ def item(run: RunData, key: str) -> dict[str, Any]:
 
     timeline = _timeline(run, key)
     depth = _depth(run, timeline.x_range)
-    root = column(timeline, depth, sizing_mode="stretch_width")
+    layers._tap_cursor(depth, key)
+    root = column(timeline, *layers.services(run, key, timeline.x_range), depth,
+                  sizing_mode="stretch_width")
     return stable_ids(json_item(root))
 
 
@@ -83,24 +84,33 @@ def _timeline(run: RunData, key: str) -> Any:
     p.yaxis.ticker = FixedTicker(ticks=list(centres.values()))
     p.yaxis.major_label_overrides = {float(c): n for n, c in centres.items()}
     tables = {t: _source(run.tables[t], f"{t}-{key}")
-              for t in ("executions", "spans", "marks", "jobs", "claims", "retries")}
+              for t in ("executions", "spans", "marks", "jobs", "claims", "retries",
+                        "acquisitions")}
+
+    def source(table: str, mask: Any = None, name: str | None = None) -> Any:
+        if mask is None:
+            return _source(run.tables[table], f"{name or table}-{key}")
+        return _source({c: v[mask] for c, v in run.tables[table].items()}, f"{name}-{key}")
     spans = p.quad(left="left", right="right", bottom="bottom", top="top",
                    source=tables["spans"], fill_color={"field": "kind", "transform":
                    LinearColorMapper(palette=list(SPAN_COLORS), low=-0.5,
                                      high=len(SPAN_COLORS) - 0.5)},
                    fill_alpha=0.4, line_color=None)
     n = len(COLORS)
+    fill = LinearColorMapper(palette=list(COLORS), low=-0.5, high=n - 0.5,
+                             name=f"hue-fill-{key}")
+    line = LinearColorMapper(palette=[_darker(c) for c in COLORS], low=-0.5, high=n - 0.5,
+                             name=f"hue-line-{key}")
     ex = p.hbar(y="y", left="start", right="end", height=0.8, source=tables["executions"],
-                fill_color={"field": "cat", "transform": LinearColorMapper(
-                    palette=list(COLORS), low=-0.5, high=n - 0.5)},
-                line_color={"field": "cat", "transform": LinearColorMapper(
-                    palette=[_darker(c) for c in COLORS], low=-0.5, high=n - 0.5)},
+                fill_color={"field": "hue", "transform": fill},
+                line_color={"field": "hue", "transform": line},
                 line_width=1, nonselection_fill_alpha=0.25, nonselection_line_alpha=0.25,
                 name=f"executions-renderer-{key}")
     marks = run.tables["marks"]
     nodes = json.dumps(run.names["nodes"])
     labels = json.dumps(run.names["categories"])
     node_name = CustomJSHover(code=f"return {nodes}[value] ?? '?'")
+    cat_name = CustomJSHover(code=f"return {labels}[value] ?? '?'")
     shown = []
     for k, (marker, color, size, label) in enumerate(MARKS):
         m = marks["kind"] == k
@@ -121,12 +131,13 @@ def _timeline(run: RunData, key: str) -> Any:
     p.add_tools(HoverTool(renderers=[ex], tooltips=(
         "<div><b>job @job</b> · run @attempt</div><div>@node{node} · thread @thread</div>"
         "<div>@start{0,0.000} → @end{0,0.000} s</div><div>@cat{cat}</div>"),
-        formatters={"@node": node_name,
-                    "@cat": CustomJSHover(code=f"return {labels}[value] ?? '?'")}))
+        formatters={"@node": node_name, "@cat": cat_name}))
     story = CustomJS(args={k: v for k, v in tables.items() if k != "spans"},
                      code=f"if (window.jobsimStory) window.jobsimStory({json.dumps(key)}, "
                           "executions, jobs, claims, retries, marks);")
     p.add_tools(TapTool(renderers=[ex], callback=story))
+    layers.add(p, run, key, source, {k: v for k, v in tables.items() if k != "spans"}, fill,
+               line, node_name, cat_name)
     return p
 
 

@@ -15,8 +15,11 @@ from typing import Any
 
 from ...base.printable import printable
 from .data import CATEGORIES, RunData
+from .events import EFFECT_KINDS, SERVICE_SPANS
 from .figures import COLORS, DEPTH, MARKS, SPAN_COLORS, SPAN_LABELS, item
+from .layers import ACQUISITIONS, EFFECTS, INSTANT, SERVICE_COLORS
 from .script import HOOK, SCRIPT, STYLE
+from .script_more import MORE, MORE_STYLE
 
 #: the marker the page carries: ``jobsim view`` overwrites only a file that has it (or that
 #: a run folder's manifest lists with its hash)
@@ -59,6 +62,22 @@ def counts_line(run: RunData, summary: dict) -> str:
     dup = summary.get("duplicate_executions", {}).get("total")
     if dup is not None:
         parts.append(f"{_plural(int(dup), 'duplicate execution')} in the summary")
+    acq = [_plural(c["claims"], "claim"), _plural(c["empty"], "empty acquisition")]
+    if c["skipped_polls"]:
+        acq.append(f"{_plural(c['skipped_polls'], 'empty poll')} counted, not simulated "
+                   "(not drawn)")
+    if c["acquisitions_drawn"] < c["claims"] + c["empty"]:
+        acq.append(f"showing {c['acquisitions_drawn']:,} of the acquisitions")
+    parts.append(", ".join(acq))
+    effects = [f"{_plural(c['effects'], 'side effect')}"] + [
+        f"{c[k]:,} {label}" for k, label in (("effects_duplicate", "duplicate"),
+                                             ("effects_late", "made after its caller gave up"),
+                                             ("effects_refused", "refused by fencing"))
+        if c[k]]
+    if c["effects"] or c["effects_refused"]:
+        parts.append(", ".join(effects) + (f" (showing {c['effects_drawn']:,})" if
+                                           c["effects_drawn"] < c["effects"]
+                                           + c["effects_refused"] else ""))
     parts.append(", ".join([_plural(c["crashes"], "crash", "crashes"),
                             _plural(c["pauses"], "pause"), _plural(c["partitions"], "partition"),
                             _plural(c["lock_expiries"], "lock expiry", "lock expiries")]))
@@ -72,20 +91,54 @@ def counts_line(run: RunData, summary: dict) -> str:
     return " · ".join(parts)
 
 
-def _legend() -> str:
+def _legend(run: RunData) -> str:
+    """The legend of what occurs in the run only; the executions' colours by outcome (the
+    script writes those by priority and by handler)."""
+    c = run.counts
     items = [f'<span class="item"><span class="swatch" style="background:{col}"></span>'
-             f'{html.escape(label)}</span>' for (_, label), col in zip(CATEGORIES, COLORS)]
+             f'{html.escape(label)}</span>' for (key, label), col in zip(CATEGORIES, COLORS)
+             if c.get(key)]
+    hue = f'<span class="hue" data-mode="outcome">{"".join(items)}</span>'
+    items = []
+    if c["instants"]:
+        items.append(f'<span class="item"><span class="glyph">◆</span>'
+                     f'{html.escape(INSTANT[2])}</span>')
+    spans = run.tables["spans"]["kind"]
     items += [f'<span class="item"><span class="swatch" style="background:{col};opacity:.5">'
-              f'</span>{html.escape(label)}</span>' for col, label in zip(SPAN_COLORS,
-                                                                           SPAN_LABELS)]
+              f'</span>{html.escape(label)}</span>' for k, (col, label) in
+              enumerate(zip(SPAN_COLORS, SPAN_LABELS)) if (spans == k).any()]
     glyphs = {"x": "✕", "triangle": "▲", "inverted_triangle": "▼", "star": "★",
-              "square": "□"}  # (a white square is drawn outlined: its glyph, in black)
-    items += [f'<span class="item"><span class="glyph" style="color:'
-              f'{"#000000" if col == "#ffffff" else col}">{glyphs[m]}</span>'
-              f'{html.escape(label)}</span>' for m, col, _, label in MARKS]
+              "diamond": "◆", "square_x": "⊠", "circle": "●"}
+    marks = run.tables["marks"]["kind"]
+    shown = [(m, col, label) for k, (m, col, _, label) in enumerate(MARKS)
+             if (marks == k).any()]
+    acq = run.tables["acquisitions"]["kind"]
+    shown += [(m, fill if fill != "#ffffff" else line, label) for k, (m, fill, line, _, label)
+              in enumerate(ACQUISITIONS) if (acq == k).any()]
+    eff = run.tables["effects"]["kind"]
+    shown += [(m, col if col != "#ffffff" else "#000000", EFFECT_KINDS[k])
+              for k, (m, col, _) in enumerate(EFFECTS) if (eff == k).any()]
+    items += [f'<span class="item"><span class="glyph" style="color:{col}">'
+              f'{"○" if m == "circle" and col == "#7f7f7f" else glyphs[m]}</span>'
+              f'{html.escape(label)}</span>' for m, col, label in shown]
+    for k, label in enumerate(SERVICE_SPANS):
+        if any((sv["spans"]["kind"] == k).any() for sv in run.services):
+            items.append(f'<span class="item"><span class="swatch" style="background:'
+                         f'{SERVICE_COLORS[k]};opacity:.4"></span>service '
+                         f'{html.escape(label)}</span>')
     items += [f'<span class="item"><span class="swatch" style="background:{col};height:3px">'
               f'</span>table depth: {html.escape(label)}</span>' for label, col, _ in DEPTH]
-    return '<div class="legend">' + "".join(items) + "</div>"
+    return '<div class="legend">' + hue + "".join(items) + "</div>"
+
+
+def _controls(key: str) -> str:
+    return (f'<div class="controls" id="controls-{key}"><label>colour the executions by '
+            f'<select class="hue-mode" data-key="{key}"><option value="outcome">outcome'
+            '</option><option value="priority">priority</option><option value="handler">'
+            'handler</option></select></label> <label>find a job <input type="search" '
+            f'class="find" data-key="{key}" placeholder="name or id"></label> '
+            f'<span class="found" id="found-{key}"></span> <label>the table at '
+            f'<input type="number" class="at" data-key="{key}" step="any"> s</label></div>')
 
 
 def page(runs: list[tuple[RunData, dict]], heading: str) -> str:
@@ -99,16 +152,20 @@ def page(runs: list[tuple[RunData, dict]], heading: str) -> str:
             f'<section class="run" id="tab-{key}" data-key="{key}" '
             f'data-variant="{_html(run.name)}" hidden>\n'
             f'<h2>{_html(run.title)}</h2>\n'
-            f'<p class="counts">{_html(counts_line(run, summary))}</p>\n{_legend()}\n'
+            f'<p class="counts">{_html(counts_line(run, summary))}</p>\n'
+            + (f'<p class="note">{_html(run.note)}</p>\n' if run.note else "")
+            + f'{_controls(key)}\n{_legend(run)}\n'
             f'<div class="body"><div class="plot" id="plot-{key}"></div>'
             f'<aside class="story" id="story-{key}"><h3>A job\'s story</h3><p>Click an '
             'execution to see its job\'s whole story: created, due, each claim, each run, '
             'its retries and its end. Hover for one run. Drag to pan, the wheel zooms in '
-            'time, the box zooms in; reset brings everything back.</p></aside></div>\n'
-            '</section>')
+            'time, the box zooms in; reset brings everything back. A click anywhere sets '
+            'the time cursor: the table at that instant is shown below.</p></aside></div>\n'
+            f'<div class="instant" id="instant-{key}"></div>\n</section>')
         meta = {"nodes": run.names["nodes"], "categories": run.names["categories"],
                 "colors": list(COLORS), "handlers": run.names["handlers"],
-                "outcomes": run.names["outcomes"], "job_names": run.names["job_names"]}
+                "outcomes": run.names["outcomes"], "job_names": run.names["job_names"],
+                "services": run.names["services"], "effects": list(EFFECT_KINDS)}
         blobs.append(f'<script type="application/json" id="jobsim-item-{key}">'
                      f'{_json(item(run, key))}</script>\n'
                      f'<script type="application/json" id="jobsim-meta-{key}">'
@@ -117,10 +174,11 @@ def page(runs: list[tuple[RunData, dict]], heading: str) -> str:
     scripts = "".join(f"<script>{js}</script>\n" for js in bokeh_js())
     return (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n{GENERATOR}\n'
             f'<title>{_html(heading)}</title>\n<script>{HOOK}</script>\n'
-            f'<style>{STYLE}</style>\n{scripts}</head>\n<body data-errors="0">\n'
+            f'<style>{STYLE}{MORE_STYLE}</style>\n{scripts}</head>\n<body data-errors="0">\n'
             f'<header><h1>{_html(heading)}</h1><p>Executions per node and thread, '
-            'coloured by outcome, above the jobs in the table, on one time axis. Written by '
+            'coloured by outcome, with each node\'s acquisitions and the side effects, '
+            'above the services and the jobs in the table, on one time axis. Written by '
             'jobsim view.</p></header>\n'
             f'<div id="jobsim-errors" hidden></div>\n{nav}<main>\n'
             + "\n".join(sections) + "\n</main>\n" + "\n".join(blobs)
-            + f"\n<script>{SCRIPT}</script>\n</body>\n</html>\n")
+            + f"\n<script>{MORE}</script>\n<script>{SCRIPT}</script>\n</body>\n</html>\n")

@@ -5,8 +5,9 @@
 test reads them back from the DOM. ``SCRIPT`` embeds a tab's figures when the tab is first
 shown, then writes on its section ``data-executions`` (the rows of its executions' data
 source), ``data-rendered`` (the bars its glyph drew from them) and ``data-backend`` (WebGL,
-or the canvas where WebGL is drawn in software: there the canvas is the faster), and tells
-a job's story when an execution is clicked.
+or the canvas where WebGL is drawn in software: there the canvas is the faster), hands the
+tab to ``script_more``'s ``jobsimAfterEmbed`` (the other layers' counts, the cursor), and
+tells a job's story when an execution is clicked.
 """
 
 HOOK = r"""
@@ -61,15 +62,25 @@ SCRIPT = r"""
     if (j.due[r] > 0) lines.push([created + j.due[r], 1, 'due']);
     var c = claims.data, span = rows(c.job, job);
     for (var k = span[0]; k < span[1]; k++)
-      lines.push([c.time[k], 2, 'claimed by ' + m.nodes[c.node[k]] + ' (lock until ' +
-                  sec(c.time[k] + c.until[k]) + ')']);
+      lines.push([c.time[k], 2, c.kind[k] === 2 ? 'unlocked by ' + m.nodes[c.node[k]] :
+                  (c.kind[k] === 1 ? 'lock extended by ' : 'claimed by ') + m.nodes[c.node[k]] +
+                  ' (lock until ' + sec(c.time[k] + c.until[k]) + ')']);
     var runs = rows(e.job, job), chosen = [];
     for (var k = runs[0]; k < runs[1]; k++) {
       chosen.push(k);
       lines.push([e.start[k], 3, 'run ' + e.attempt[k] + ' on ' + m.nodes[e.node[k]] +
                   ' thread ' + e.thread[k] + ', until ' + sec(e.end[k]) + ' (' +
                   sec(e.end[k] - e.start[k]) + '): <span class="swatch" style="background:' +
-                  m.colors[e.cat[k]] + '"></span>' + esc(m.categories[e.cat[k]])]);
+                  m.colors[e.cat[k]] + '"></span>' + esc(m.categories[e.cat[k]]) +
+                  (e.eff[k] === 1 ? '; its side effect at its end' : '')]);
+    }
+    for (var q = 0; q < 4; q++) {  // the side effects not at a run's end, duplicates, refused
+      var fx = ex.document && ex.document.get_model_by_name('effects-' + q + '-' + key);
+      if (!fx) continue;
+      for (var k = 0; k < fx.data.job.length; k++)
+        if (Number(fx.data.job[k]) === job)
+          lines.push([fx.data.time[k], 3.5, esc(m.effects[q]) + ' (run ' + fx.data.attempt[k] +
+                      ' on ' + m.nodes[fx.data.node[k]] + ')']);
     }
     var t = retries.data, rs = rows(t.job, job);
     for (var k = rs[0]; k < rs[1]; k++)
@@ -138,6 +149,7 @@ SCRIPT = r"""
     section.setAttribute('data-backend', chosen);
     section.setAttribute('data-executions', String(source.get_length()));
     section.setAttribute('data-rendered', String(renderer.glyph.data_size));
+    if (window.jobsimAfterEmbed) window.jobsimAfterEmbed(key, renderer, views);
   }
 
   function show(key) {
