@@ -89,6 +89,12 @@ def legitimate(doc: dict, sc: Scenario, v: Any) -> str | None:
     """Why violation ``v`` is what this draw's settings rightly produce, or None."""
     if v.invariant == "exclusive_locks" and unsafe(sc):
         return "an unsafe claim strategy double-acquires: that is its lesson"
+    if v.invariant == "exclusive_locks" and sc.clocks_differ and any(
+            n.executor.global_lock for n in sc.nodes):
+        # the holder's age is read on the taker's clock: one ahead by global_lock_force
+        # forces a lock still held, and both claim by read_then_write "under" it (as
+        # Flowable's lock row, timestamped by each node's own clock, would)
+        return "a clock ahead forces the global acquire lock its holder still holds"
     if v.invariant == "liveness":
         msg = v.message
         # a crashed (or cut-off) holder's lock that nothing frees: lock_expiry never (the

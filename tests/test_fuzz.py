@@ -278,6 +278,14 @@ def test_the_judge_excuses_only_what_the_settings_explain():
     assert legitimate(race, from_dict(race), stuck) is None  # no operator suspended it
     race["operations"] = [{"at": "1s", "suspend": "all"}]
     assert legitimate(race, from_dict(race), stuck)
+    # the global acquire lock, its holder's age read on each node's own clock: a clock
+    # stepped ahead forces a lock still held (fresh fuzz seed 896929436101: n4 stepped 10 s
+    # ahead took two rows worker-1 had just claimed under the lock)
+    flowable = {**race, "executor": {"global_lock": True, "global_lock_force": "5s"}}
+    flowable.pop("operations")
+    assert legitimate(flowable, from_dict(flowable), double) is None  # one clock
+    flowable["faults"] = [{"at": "20s", "clock": "node-2", "step": "10s"}]
+    assert legitimate(flowable, from_dict(flowable), double)
 
 
 # --- the fresh tier: new seeds every run ------------------------------------------------------
