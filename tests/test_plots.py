@@ -12,6 +12,7 @@ from matplotlib.collections import LineCollection, PolyCollection
 from matplotlib.figure import Figure
 
 from jobsim.output import plots
+from jobsim.output.plots.common import text_outside
 from jobsim.format import scenario
 from jobsim.analysis.history import CAUSES
 from jobsim.analysis.metrics import jobs_frame, trace_frame
@@ -141,7 +142,44 @@ def test_node_timeline_lesson(lesson, tmp_path):
     (ax,) = fig.axes
     assert bar_counts(ax) == {"succeeded": 2, "failed": 5}
     assert [t.get_text() for t in ax.get_yticklabels()] == ["node-A", "node-B"]
-    assert not ax.lines  # no crash, no restart
+    marks = {ln.get_label(): ln for ln in ax.lines}
+    assert sorted(marks) == ["claim (rows locked)", "empty acquisition"]  # no crash, no restart
+    acq = lesson.summary["acquisition"]
+    claims, empty = marks["claim (rows locked)"], marks["empty acquisition"]
+    assert len(empty.get_xdata()) == acq["empty"] == 4
+    assert len(claims.get_xdata()) + len(empty.get_xdata()) == acq["attempts"]
+    # the lesson's point: node-B (row 1) found nothing at t=0, node-A (row 0) locked rows
+    at_zero = [round(y) for x, y in zip(empty.get_xdata(), empty.get_ydata()) if x == 0]
+    assert at_zero == [1]
+    assert [round(y) for x, y in zip(claims.get_xdata(), claims.get_ydata()) if x == 0] == [0]
+
+
+def test_zero_length_runs_of_one_instant_stand_side_by_side(lesson):
+    """At t=70 node-B runs job 2 (succeeds) and job 3 (fails) in one instant on one thread:
+    both bars show, the success first, not one under the other."""
+    (ax,) = plots.node_timeline(trace_frame(lesson.result.trace)).axes
+    bars = {c.get_label(): c for c in ax.collections}
+
+    def lefts(label):
+        return sorted(float(p.vertices[:, 0].min()) for p in bars[label].get_paths())
+
+    ok, failed = lefts("succeeded"), lefts("failed")
+    at_70 = [x for x in ok + failed if 70 <= x < 75]
+    assert len(at_70) == 2 and len(set(at_70)) == 2
+    assert min(x for x in ok if x >= 70) < min(x for x in failed if x >= 70)
+
+
+def test_the_timeline_colours_by_priority_and_by_handler(lesson):
+    fig = plots.node_timeline(lesson.result, colour="handler")
+    labels = {c.get_label() for c in fig.axes[0].collections}
+    assert {"bureau-call", "misconfigured", "reminder", "failed (hatched)"} <= labels
+    fig = plots.node_timeline(trace_frame(lesson.result.trace), colour="priority")
+    counts = bar_counts(fig.axes[0])
+    assert counts["priority 0"] == lesson.summary["executions"] == 7
+    assert counts["failed (hatched)"] == lesson.summary["failures"] == 5
+    assert "coloured by priority" in fig.axes[0].get_title()
+    with pytest.raises(ValueError):
+        plots.node_timeline(trace_frame(lesson.result.trace), colour="rainbow")
 
 
 def test_node_timeline_subsets_evenly(race, tmp_path):
@@ -242,11 +280,11 @@ def test_compare_bars(tmp_path):
                              [0, 57, None], "Duplicate executions by strategy", "executions")
     saved(fig, tmp_path, "compare")
     (ax,) = fig.axes
-    assert len(ax.patches) == 3
+    assert len(ax.patches) == 4  # three bars, and the hatched one of the run without a value
     assert [t.get_text() for t in ax.get_xticklabels()] == [
         "guarded_update", "read_then_write", "optimistic"]
     text = all_text(fig)
-    assert "n/a" in text and "57" in text
+    assert "no value" in text and "57" in text
     with pytest.raises(ValueError):
         plots.compare_bars(["a"], [1, 2], "t", "y")
 
@@ -323,11 +361,20 @@ def test_back_to_back_executions_stay_separate_bars():
     assert len(bars.get_paths()) == 3 and bars.get_linewidths()[0] > 0  # edged apart
 
 
-def test_n_a_is_written_not_drawn_and_a_one_job_axis_starts_at_zero():
-    fig = plots.compare_bars(["a", "b"], [None, 3.0], "t", "seconds")
+def test_a_run_without_a_value_is_a_marked_bar_and_a_one_job_axis_starts_at_zero():
+    """Not an empty place: a hatched bar up to the axis's top with its reason in words."""
+    fig = plots.compare_bars(["a", "b", "c"], [None, 3.0, None], "t", "seconds",
+                             ["never recovered", "", "no job started"], [(2.0, "expected ≤ 2 s")])
     (ax,) = fig.axes
     heights = [p.get_height() for p in ax.patches]
-    assert heights[0] == 0.0 and [t.get_text() for t in ax.texts] == ["", "3", "n/a"]
+    assert heights[:3] == [0.0, 3.0, 0.0]
+    hatched = [p for p in ax.patches if p.get_hatch()]
+    assert len(hatched) == 2 and all(p.get_y() + p.get_height() == ax.get_ylim()[1]
+                                     for p in hatched)
+    assert [t.get_text() for t in ax.texts] == ["", "3", "", "never recovered",
+                                                "no value: no job\nstarted", "expected ≤ 2 s"]
+    (line,) = [ln for ln in ax.lines if list(ln.get_ydata()) == [2.0, 2.0]]
+    assert text_outside(fig) == []
     one = pd.DataFrame({"priority": [0], "due": [0.0], "first_start": [0.002]})
     (ax,) = plots.latency_cdf(one).axes
     assert ax.get_xlim()[0] == 0.0

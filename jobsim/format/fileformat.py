@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..executor.config import RECURRING_MODES
+from ..executor.config import RECURRING_MODES, TIMELINE_COLOURS
 from ..database.db import DIALECTS
 from ..database.dialects import ISOLATIONS, SQLITE_BEGIN
 from ..base.durations import parse_duration
@@ -377,7 +377,10 @@ FORMAT = Obj({
                        {"type": "boolean"}, doc="draw each run's seed (default true)")},
         doc="bounds of jobsim hunt's fault space"),
     "report": Obj({"compare": ListOf(_FIGURE, max_len=20,
-                                     doc="figures drawn side by side across the variants")}),
+                                     doc="figures drawn side by side across the variants"),
+                   "timeline_colour": Enum(TIMELINE_COLOURS, "outcome",
+                                           "what colours the executions on timeline.png: "
+                                           "their outcome, their job's priority or handler")}),
     "variants": MapOf(Obj({"description": Str(), "set": MapOf(_ANY, max_len=200),
                            "expect": _expect}), max_len=20,
                       doc="runs of the same scenario with some values set otherwise, "

@@ -113,7 +113,7 @@ def _unit(path: str) -> str:
 
 def why_none(summary: dict[str, Any], path: str) -> str:
     """Why a run has no value at ``path`` (its figure is ``None`` or absent), in words:
-    "never recovered", "never started", …; ``"no value"`` when the summary does not say."""
+    "never recovered", "never started", …; ``""`` when the summary does not say."""
     value = figure(summary, path)
     if value is NO_FIGURE:
         return "not in this run's summary"
@@ -127,7 +127,7 @@ def why_none(summary: dict[str, Any], path: str) -> str:
         if parts[2] == "mean_wait":
             return "no call waited"
     if parts[0] == "named" and len(parts) == 3:
-        return "never started" if parts[2] == "start_delay" else "no value"
+        return "never started" if parts[2] == "start_delay" else ""
     if parts[0] == "crash_recovery":
         stranded = figure(summary, "crash_recovery.stranded_jobs")
         never = figure(summary, "crash_recovery.unrecovered")
@@ -137,7 +137,7 @@ def why_none(summary: dict[str, Any], path: str) -> str:
             return "no job stranded by a crash"
     if parts[0] == "latency":
         return "no job started"
-    return "no value"
+    return ""
 
 
 def bounds(expectations: Any, path: str) -> list[tuple[float, str]]:

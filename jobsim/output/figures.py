@@ -26,7 +26,8 @@ def run_plots(a: Any, jobs: pd.DataFrame, folder: Path) -> list[tuple[str, str]]
     of points)."""
     tdf = plot_frame(a.result.trace)
     made = [("latency CDF by priority", "latency_cdf.png", lambda: plots.latency_cdf(jobs)),
-            ("per-node timeline", "timeline.png", lambda: plots.node_timeline(tdf)),
+            ("per-node timeline", "timeline.png", lambda: plots.node_timeline(
+                tdf, colour=a.result.scenario.timeline_colour, jobs=jobs)),
             ("table depth over time", "table_depth.png", lambda: plots.table_depth(tdf))]
     if a.histories.duplicates:
         made.append(("double runs by cause", "duplicates.png",
@@ -82,6 +83,7 @@ def compared(analyses: list[Any], tmp: Path, plots_of: dict[str, list[tuple[str,
         plots_of[""].append((title, name))
         if None in values:  # a run without a value is said, not only drawn
             plots_of[""].append((f"{words[:1].upper() + words[1:]}: " + "; ".join(
-                f"{a.name} has none ({r})" for a, v, r in zip(analyses, values, reasons)
+                f"{a.name} has none" + (f" ({r})" if r else "")
+                for a, v, r in zip(analyses, values, reasons)
                 if v is None) + ".", ""))
     plots_of[""] += compared_loads(analyses, tmp)

@@ -55,7 +55,7 @@ def _figure(width: float = 9.0, height: float = 5.0) -> tuple[Figure, Axes]:
 
 
 def _no_data(fig: Figure, ax: Axes, title: str, note: str = "no data") -> Figure:
-    ax.set_title(title)
+    ax.set_title(title[:1].upper() + title[1:])
     ax.text(0.5, 0.5, note, transform=ax.transAxes, ha="center", va="center",
             fontsize=14, color="0.4")
     ax.set_xticks([])

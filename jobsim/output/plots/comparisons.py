@@ -53,8 +53,9 @@ def compare_bars(labels: Sequence[str], values: Sequence[float | None], title: s
         ax.bar(x[gone], top - max(lo, 0.0), 0.6, bottom=max(lo, 0.0), facecolor="0.93",
                edgecolor="0.45", hatch="//", linewidth=0.8, label="no value")
         for i in gone:
-            why = reasons[i] or "no value"
-            words = why if why.startswith("never") else f"no value: {why}"
+            why = reasons[i]
+            words = why if why.startswith("never") else f"no value: {why}" if why \
+                else "no value"
             ax.text(x[i], (max(lo, 0.0) + top) / 2, textwrap.fill(words, 22), ha="center",
                     va="center", rotation=90, fontsize=9, color="0.15",
                     bbox=dict(boxstyle="round,pad=0.25", facecolor="white", edgecolor="0.6"))
