@@ -144,10 +144,12 @@ def text_outside(fig: Figure, tolerance: float = 1.0) -> list[str]:
     """The texts of ``fig`` (titles, axis labels, tick labels, legends, notes) that reach
     past the figure's edges once drawn, each as ``"what: its text"``; [] when all fit. The
     check the tests hold every figure to (a cut title is a figure that lies)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.text import Text
 
-    fig.canvas.draw()  # lays out (constrained) and sizes every text as it will be saved
-    renderer = fig.canvas.get_renderer()
+    canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
+    canvas.draw()  # lays out (constrained) and sizes every text as ``save`` draws it
+    renderer = canvas.get_renderer()
     box = fig.bbox
     out = []
     for t in fig.findobj(Text):
