@@ -225,18 +225,38 @@ def test_table_depth_runs(lesson, race, tmp_path):
         fig = plots.table_depth(trace_frame(a.result.trace))
         saved(fig, tmp_path, f"{name}_depth")
         (ax,) = fig.axes
-        table, locked, running = ax.lines
-        assert len(ax.lines) == 3
+        table, locked, running = depth_lines(ax)
         assert table.get_ydata()[-1] == 0 and running.get_ydata()[-1] == 0  # drained
         assert table.get_ydata().max() >= locked.get_ydata().max() >= 0
     assert table.get_ydata().max() > 10  # the race piles up jobs between polls
+
+
+def depth_lines(ax):
+    """table_depth's three step series (in the table, locked, running), not its marks."""
+    return [ln for ln in ax.lines if ln.get_label().startswith(
+        ("in the table", "locked", "running"))]
+
+
+def test_the_lessons_depth_shows_rows_held_within_an_instant(lesson):
+    """The lesson's fake clock locks, runs and releases at one instant: node-A's claim at
+    t=0 locks both due jobs (2 locked) and runs them one at a time (1 running) — spikes
+    with their tops marked, not a flat 0 all along."""
+    fig = plots.table_depth(trace_frame(lesson.result.trace))
+    (ax,) = fig.axes
+    table, locked, running = depth_lines(ax)
+    assert locked.get_ydata().max() == 2 and running.get_ydata().max() == 1
+    tops = {(round(float(x), 6), float(y)) for ln in ax.lines if ln.get_marker() == "^"
+            for x, y in zip(ln.get_xdata(), ln.get_ydata())}
+    assert {(0.0, 2.0), (0.0, 1.0), (10.0, 2.0), (70.0, 2.0)} <= tops
+    assert "2 locked, 1 running" in ax.get_title()
+    assert text_outside(fig) == []
 
 
 def test_table_depth_follows_locks_and_crashes(tmp_path):
     fig = plots.table_depth(trace_frame(faulty_trace()))
     saved(fig, tmp_path, "faulty_depth")
     (ax,) = fig.axes
-    table, locked, running = ax.lines
+    table, locked, running = depth_lines(ax)
 
     def at(line, t):
         x, y = line.get_xdata(), line.get_ydata()

@@ -151,12 +151,22 @@ def text_outside(fig: Figure, tolerance: float = 1.0) -> list[str]:
     canvas.draw()  # lays out (constrained) and sizes every text as ``save`` draws it
     renderer = canvas.get_renderer()
     box = fig.bbox
-    out = []
+
+    def cut(e: Any) -> bool:
+        return e is not None and (e.x0 < box.x0 - tolerance or e.x1 > box.x1 + tolerance or
+                                  e.y0 < box.y0 - tolerance or e.y1 > box.y1 + tolerance)
+
+    out, ticks = [], set()
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            for tick in axis.get_major_ticks() + axis.get_minor_ticks():
+                ticks.update((id(tick.label1), id(tick.label2)))
+            # the tick labels drawn (those outside the view are not) and the axis's label
+            if cut(axis.get_tightbbox(renderer)):
+                out.append(f"{axis.axis_name} axis: {axis.get_label_text()!r} or its ticks")
     for t in fig.findobj(Text):
-        if not t.get_visible() or not t.get_text().strip():
+        if id(t) in ticks or not t.get_visible() or not t.get_text().strip():
             continue
-        e = t.get_window_extent(renderer)
-        if e.x0 < box.x0 - tolerance or e.x1 > box.x1 + tolerance or \
-                e.y0 < box.y0 - tolerance or e.y1 > box.y1 + tolerance:
+        if cut(t.get_window_extent(renderer)):
             out.append(f"{type(t).__name__}: {t.get_text()!r}")
     return out
