@@ -26,6 +26,7 @@ import fuzzwork
 from fuzzwork import Ctx, dist, dur, p, some
 
 FAULTS = ("crash", "pause", "slow_db", "partition", "clock", "restart_server")
+TIMELINE_COLOURS = ("outcome", "priority", "handler")  # report.timeline_colour
 OPERATIONS = ("retry", "cancel", "move", "suspend", "activate")
 HUNT_KINDS = FAULTS
 
@@ -217,6 +218,8 @@ def scenario(r: random.Random) -> dict:
         doc["hunt"] = hunt(r, c)
     if p(r, 0.1):
         doc["report"] = {"compare": some(r, FIGURES, 0, 3)}
+        if p(r, 0.5):  # drawn after the rest: the other keys' draws stay as they were
+            doc["report"]["timeline_colour"] = r.choice(TIMELINE_COLOURS)
     return doc
 
 

@@ -128,7 +128,7 @@ def _wrap(line: str, width: float, fontsize: float) -> str:
     side)."""
     import textwrap
 
-    chars = max(20, int(width * 72 / (fontsize * 0.62)))
+    chars = max(20, int((width - 0.6) * 72 / (fontsize * 0.62)))
     return "\n".join(textwrap.wrap(line, chars, break_long_words=False,
                                    break_on_hyphens=False)) or line
 
