@@ -115,8 +115,6 @@ def why_none(summary: dict[str, Any], path: str) -> str:
     """Why a run has no value at ``path`` (its figure is ``None`` or absent), in words:
     "never recovered", "never started", …; ``""`` when the summary does not say."""
     value = figure(summary, path)
-    if value is NO_FIGURE:
-        return "not in this run's summary"
     parts = path.split(".")
     if parts[0] == "services" and len(parts) >= 3:
         if figure(summary, f"services.{parts[1]}.recovered_at") is None and \
@@ -137,7 +135,9 @@ def why_none(summary: dict[str, Any], path: str) -> str:
             return "no job stranded by a crash"
     if parts[0] == "latency":
         return "no job started"
-    return ""
+    if figure(summary, ".".join(parts[:-1] + ["n"])) == 0:
+        return "nothing to measure (n = 0)"
+    return "not in this run's summary" if value is NO_FIGURE else ""
 
 
 def bounds(expectations: Any, path: str) -> list[tuple[float, str]]:

@@ -56,7 +56,17 @@ def compared(analyses: list[Any], tmp: Path, plots_of: dict[str, list[tuple[str,
         delays[a.name] = (jf["first_start"] - jf["due"]).to_numpy(dtype=float)
     named = {a.name: {job: f["start_delay"] for job, f in (a.summary.get("named") or {}).items()
                       if isinstance(f.get("start_delay"), (int, float))} for a in analyses}
-    plots.save(plots.start_delay_by_variant(delays, named), tmp / "start_delay.png")
+    refs: dict[tuple[float, str], list[str]] = {}  # a named job's expected start delay
+    for a in analyses:
+        for job in sorted(a.summary.get("named") or {}):
+            for value, words in bounds(a.result.scenario.expect, f"named.{job}.start_delay"):
+                refs.setdefault((value, f"{job} {words}"), []).append(a.name)
+    at: dict[float, list[str]] = {}  # one line per bound, the words of all its runs
+    for (v, w), r in sorted(refs.items()):
+        at.setdefault(v, []).append(w if len(r) == len(analyses) else f"{w} ({', '.join(r)})")
+    plots.save(plots.start_delay_by_variant(delays, named, [(v, "\n".join(w)) for v, w in
+                                                            at.items()]),
+               tmp / "start_delay.png")
     plots_of[""] = [("start delay by variant", "start_delay.png")]
     for i, path in enumerate(analyses[0].result.scenario.compare or ()):
         values, reasons, refs = [], [], {}
