@@ -44,7 +44,8 @@ def draw_acquisitions(ax: Axes, df: pd.DataFrame, node: np.ndarray, row: dict[st
             idx = idx[np.unique(np.linspace(0, n - 1, max_ticks).round().astype(np.int64))]
             label += f" ({len(idx)} of {n} shown)"
         y = np.array([row.get(k, -10) for k in node[idx].tolist()], dtype=float) + y_off
-        (line,) = ax.plot(times[idx], y, linestyle="none", marker=marker, markersize=4.5,
+        size = 4.5 if len(idx) <= 300 else 3.0  # many: smaller, so the row stays readable
+        (line,) = ax.plot(times[idx], y, linestyle="none", marker=marker, markersize=size,
                           markerfacecolor=face, markeredgecolor="black",
                           markeredgewidth=0.7, zorder=4, label=label, clip_on=False)
         handles.append(line)
