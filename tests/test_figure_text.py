@@ -122,3 +122,21 @@ def test_every_png_jobsim_writes_is_a_figure_drawn_here():
     assert set(plots.__all__) - {"DPI", "save"} == {
         "compare_bars", "duplicates_by_cause", "latency_cdf", "node_timeline", "race_bars",
         "service_load", "start_delay_by_variant", "sweep_bands", "table_depth"}
+
+
+def test_a_scenario_chooses_its_timeline_colours(tmp_path, monkeypatch):
+    """``report.timeline_colour`` reaches the run's timeline.png (priority_starvation's is
+    coloured by priority; a file that says nothing gets the outcome colours)."""
+    from jobsim.output import figures
+    from jobsim.output.service_report import jobs_with_services
+
+    starve = scenario.load_variants(ROOT / "scenarios" / "priority_starvation.yaml")
+    assert {sc.timeline_colour for sc in starve} == {"priority"}
+    assert scenario.load(ROOT / "scenarios" / "lesson.yaml").timeline_colour == "outcome"
+    text = (ROOT / "scenarios" / "lesson.yaml").read_text(encoding="utf-8")
+    a = analyse(run(scenario.loads(text + "report: {timeline_colour: handler}\n")))
+    titles = {}
+    monkeypatch.setattr(plots, "save", lambda fig, where: titles.setdefault(
+        Path(where).name, fig.axes[0].get_title()))
+    figures.run_plots(a, jobs_with_services(a), tmp_path)
+    assert "coloured by handler" in titles["timeline.png"]
