@@ -407,3 +407,21 @@ def test_the_variants_cdf_marks_the_named_job():
     texts = [t.get_text() for t in fig.axes[0].texts]
     assert texts == ["● urgent: fifo 16 s, priority 1.1 s"]
     assert sum(len(ln.get_xdata()) == 1 for ln in fig.axes[0].lines) == 2  # the two marks
+
+
+def test_a_lock_extended_is_one_lock_not_a_spike():
+    """A heartbeat's lock_extended ends the old hold and starts the new one at one event:
+    the locked series stays at 1, with no spike to 2."""
+    tr = Trace()
+    n = tr.node("n")
+    tr.add(0.0, K["job_created"], job=1, x=0.0, text=tr.text("work"))
+    tr.add(1.0, K["locked"], n, 1, a=-1, x=31.0)
+    tr.add(1.0, K["exec_start"], n, 1, 1, a=0)
+    for t in (11.0, 21.0, 31.0):
+        tr.add(t, K["lock_extended"], n, 1, a=1, x=t + 30)
+    tr.add(35.0, K["exec_end"], n, 1, 1, a=1)
+    tr.add(35.0, K["completed"], n, 1, 1, a=1)
+    (ax,) = plots.table_depth(trace_frame(tr)).axes
+    table, locked, running = depth_lines(ax)
+    assert locked.get_ydata().max() == 1 and "1 locked" in ax.get_title()
+    assert not [ln for ln in ax.lines if ln.get_marker() == "^"]

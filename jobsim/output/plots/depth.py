@@ -35,7 +35,8 @@ def _step_series(t: np.ndarray, delta: np.ndarray, t0: float, t_end: float,
     """A running total of ``delta`` (events in trace order, or in ``seq`` order within an
     instant), from 0 at ``t0`` to its last value at ``t_end``, one point per instant and a
     spike where it rose higher within one (``_per_time``)."""
-    order = np.argsort(t, kind="stable") if seq is None else np.lexsort((seq, t))
+    # at one event, a release (-1) before a lock (+1): a lock extended is one lock, not two
+    order = np.argsort(t, kind="stable") if seq is None else np.lexsort((delta, seq, t))
     t, level = t[order], np.cumsum(delta[order])
     t, level = _per_time(t, level)
     last = level[-1] if len(level) else 0
