@@ -26,6 +26,7 @@ import fuzzwork
 from fuzzwork import Ctx, dist, dur, p, some
 
 FAULTS = ("crash", "pause", "slow_db", "partition", "clock", "restart_server")
+TIMELINE_COLOURS = ("outcome", "priority", "handler")  # report.timeline_colour
 OPERATIONS = ("retry", "cancel", "move", "suspend", "activate")
 HUNT_KINDS = FAULTS
 
@@ -219,6 +220,8 @@ def scenario(r: random.Random) -> dict:
         doc["report"] = {"compare": some(r, FIGURES, 0, 3)}
         if p(r, 0.5):  # small: a run over seeds runs the scenario that many times
             doc["report"]["seeds"] = r.randint(1, 3)
+        if p(r, 0.5):
+            doc["report"]["timeline_colour"] = r.choice(TIMELINE_COLOURS)
     # the statistics' window: small, so that it leaves part of the shortest run a draw or its
     # variants make (60s); a drained run may still end within it (an empty window: said so)
     if p(r, 0.15):

@@ -12,6 +12,7 @@ from matplotlib.collections import LineCollection, PolyCollection
 from matplotlib.figure import Figure
 
 from jobsim.output import plots
+from jobsim.output.plots.common import text_outside
 from jobsim.format import scenario
 from jobsim.analysis.history import CAUSES
 from jobsim.analysis.metrics import jobs_frame, trace_frame
@@ -141,7 +142,44 @@ def test_node_timeline_lesson(lesson, tmp_path):
     (ax,) = fig.axes
     assert bar_counts(ax) == {"succeeded": 2, "failed": 5}
     assert [t.get_text() for t in ax.get_yticklabels()] == ["node-A", "node-B"]
-    assert not ax.lines  # no crash, no restart
+    marks = {ln.get_label(): ln for ln in ax.lines}
+    assert sorted(marks) == ["claim (rows locked)", "empty acquisition"]  # no crash, no restart
+    acq = lesson.summary["acquisition"]
+    claims, empty = marks["claim (rows locked)"], marks["empty acquisition"]
+    assert len(empty.get_xdata()) == acq["empty"] == 4
+    assert len(claims.get_xdata()) + len(empty.get_xdata()) == acq["attempts"]
+    # the lesson's point: node-B (row 1) found nothing at t=0, node-A (row 0) locked rows
+    at_zero = [round(y) for x, y in zip(empty.get_xdata(), empty.get_ydata()) if x == 0]
+    assert at_zero == [1]
+    assert [round(y) for x, y in zip(claims.get_xdata(), claims.get_ydata()) if x == 0] == [0]
+
+
+def test_zero_length_runs_of_one_instant_stand_side_by_side(lesson):
+    """At t=70 node-B runs job 2 (succeeds) and job 3 (fails) in one instant on one thread:
+    both bars show, the success first, not one under the other."""
+    (ax,) = plots.node_timeline(trace_frame(lesson.result.trace)).axes
+    bars = {c.get_label(): c for c in ax.collections}
+
+    def lefts(label):
+        return sorted(float(p.vertices[:, 0].min()) for p in bars[label].get_paths())
+
+    ok, failed = lefts("succeeded"), lefts("failed")
+    at_70 = [x for x in ok + failed if 70 <= x < 75]
+    assert len(at_70) == 2 and len(set(at_70)) == 2
+    assert min(x for x in ok if x >= 70) < min(x for x in failed if x >= 70)
+
+
+def test_the_timeline_colours_by_priority_and_by_handler(lesson):
+    fig = plots.node_timeline(lesson.result, colour="handler")
+    labels = {c.get_label() for c in fig.axes[0].collections}
+    assert {"bureau-call", "misconfigured", "reminder", "failed (hatched)"} <= labels
+    fig = plots.node_timeline(trace_frame(lesson.result.trace), colour="priority")
+    counts = bar_counts(fig.axes[0])
+    assert counts["priority 0"] == lesson.summary["executions"] == 7
+    assert counts["failed (hatched)"] == lesson.summary["failures"] == 5
+    assert "coloured by priority" in fig.axes[0].get_title()
+    with pytest.raises(ValueError):
+        plots.node_timeline(trace_frame(lesson.result.trace), colour="rainbow")
 
 
 def test_node_timeline_subsets_evenly(race, tmp_path):
@@ -187,18 +225,38 @@ def test_table_depth_runs(lesson, race, tmp_path):
         fig = plots.table_depth(trace_frame(a.result.trace))
         saved(fig, tmp_path, f"{name}_depth")
         (ax,) = fig.axes
-        table, locked, running = ax.lines
-        assert len(ax.lines) == 3
+        table, locked, running = depth_lines(ax)
         assert table.get_ydata()[-1] == 0 and running.get_ydata()[-1] == 0  # drained
         assert table.get_ydata().max() >= locked.get_ydata().max() >= 0
     assert table.get_ydata().max() > 10  # the race piles up jobs between polls
+
+
+def depth_lines(ax):
+    """table_depth's three step series (in the table, locked, running), not its marks."""
+    return [ln for ln in ax.lines if ln.get_label().startswith(
+        ("in the table", "locked", "running"))]
+
+
+def test_the_lessons_depth_shows_rows_held_within_an_instant(lesson):
+    """The lesson's fake clock locks, runs and releases at one instant: node-A's claim at
+    t=0 locks both due jobs (2 locked) and runs them one at a time (1 running) — spikes
+    with their tops marked, not a flat 0 all along."""
+    fig = plots.table_depth(trace_frame(lesson.result.trace))
+    (ax,) = fig.axes
+    table, locked, running = depth_lines(ax)
+    assert locked.get_ydata().max() == 2 and running.get_ydata().max() == 1
+    tops = {(round(float(x), 6), float(y)) for ln in ax.lines if ln.get_marker() == "^"
+            for x, y in zip(ln.get_xdata(), ln.get_ydata())}
+    assert {(0.0, 2.0), (0.0, 1.0), (10.0, 2.0), (70.0, 2.0)} <= tops
+    assert "2 locked, 1 running" in ax.get_title()
+    assert text_outside(fig) == []
 
 
 def test_table_depth_follows_locks_and_crashes(tmp_path):
     fig = plots.table_depth(trace_frame(faulty_trace()))
     saved(fig, tmp_path, "faulty_depth")
     (ax,) = fig.axes
-    table, locked, running = ax.lines
+    table, locked, running = depth_lines(ax)
 
     def at(line, t):
         x, y = line.get_xdata(), line.get_ydata()
@@ -242,11 +300,11 @@ def test_compare_bars(tmp_path):
                              [0, 57, None], "Duplicate executions by strategy", "executions")
     saved(fig, tmp_path, "compare")
     (ax,) = fig.axes
-    assert len(ax.patches) == 3
+    assert len(ax.patches) == 4  # three bars, and the hatched one of the run without a value
     assert [t.get_text() for t in ax.get_xticklabels()] == [
         "guarded_update", "read_then_write", "optimistic"]
     text = all_text(fig)
-    assert "n/a" in text and "57" in text
+    assert "no value" in text and "57" in text
     with pytest.raises(ValueError):
         plots.compare_bars(["a"], [1, 2], "t", "y")
 
@@ -323,11 +381,20 @@ def test_back_to_back_executions_stay_separate_bars():
     assert len(bars.get_paths()) == 3 and bars.get_linewidths()[0] > 0  # edged apart
 
 
-def test_n_a_is_written_not_drawn_and_a_one_job_axis_starts_at_zero():
-    fig = plots.compare_bars(["a", "b"], [None, 3.0], "t", "seconds")
+def test_a_run_without_a_value_is_a_marked_bar_and_a_one_job_axis_starts_at_zero():
+    """Not an empty place: a hatched bar up to the axis's top with its reason in words."""
+    fig = plots.compare_bars(["a", "b", "c"], [None, 3.0, None], "t", "seconds",
+                             ["never recovered", "", "no job started"], [(2.0, "expected ≤ 2 s")])
     (ax,) = fig.axes
     heights = [p.get_height() for p in ax.patches]
-    assert heights[0] == 0.0 and [t.get_text() for t in ax.texts] == ["", "3", "n/a"]
+    assert heights[:3] == [0.0, 3.0, 0.0]
+    hatched = [p for p in ax.patches if p.get_hatch()]
+    assert len(hatched) == 2 and all(p.get_y() + p.get_height() == ax.get_ylim()[1]
+                                     for p in hatched)
+    assert [t.get_text() for t in ax.texts] == ["", "3", "", "never recovered",
+                                                "no value: no job\nstarted", "expected ≤ 2 s"]
+    (line,) = [ln for ln in ax.lines if list(ln.get_ydata()) == [2.0, 2.0]]
+    assert text_outside(fig) == []
     one = pd.DataFrame({"priority": [0], "due": [0.0], "first_start": [0.002]})
     (ax,) = plots.latency_cdf(one).axes
     assert ax.get_xlim()[0] == 0.0
@@ -340,3 +407,21 @@ def test_the_variants_cdf_marks_the_named_job():
     texts = [t.get_text() for t in fig.axes[0].texts]
     assert texts == ["● urgent: fifo 16 s, priority 1.1 s"]
     assert sum(len(ln.get_xdata()) == 1 for ln in fig.axes[0].lines) == 2  # the two marks
+
+
+def test_a_lock_extended_is_one_lock_not_a_spike():
+    """A heartbeat's lock_extended ends the old hold and starts the new one at one event:
+    the locked series stays at 1, with no spike to 2."""
+    tr = Trace()
+    n = tr.node("n")
+    tr.add(0.0, K["job_created"], job=1, x=0.0, text=tr.text("work"))
+    tr.add(1.0, K["locked"], n, 1, a=-1, x=31.0)
+    tr.add(1.0, K["exec_start"], n, 1, 1, a=0)
+    for t in (11.0, 21.0, 31.0):
+        tr.add(t, K["lock_extended"], n, 1, a=1, x=t + 30)
+    tr.add(35.0, K["exec_end"], n, 1, 1, a=1)
+    tr.add(35.0, K["completed"], n, 1, 1, a=1)
+    (ax,) = plots.table_depth(trace_frame(tr)).axes
+    table, locked, running = depth_lines(ax)
+    assert locked.get_ydata().max() == 1 and "1 locked" in ax.get_title()
+    assert not [ln for ln in ax.lines if ln.get_marker() == "^"]

@@ -5,6 +5,7 @@ Regenerate the committed reports with ``jobsim reports``.
 """
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -56,3 +57,34 @@ def test_committed_report_has_its_plots(path):
         png = folder / image
         assert png.exists() and png.stat().st_size > 1000, png
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.slow  # ~50 CPU s of drawing; tests/test_figure_text.py draws each kind by default
+@pytest.mark.parametrize("path", SHIPPED, ids=[p.stem for p in SHIPPED])
+def test_no_text_is_cut_in_the_figures_of_a_shipped_scenario(path, fresh, tmp_path,
+                                                             monkeypatch):
+    """Every figure a shipped scenario's report draws (its runs' and, with variants, the
+    side-by-side ones), measured as it is saved: no title, label or legend past its edge,
+    and no title a dotted path."""
+    from jobsim.output import figures, plots
+    from jobsim.output.plots.common import text_outside
+    from jobsim.output.service_report import jobs_with_services
+
+    seen = []
+
+    def check(fig, where):
+        cut = text_outside(fig)
+        titles = [ax.get_title() for ax in fig.axes] + [fig._suptitle.get_text()
+                                                        if fig._suptitle else ""]
+        seen.append(Path(where).name)
+        assert cut == [], (Path(where).name, cut)
+        assert not any(t and " " not in t.split("\n")[0] and "." in t for t in titles), titles
+        return where
+
+    monkeypatch.setattr(plots, "save", check)
+    analyses = fresh[path.stem]
+    for a in analyses:
+        figures.run_plots(a, jobs_with_services(a), tmp_path)
+    if analyses[0].result.scenario.variant is not None:
+        figures.compared(analyses, tmp_path, {})
+    assert len(seen) >= 3

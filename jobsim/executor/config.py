@@ -22,6 +22,8 @@ COMPLETE_GUARDS = ("none", "owner")
 QUEUE_FULL = ("queue", "unacquire")
 COUNT_ATTEMPT = ("failure", "fetch")
 CLOCKS = ("node", "database")
+#: how a report's timeline colours executions (``report.timeline_colour``)
+TIMELINE_COLOURS = ("outcome", "priority", "handler")
 
 
 @dataclass(frozen=True)
@@ -267,6 +269,9 @@ class Scenario:
     expect: tuple[Expectation, ...] = ()
     variant: str | None = None
     compare: tuple[str, ...] = ()
+    #: the colours of the report's timeline: by outcome, priority or handler (a report's
+    #: setting: the run does not read it)
+    timeline_colour: str = "outcome"
     #: the downstream services the handlers call, by name
     services: dict[str, ServiceSpec] = field(default_factory=dict)
     source: str = "<scenario>"

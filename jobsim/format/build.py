@@ -170,6 +170,7 @@ def build(v: dict[str, Any], raw: dict[str, Any], source: str,
         executor=executor, ticks=ticks, jobs=jobs, streams=streams, faults=tuple(faults),
         recurring=recurring, expect=tuple(expect), variant=variant,
         compare=tuple(v.get("report", {}).get("compare", ())),
+        timeline_colour=v.get("report", {}).get("timeline_colour", "outcome"),
         services=build_services(v.get("services"), _build_dist), source=source, document=raw,
         warmup=v.get("warmup", 0.0), cooldown=v.get("cooldown", 0.0))
 

@@ -24,6 +24,7 @@ from .clock_format import CLOCK_FAULT
 from .profile import profile_format
 from .services_format import calls_format, rate_field, service_format
 from .window_format import COOLDOWN, WARMUP
+from .report_format import MAX_SEEDS, report_format  # noqa: F401 (MAX_SEEDS: the CLI's)
 from .spec import (MISSING, Const, Cycle, Dur, Either, Enum, Field, Int, ListOf, MapOf, Name,
                    Num, Obj, Str, is_map_with, show)
 
@@ -281,7 +282,6 @@ _expect = MapOf(Either([(lambda v: isinstance(v, list), ListOf(Condition(), min_
                 doc="figure of the summary → comparison (or a list of them); the run fails "
                     "(exit 1) when one does not hold", max_len=200)
 _ANY = Const(lambda v: True, "any value", {})
-MAX_SEEDS = 1000  # the most seeds of report.seeds and jobsim run --seeds
 
 FORMAT = Obj({
     "name": Name(doc="the scenario's name; its report folder"),
@@ -382,10 +382,7 @@ FORMAT = Obj({
         "seeds": Const(lambda v: isinstance(v, bool), "true or false",
                        {"type": "boolean"}, doc="draw each run's seed (default true)")},
         doc="bounds of jobsim hunt's fault space"),
-    "report": Obj({"compare": ListOf(_FIGURE, max_len=20,
-                                     doc="figures drawn side by side across the variants"),
-                   "seeds": Int(lo=1, hi=MAX_SEEDS, doc="report the headline figures and "
-                                "expectations over this many seeds, as run --seeds does")}),
+    "report": report_format(_FIGURE),
     "variants": MapOf(Obj({"description": Str(), "set": MapOf(_ANY, max_len=200),
                            "expect": _expect}), max_len=20,
                       doc="runs of the same scenario with some values set otherwise, "

@@ -19,6 +19,8 @@ from ..analysis.window import counted_jobs
 from ..base import memory
 from . import plots
 from .columns import plot_frame
+from .figure_words import bounds, describe, why_none
+from .plots.common import axis_label, with_unit
 from .service_report import compared_loads, load_panels
 
 
@@ -28,7 +30,8 @@ def run_plots(a: Any, jobs: pd.DataFrame, folder: Path) -> list[tuple[str, str]]
     tdf = plot_frame(a.result.trace)
     made = [("latency CDF by priority", "latency_cdf.png", lambda: plots.latency_cdf(
         counted_jobs(jobs, a.summary))),
-            ("per-node timeline", "timeline.png", lambda: plots.node_timeline(tdf)),
+            ("per-node timeline", "timeline.png", lambda: plots.node_timeline(
+                tdf, colour=a.result.scenario.timeline_colour, jobs=jobs)),
             ("table depth over time", "table_depth.png", lambda: plots.table_depth(tdf))]
     if a.histories.duplicates:
         made.append(("double runs by cause", "duplicates.png",
@@ -77,28 +80,44 @@ def compared(analyses: list[Any], tmp: Path, plots_of: dict[str, list[tuple[str,
         delays[a.name] = (jf["first_start"] - jf["due"]).to_numpy(dtype=float)
     named = {a.name: {job: f["start_delay"] for job, f in (a.summary.get("named") or {}).items()
                       if isinstance(f.get("start_delay"), (int, float))} for a in analyses}
-    plots.save(plots.start_delay_by_variant(delays, named), tmp / "start_delay.png")
+    refs: dict[tuple[float, str], list[str]] = {}  # a named job's expected start delay
+    for a in analyses:
+        for job in sorted(a.summary.get("named") or {}):
+            for value, words in bounds(a.result.scenario.expect, f"named.{job}.start_delay"):
+                refs.setdefault((value, f"{job} {words}"), []).append(a.name)
+    at: dict[float, list[str]] = {}  # one line per bound, the words of all its runs
+    for (v, w), r in sorted(refs.items()):
+        at.setdefault(v, []).append(w if len(r) == len(analyses) else f"{w} ({', '.join(r)})")
+    plots.save(plots.start_delay_by_variant(delays, named, [(v, "\n".join(w)) for v, w in
+                                                            at.items()]),
+               tmp / "start_delay.png")
     plots_of[""] = [("start delay by variant", "start_delay.png")]
     for i, path in enumerate(analyses[0].result.scenario.compare or ()):
-        values = []
+        values, reasons, refs = [], [], {}
         for a in analyses:
             v = figure(a.summary, path)
-            values.append(v if isinstance(v, (int, float)) and
-                          not isinstance(v, bool) else None)
-        fig = plots.compare_bars([a.name for a in analyses], values, _title(path),
-                                 "seconds" if "delay" in path or "latency" in path
-                                 or "end_to_end" in path else "count")
+            ok = isinstance(v, (int, float)) and not isinstance(v, bool)
+            values.append(v if ok else None)
+            reasons.append("" if ok else why_none(a.summary, path))
+            for value, words in bounds(a.result.scenario.expect, path):
+                refs.setdefault((value, words), []).append(a.name)
+        words, unit = describe(path)
+        every = len(analyses)
+        lines: dict[float, list[str]] = {}  # one line per bound, the words of all its runs
+        for (value, said), runs in sorted(refs.items()):
+            lines.setdefault(value, []).append(
+                said if len(runs) == every else f"{said} ({', '.join(runs)})")
+        fig = plots.compare_bars([a.name for a in analyses], values,
+                                 with_unit(words, unit), axis_label(unit), reasons,
+                                 [(v, "\n".join(w)) for v, w in lines.items()],
+                                 path)
         name = f"compare_{i + 1}.png"
         plots.save(fig, tmp / name)
-        plots_of[""].append((path, name))
+        title = f"{with_unit(words, unit)} — {path}"
+        plots_of[""].append((title, name))
+        if None in values:  # a run without a value is said, not only drawn
+            plots_of[""].append((f"{words[:1].upper() + words[1:]}: " + "; ".join(
+                f"{a.name} has none" + (f" ({r})" if r else "")
+                for a, v, r in zip(analyses, values, reasons)
+                if v is None) + ".", ""))
     plots_of[""] += compared_loads(analyses, tmp)
-
-
-def _title(path: str) -> str:
-    """A figure's dotted path as a title: ``named.urgent.start_delay`` → "start delay of
-    the job named urgent (named.urgent.start_delay)"."""
-    parts = path.split(".")
-    words = " ".join(parts[-1].split("_"))
-    if parts[0] == "named" and len(parts) == 3:
-        return f"{words} of the job named {parts[1]} ({path})"
-    return f"{' '.join(' '.join(p.split('_')) for p in parts)} ({path})"

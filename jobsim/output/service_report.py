@@ -76,13 +76,33 @@ def _bin(end: float) -> float:
     return max(1.0, float(int(end / 2000.0) + 1)) if end > 2000 else 1.0
 
 
-def load_panels(a: Analysis) -> dict[str, tuple[pd.DataFrame, dict]]:
-    """One panel per service of a run."""
+def load_panels(a: Analysis) -> dict[str, tuple[pd.DataFrame, dict, list]]:
+    """One panel per service of a run, with its reference lines (``references``)."""
     trace = a.result.trace
     end = _shown(a)
     return {name: (services.load(trace, name, end, _bin(end)),
-                   services.intervals(trace, name, end))
+                   services.intervals(trace, name, end),
+                   references(a.result.scenario.services.get(name)))
             for name in services.names(trace)}
+
+
+def references(spec: Any) -> list[tuple[float, str]]:
+    """What bounds a service's load, in calls/s, as lines on its load figure: its
+    capacity (concurrent calls) over its mean latency — the most it answers a second — its
+    rate limit, and the load below which it recovers from an outage."""
+    if spec is None:
+        return []
+    out = []
+    mean = float(spec.latency.mean) if spec.latency is not None else 0.0
+    if spec.capacity and mean > 0:
+        out.append((spec.capacity / mean, f"capacity: {spec.capacity} at once ÷ mean latency "
+                                          f"{mean:.3g} s = {spec.capacity / mean:.4g} calls/s"))
+    if spec.rate_limit:
+        out.append((spec.rate_limit[0], f"rate limit {spec.rate_limit[0]:g} calls/s"))
+    if spec.recovery:
+        out.append((spec.recovery[0], f"recovers below {spec.recovery[0]:g} calls/s "
+                                      f"(held for {spec.recovery[1]:g} s)"))
+    return out
 
 
 def _shown(a: Analysis) -> float:
@@ -105,7 +125,8 @@ def compared_loads(analyses: list[Analysis], folder: Path) -> list[tuple[str, st
             if name in a.summary.get("services", {}):
                 panels[a.name] = (services.load(a.result.trace, name, end, _bin(end)),
                                   services.intervals(a.result.trace, name,
-                                                     min(end, a.result.end_time)))
+                                                     min(end, a.result.end_time)),
+                                  references(a.result.scenario.services.get(name)))
         file = f"service_load_{i + 1}.png"
         plots.save(plots.service_load(panels, f"load on {name}, by variant"), folder / file)
         made.append((f"load on {name} by variant", file))

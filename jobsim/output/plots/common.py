@@ -55,7 +55,7 @@ def _figure(width: float = 9.0, height: float = 5.0) -> tuple[Figure, Axes]:
 
 
 def _no_data(fig: Figure, ax: Axes, title: str, note: str = "no data") -> Figure:
-    ax.set_title(title)
+    ax.set_title(title[:1].upper() + title[1:])
     ax.text(0.5, 0.5, note, transform=ax.transAxes, ha="center", va="center",
             fontsize=14, color="0.4")
     ax.set_xticks([])
@@ -89,3 +89,84 @@ def _seconds(v: float, _pos: Any = None) -> str:
 
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+# --- the words of a figure: its title and axis labels, each with its unit ------------------------
+#
+# The convention every figure follows: a title in words that names what is drawn and its unit
+# in brackets ("Start delay of the job named urgent (s)"), optionally a second line of detail
+# (counts, a subset shown); axis labels are a quantity and its unit ("start delay (s)",
+# "calls/s", "jobs"). A summary's dotted path (``named.urgent.start_delay``) is never the
+# title: it may stand in small print under the axes (``small_print``) and in report.md.
+
+#: the units figures use: seconds, a rate, and counts named by what they count
+SECONDS, PER_SECOND = "s", "calls/s"
+
+
+def with_unit(words: str, unit: str | None) -> str:
+    """``words (unit)``: an axis label or a title's first line; no unit, no brackets."""
+    return f"{words} ({unit})" if unit else words
+
+
+def axis_label(unit: str) -> str:
+    """The value axis of a figure whose title names the quantity: its unit as words
+    ("time (s)", "calls/s", "jobs")."""
+    return {SECONDS: "time (s)", "": "value"}.get(unit, unit)
+
+
+def headline(words: str, unit: str | None = None, detail: str = "",
+             width: float = 9.0, fontsize: float = 12.0) -> str:
+    """A figure's title: ``words (unit)`` with its first letter capitalised, then ``detail``
+    on a line of its own; each line wrapped to fit a figure ``width`` inches wide."""
+    first = with_unit(words[:1].upper() + words[1:], unit)
+    return "\n".join(_wrap(line, width, fontsize) for line in (first, detail) if line)
+
+
+def _wrap(line: str, width: float, fontsize: float) -> str:
+    """``line`` wrapped at spaces into lines that fit ``width`` inches at ``fontsize``
+    points (a character is about 0.6 of the font size wide: DejaVu Sans, kept on the safe
+    side)."""
+    import textwrap
+
+    chars = max(20, int((width - 0.6) * 72 / (fontsize * 0.62)))
+    return "\n".join(textwrap.wrap(line, chars, break_long_words=False,
+                                   break_on_hyphens=False)) or line
+
+
+def small_print(fig: Figure, text: str) -> None:
+    """``text`` (a summary's dotted path, a note) in small grey print at the figure's bottom
+    left, where constrained layout keeps room for it."""
+    if text:
+        fig.supxlabel(text, x=0.01, ha="left", fontsize=7, color="0.45")
+
+
+def text_outside(fig: Figure, tolerance: float = 1.0) -> list[str]:
+    """The texts of ``fig`` (titles, axis labels, tick labels, legends, notes) that reach
+    past the figure's edges once drawn, each as ``"what: its text"``; [] when all fit. The
+    check the tests hold every figure to (a cut title is a figure that lies)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.text import Text
+
+    canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
+    canvas.draw()  # lays out (constrained) and sizes every text as ``save`` draws it
+    renderer = canvas.get_renderer()
+    box = fig.bbox
+
+    def cut(e: Any) -> bool:
+        return e is not None and (e.x0 < box.x0 - tolerance or e.x1 > box.x1 + tolerance or
+                                  e.y0 < box.y0 - tolerance or e.y1 > box.y1 + tolerance)
+
+    out, ticks = [], set()
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            for tick in axis.get_major_ticks() + axis.get_minor_ticks():
+                ticks.update((id(tick.label1), id(tick.label2)))
+            # the tick labels drawn (those outside the view are not) and the axis's label
+            if cut(axis.get_tightbbox(renderer)):
+                out.append(f"{axis.axis_name} axis: {axis.get_label_text()!r} or its ticks")
+    for t in fig.findobj(Text):
+        if id(t) in ticks or not t.get_visible() or not t.get_text().strip():
+            continue
+        if cut(t.get_window_extent(renderer)):
+            out.append(f"{type(t).__name__}: {t.get_text()!r}")
+    return out

@@ -5,51 +5,75 @@ bars)."""
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Sequence
 
 import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
-from .common import _figure, _no_data, _seconds
+from .common import _figure, _no_data, _seconds, headline, small_print
 
 
 def compare_bars(labels: Sequence[str], values: Sequence[float | None], title: str,
-                 ylabel: str) -> Figure:
+                 ylabel: str, reasons: Sequence[str] | None = None,
+                 references: Sequence[tuple[float, str]] = (), note: str = "") -> Figure:
     """A labelled bar chart of one figure across variants, in the order given.
 
-    A value of ``None`` (or NaN) has no bar: "n/a" is written at its place.
+    A value of ``None`` (or NaN) is a run without a value (a service that never recovered, a
+    job that never started): not an empty place but a hatched grey bar up to the axis's top,
+    with its reason written in it (``reasons[i]``: "never recovered"; "no value: …" unless it
+    starts with "never"). ``references``: ``(value, words)`` drawn as labelled dashed lines
+    (an expectation's bound). ``note``: small print under the axes (the summary's path).
     """
     labels, values = list(labels or []), list(values or [])
     if len(labels) != len(values):
         raise ValueError(f"{len(labels)} labels but {len(values)} values")
-    fig, ax = _figure(max(6.0, min(14.0, 1.2 + 0.9 * len(labels))), 4.8)
+    width = max(6.0, min(14.0, 1.2 + 0.9 * len(labels)))
+    fig, ax = _figure(width, 4.8)
+    title = headline(title, None, width=width)
     if not labels:
         return _no_data(fig, ax, title)
+    reasons = list(reasons or [""] * len(labels))
     missing = [v is None or (isinstance(v, float) and math.isnan(v)) for v in values]
     heights = np.array([0.0 if m else float(v) for v, m in zip(values, missing)])
     x = np.arange(len(labels), dtype=float)
-    known = heights[~np.array(missing)]
-    if len(known) == 0:
-        lo, hi = 0.0, 1.0
-    else:
-        lo, hi = min(0.0, float(known.min())), max(0.0, float(known.max()))
-        if hi == lo:
-            hi = lo + 1.0
+    known = np.r_[heights[~np.array(missing)], [r for r, _ in references]]
+    lo, hi = (0.0, 1.0) if len(known) == 0 else (min(0.0, float(known.min())),
+                                                 max(0.0, float(known.max())))
+    if hi == lo:
+        hi = lo + 1.0
+    pad = (hi - lo) * 0.12
+    top = hi + pad
     bars = ax.bar(x, heights, 0.6, color=["none" if m else "tab:blue" for m in missing])
     ax.bar_label(bars, labels=["" if m else f"{h:.4g}" for h, m in zip(heights, missing)],
                  padding=2, fontsize=9)
-    for i in np.flatnonzero(missing):
-        ax.text(x[i], lo + (hi - lo) * 0.02, "n/a", ha="center", va="bottom", fontsize=10,
-                color="0.35")
+    gone = np.flatnonzero(missing)
+    if len(gone):
+        ax.bar(x[gone], top - max(lo, 0.0), 0.6, bottom=max(lo, 0.0), facecolor="0.93",
+               edgecolor="0.45", hatch="//", linewidth=0.8, label="no value")
+        for i in gone:
+            why = reasons[i]
+            words = why if why.startswith("never") else f"no value: {why}" if why \
+                else "no value"
+            ax.text(x[i], (max(lo, 0.0) + top) / 2, textwrap.fill(words, 22), ha="center",
+                    va="center", rotation=90, fontsize=9, color="0.15",
+                    bbox=dict(boxstyle="round,pad=0.25", facecolor="white", edgecolor="0.6"))
+    for value, words in references:
+        ax.axhline(value, color="tab:red", linestyle="--", linewidth=1.2, zorder=4)
+        ax.annotate(words, (1.0, value), xycoords=("axes fraction", "data"),
+                    xytext=(-4, 3), textcoords="offset points", ha="right", va="bottom",
+                    fontsize=9, color="tab:red",
+                    bbox=dict(boxstyle="round,pad=0.15", facecolor="white", alpha=0.8,
+                              edgecolor="none"))
     long = max(len(s) for s in labels) * len(labels) > 70
     ax.set_xticks(x, labels, rotation=30 if long else 0, ha="right" if long else "center")
-    pad = (hi - lo) * 0.12
-    ax.set_ylim(lo - (pad if lo < 0 else 0), hi + pad)
+    ax.set_ylim(lo - (pad if lo < 0 else 0), top)
     ax.axhline(0, color="0.3", linewidth=0.8)
     ax.set_ylabel(ylabel)
     ax.grid(True, axis="y", alpha=0.3)
     ax.set_title(title)
+    small_print(fig, note)
     return fig
 
 

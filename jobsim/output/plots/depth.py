@@ -8,26 +8,45 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-from .common import _CRASH, _figure, _kind_is, _no_data, _seconds, _trace_rows
+from .common import _CRASH, _figure, _kind_is, _no_data, _seconds, _trace_rows, headline
 
 
-def _last_per_time(t: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Keep the last value of each run of equal times (``t`` sorted)."""
+def _per_time(t: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One point per instant (``t`` sorted), its last value — and before it, where the
+    value rose higher within the instant (a row locked and released, a run begun and ended
+    at one instant), that highest value: the step goes up and back at that instant, a
+    spike, instead of leaving no trace."""
     if len(t) == 0:
         return t, v
-    keep = np.r_[t[1:] != t[:-1], True]
-    return t[keep], v[keep]
+    last = np.r_[t[1:] != t[:-1], True]
+    first = np.r_[True, t[1:] != t[:-1]]
+    peak = np.maximum.reduceat(v, np.flatnonzero(first))
+    ends = np.flatnonzero(last)
+    spike = peak > v[ends]
+    times = np.r_[t[ends], t[ends][spike]]
+    values = np.r_[v[ends], peak[spike]]
+    # each instant's spike (if any) before its last value
+    order = np.lexsort((np.r_[np.ones(len(ends)), np.zeros(int(spike.sum()))], times))
+    return times[order], values[order]
 
 
-def _step_series(t: np.ndarray, delta: np.ndarray, t0: float,
-                 t_end: float) -> tuple[np.ndarray, np.ndarray]:
-    """A running total of ``delta`` (events in trace order, ``t`` non-decreasing after a
-    stable sort), from 0 at ``t0`` to its last value at ``t_end``, one point per instant."""
-    order = np.argsort(t, kind="stable")
+def _step_series(t: np.ndarray, delta: np.ndarray, t0: float, t_end: float,
+                 seq: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """A running total of ``delta`` (events in trace order, or in ``seq`` order within an
+    instant), from 0 at ``t0`` to its last value at ``t_end``, one point per instant and a
+    spike where it rose higher within one (``_per_time``)."""
+    # at one event, a release (-1) before a lock (+1): a lock extended is one lock, not two
+    order = np.argsort(t, kind="stable") if seq is None else np.lexsort((delta, seq, t))
     t, level = t[order], np.cumsum(delta[order])
-    t, level = _last_per_time(t, level)
+    t, level = _per_time(t, level)
     last = level[-1] if len(level) else 0
     return np.r_[t0, t, t_end], np.r_[0, level, last]
+
+
+def _spikes(t: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The tops of a step series' spikes: a point followed, at its instant, by a lower."""
+    top = np.r_[(t[1:] == t[:-1]) & (v[1:] < v[:-1]), False]
+    return t[top], v[top]
 
 
 #: a step series longer than this is thinned before it is drawn (``_thin``)
@@ -76,20 +95,27 @@ def _lock_series(df: pd.DataFrame, t0: float, t_end: float) -> tuple[np.ndarray,
     hold = holds[idx]
     del holds, sel
     order = np.lexsort((idx, job))  # by job, then trace order
+    idx_sorted = idx[order]
     del idx
     job, t, x, hold = job[order], t[order], x[order], hold[order]
     del order
     same_next = np.r_[job[1:] == job[:-1], False]
     del job
     next_t = np.where(same_next, np.r_[t[1:], np.inf], np.inf)[hold]
-    end = np.minimum(np.where(np.isnan(x[hold]), np.inf, x[hold]), next_t)
+    # the order within an instant: a lock at its event, a release at the event that
+    # released it, an expiry before the events of its instant
+    seq = idx_sorted[hold]
+    next_seq = np.r_[idx_sorted[1:], 0][hold]
+    expires = np.where(np.isnan(x[hold]), np.inf, x[hold])
+    end = np.minimum(expires, next_t)
+    end_seq = np.where(expires < next_t, -1, next_seq)
     del next_t, x
     start = t[hold]
     end = np.maximum(end, start)
     released = end <= t_end
     times = np.r_[start, end[released]]
     delta = np.r_[np.ones(len(start)), -np.ones(int(released.sum()))]
-    return _step_series(times, delta, t0, t_end)
+    return _step_series(times, delta, t0, t_end, np.r_[seq, end_seq[released]])
 
 
 def table_depth(trace_df: pd.DataFrame) -> Figure:
@@ -100,11 +126,12 @@ def table_depth(trace_df: pd.DataFrame) -> Figure:
     deleted, ``dead_lettered``, ``withdrawn`` and ``cancelled``). Locked: rows whose lock
     is live (see ``_lock_series``; a crashed node's locks stay until they expire). Running: ``exec_start`` minus
     ``exec_end`` minus the runs a ``node_crashed`` event says were lost (its ``a``); a hung
-    execution keeps counting. Step plots, one value per instant (a lock taken and released
-    at the same instant does not show); node crashes, if any, are dashed red vertical
-    lines.
+    execution keeps counting. Step plots, one value per instant, and where a series rose
+    higher within one instant (a lock taken and released, a run begun and ended at once:
+    the lesson's fake clock does all its work so), a spike up to that value with its top
+    marked; integer ticks. Node crashes, if any, are dashed red vertical lines.
     """
-    title = "Jobs in the table over time"
+    title = "jobs in the table, locked and running, over simulated time"
     fig, ax = _figure(10.0, 5.0)
     trace_df = None if trace_df is None else _trace_rows(trace_df)
     if trace_df is None or len(trace_df) == 0:
@@ -131,25 +158,36 @@ def table_depth(trace_df: pd.DataFrame) -> Figure:
     del sel, step
     t_lock, v_lock = _thin(*_lock_series(df, t0, t_end), t0, t_end)
 
-    ax.step(t_tab, v_tab, where="post", color="tab:blue", linewidth=2.6,
-            label="in the table (created − done − dead-lettered − withdrawn − cancelled)")
-    ax.step(t_lock, v_lock, where="post", color="tab:orange", linewidth=1.6,
-            label="locked (live lock)")
-    ax.step(t_run, v_run, where="post", color="tab:green", linewidth=0.9,
-            label="running (executions in progress)")
+    series = ((t_tab, v_tab, "tab:blue", 2.6,
+               "in the table (created − done − dead-lettered − withdrawn − cancelled)"),
+              (t_lock, v_lock, "tab:orange", 1.6, "locked (live lock)"),
+              (t_run, v_run, "tab:green", 1.1, "running (executions in progress)"))
+    spiked = False
+    for t, v, colour, width, label in series:
+        ax.step(t, v, where="post", color=colour, linewidth=width, label=label)
+        st, sv = _spikes(t, v)
+        if len(st):  # held only within an instant: the spike's top marked, to be seen
+            spiked = True
+            ax.plot(st, sv, linestyle="none", marker="^", markersize=6, color=colour,
+                    markeredgecolor="black", markeredgewidth=0.5, zorder=4)
+    if spiked:
+        ax.plot([], [], linestyle="none", marker="^", color="0.6", markeredgecolor="black",
+                markeredgewidth=0.5, label="held only within one instant (a spike's top)")
     crash_t = times[crashes]
     if len(crash_t):
         ax.vlines(crash_t, 0, 1, transform=ax.get_xaxis_transform(), colors=_CRASH,
                   linestyles="dashed", linewidth=1, label="node crash")
-    ax.set_xlim(t0, t_end + (t_end - t0) * 0.01 + 1e-9)
+    margin = (t_end - t0) * 0.01 + 1e-9
+    ax.set_xlim(t0 - margin, t_end + margin)  # a spike at the first instant clear of the axis
     top = max(1, int(v_tab.max()), int(v_lock.max()), int(v_run.max()))
-    ax.set_ylim(-0.02 * top, top * 1.05)  # lines at 0 stay clear of the axis
+    ax.set_ylim(-0.02 * top, top * 1.08)  # lines at 0 stay clear of the axis
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.xaxis.set_major_formatter(FuncFormatter(_seconds))
     ax.set_xlabel("simulated time (s)")
-    ax.set_ylabel("jobs")
+    ax.set_ylabel("rows (jobs)")
     ax.grid(True, alpha=0.3)
-    ax.set_title(f"{title} · peak {int(v_tab.max())} in the table, {int(v_lock.max())} "
-                 f"locked, {int(v_run.max())} running; {int(v_tab[-1])} left at the end")
-    fig.legend(loc="outside lower center", ncol=3, fontsize=9, frameon=False)
+    ax.set_title(headline(title, "jobs", f"peak {int(v_tab.max())} in the table, "
+                          f"{int(v_lock.max())} locked, {int(v_run.max())} running; "
+                          f"{int(v_tab[-1])} left at the end", 10.0))
+    fig.legend(loc="outside lower center", ncol=2, fontsize=9, frameon=False)
     return fig

@@ -10,7 +10,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from .common import _figure, _no_data
+from .common import _figure, _no_data, headline
 
 
 def duplicates_by_cause(duplicates: Any, causes: tuple[str, ...] | None = None) -> Figure:
@@ -23,7 +23,7 @@ def duplicates_by_cause(duplicates: Any, causes: tuple[str, ...] | None = None) 
     duplicates but not in ``causes`` is added after them (sorted). Tick labels are the cause
     names with spaces for underscores, wrapped.
     """
-    title = "Duplicates by cause"
+    title = "double runs by cause"
     if hasattr(duplicates, "trace") or hasattr(duplicates, "histories") or \
             hasattr(duplicates, "arrays") or hasattr(duplicates, "duplicates"):
         from ...analysis.inputs import as_histories
@@ -40,7 +40,7 @@ def duplicates_by_cause(duplicates: Any, causes: tuple[str, ...] | None = None) 
     order += sorted((set(ex) | set(se)) - set(order))
     fig, ax = _figure(max(7.0, 1.3 + 1.3 * len(order)), 4.8)
     if not order:
-        return _no_data(fig, ax, title, "no causes and no duplicates")
+        return _no_data(fig, ax, headline(title, "count"), "no causes and no duplicates")
     x = np.arange(len(order), dtype=float)
     w = 0.38
     e_vals = [ex.get(c, 0) for c in order]
@@ -53,11 +53,11 @@ def duplicates_by_cause(duplicates: Any, causes: tuple[str, ...] | None = None) 
     top = max(e_vals + s_vals)
     ax.set_ylim(0, max(1, top) * 1.15)
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_ylabel("count")
+    ax.set_ylabel("duplicates (count)")
     ax.set_xlabel("cause")
     ax.grid(True, axis="y", alpha=0.3)
-    ax.set_title(f"{title} · {sum(e_vals)} duplicate executions, "
-                 f"{sum(s_vals)} duplicate side effects")
+    ax.set_title(headline(title, "count", f"{sum(e_vals)} duplicate executions, "
+                          f"{sum(s_vals)} duplicate side effects", fig.get_figwidth()))
     if top == 0:
         ax.text(0.5, 0.6, "no duplicates", transform=ax.transAxes, ha="center",
                 va="center", fontsize=13, color="0.4")

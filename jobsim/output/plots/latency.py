@@ -4,6 +4,7 @@ of a run, or one line per variant of a scenario."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -12,7 +13,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
-from .common import _figure, _job_rows, _no_data, _plural, _seconds
+from .common import SECONDS, _figure, _job_rows, _no_data, _plural, _seconds, headline
 
 
 def _delay_axis(ax: Axes, d_all: np.ndarray) -> None:
@@ -40,12 +41,13 @@ def _delay_axis(ax: Axes, d_all: np.ndarray) -> None:
 
 
 def start_delay_by_variant(delays: dict[str, np.ndarray],
-                           marks: dict[str, dict[str, float]] | None = None) -> Figure:
+                           marks: dict[str, dict[str, float]] | None = None,
+                           references: Sequence[tuple[float, str]] = ()) -> Figure:
     """Empirical CDF of the start delay, one line per variant (NaN = never started: left
     out of the line and counted in its label), to compare runs of one workload. ``marks``:
     per variant, named jobs' start delays, each marked and labelled on its variant's line
     (the job a scenario is about, which a CDF of the others hides)."""
-    title = "Start delay (first start − due) by variant: empirical CDF"
+    title = headline("start delay (first start − due) by variant, empirical CDF", SECONDS)
     fig, ax = _figure(9.0, 5.0)
     drawn = []
     marks = marks or {}
@@ -75,7 +77,13 @@ def start_delay_by_variant(delays: dict[str, np.ndarray],
                 bbox=dict(boxstyle="round", facecolor="white", alpha=0.85, edgecolor="0.7"))
     if not drawn:
         return _no_data(fig, ax, title, "no job started")
-    _delay_axis(ax, np.concatenate(drawn))
+    for at, words in references:
+        ax.axvline(at, color="tab:red", linestyle="--", linewidth=1.2, zorder=4)
+        ax.annotate(words, (at, 0.86), xycoords=("data", "axes fraction"), xytext=(4, 0),
+                    textcoords="offset points", ha="left", va="top", fontsize=8.5,
+                    color="tab:red", bbox=dict(boxstyle="round,pad=0.2", facecolor="white",
+                                               alpha=0.85, edgecolor="none"))
+    _delay_axis(ax, np.concatenate(drawn + [np.array([at for at, _ in references])]))
     ax.set_ylabel("fraction of started jobs with delay ≤ x")
     ax.set_ylim(0, 1.02)
     ax.grid(True, which="major", alpha=0.35)
@@ -91,18 +99,19 @@ def latency_cdf(jobs: pd.DataFrame) -> Figure:
     title. The x axis is logarithmic (symmetric-log if some delays are ≤ 0) when the
     positive delays span more than two decades.
     """
-    title = "Start delay (first start − due): empirical CDF"
+    title = "start delay (first start − due), empirical CDF"
     fig, ax = _figure(9.0, 5.0)
     jobs = None if jobs is None else _job_rows(jobs)
     if jobs is None or len(jobs) == 0:
-        return _no_data(fig, ax, title, "no jobs")
+        return _no_data(fig, ax, headline(title, SECONDS), "no jobs")
     delay = (jobs["first_start"].to_numpy(dtype=float) - jobs["due"].to_numpy(dtype=float))
     started = ~np.isnan(delay)
     prio = jobs["priority"].to_numpy()
     never = int((~started).sum())
-    head = f"{title}\n{_plural(len(jobs), 'job')}"
+    detail = _plural(len(jobs), "job")
     if never:
-        head += f", {never} never started (not drawn)"
+        detail += f", {never} never started (not drawn)"
+    head = headline(title, SECONDS, detail)
     if not started.any():
         return _no_data(fig, ax, head, "no job started")
 

@@ -1,5 +1,5 @@
 """The run's load over time (``series.Load``): four panels on one time axis — busy threads
-against the cluster's, due jobs waiting for a thread, the start delay of the jobs that
+against the cluster's, due jobs not yet started, the start delay of the jobs that
 started (mean and worst in each bin), and the database's statements per second (polls and
 writes) — and the nodes' poll phases over time (``effects.phase_series``): lines that run
 together are nodes polling in lock-step."""
@@ -10,6 +10,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ...analysis.series import Load
+from .common import SECONDS, headline, with_unit
 
 
 def load_over_time(load: Load, window: tuple[float, float] | None = None) -> Figure:
@@ -26,40 +27,45 @@ def load_over_time(load: Load, window: tuple[float, float] | None = None) -> Fig
     ax.annotate(f"all {load.threads:,} threads", (mid[0], load.threads), xytext=(2, -10),
                 textcoords="offset points", fontsize=8, color="0.3")
     ax.set_ylim(0, load.threads * 1.15 or 1)
-    ax.set_ylabel("busy threads")
-    ax.set_title("Threads busy (mean in each bin; dashed: all of them)", fontsize=10)
+    ax.set_ylabel(with_unit("busy", "threads"))
+    ax.set_title(headline("threads busy, the mean in each bin", "threads",
+                          "dashed: all of them", fontsize=10), fontsize=10)
     ax = axes[1]
     ax.fill_between(mid, load.waiting, step="mid", color="tab:orange", alpha=0.6, lw=0)
     ax.set_ylim(bottom=0)
-    ax.set_ylabel("jobs")
-    ax.set_title("Due jobs waiting for a thread (mean in each bin)", fontsize=10)
+    ax.set_ylabel(with_unit("waiting", "jobs"))
+    ax.set_title(headline("due jobs not yet started (waiting for a poll or a thread), the mean "
+                          "in each bin", "jobs",
+                          fontsize=10), fontsize=10)
     ax = axes[2]
     ok = ~np.isnan(load.delay_mean)
     ax.plot(mid[ok], load.delay_max[ok], ".", ms=3, color="tab:red", label="worst")
     ax.plot(mid[ok], load.delay_mean[ok], "-", lw=1.2, color="tab:red", alpha=0.7,
             label="mean")
     ax.set_ylim(bottom=0)
-    ax.set_ylabel("seconds")
-    ax.set_title("Start delay of the jobs that started (by start time)", fontsize=10)
+    ax.set_ylabel(with_unit("start delay", SECONDS))
+    ax.set_title(headline("start delay of the jobs that started, by start time", SECONDS,
+                          fontsize=10), fontsize=10)
     if ok.any():
         ax.legend(loc="upper right", fontsize=8)
     ax = axes[3]
     ax.plot(mid, load.polls, "-", lw=1, color="tab:purple", label="polls")
     ax.plot(mid, load.writes, "--", lw=1, color="tab:green", label="writes")
     ax.set_ylim(bottom=0)
-    ax.set_ylabel("per second")
-    ax.set_title("Database statements per second (polls, and completions, retries and "
-                 "lock writes)", fontsize=10)
+    ax.set_ylabel(with_unit("statements", "per s"))
+    ax.set_title(headline("database statements per second", "per s",
+                          "polls; and writes: completions, retries, lock extensions and "
+                          "releases", fontsize=10), fontsize=10)
     ax.legend(loc="upper right", fontsize=8)
-    ax.set_xlabel("simulated time (s)")
+    ax.set_xlabel(with_unit("simulated time", SECONDS))
     ax.set_xlim(load.edges[0], load.edges[-1])
     if window is not None:
         for ax in axes:
             for a, b in ((load.edges[0], window[0]), (window[1], load.edges[-1])):
                 if b > a:
                     ax.axvspan(a, b, color="0.85", zorder=0, lw=0)
-    fig.suptitle("Load over time" + (" (grey: the warm-up and cool-down, left out of the "
-                                      "statistics)" if window is not None else ""))
+    fig.suptitle(headline("load over time", None, "grey: the warm-up and cool-down, left out "
+                          "of the statistics" if window is not None else ""))
     return fig
 
 
@@ -72,10 +78,10 @@ def poll_phases(at: np.ndarray, phase: np.ndarray, names: list[str], T: float) -
         ax.plot(at, phase[:, i], ".", ms=2.5, label=name)
     ax.set_ylim(0, T)
     ax.set_xlim(at[0], at[-1])
-    ax.set_xlabel("simulated time (s)")
-    ax.set_ylabel(f"phase within the {T:g} s interval (s)")
-    ax.set_title("Each node's poll phase over time (points that merge: polls in lock-step)",
-                 fontsize=10)
+    ax.set_xlabel(with_unit("simulated time", SECONDS))
+    ax.set_ylabel(with_unit(f"phase within the {T:g} s interval", SECONDS))
+    ax.set_title(headline("each node's poll phase over time", SECONDS,
+                          "points that merge: nodes polling in lock-step"))
     ax.legend(loc="upper right", fontsize=8, markerscale=3,
               ncol=max(1, min(len(names), 6)))
     return fig

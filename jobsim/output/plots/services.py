@@ -11,7 +11,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from .common import _no_data
+from .common import PER_SECOND, _no_data, headline
 
 #: outcome → colour (the ``load`` table's columns)
 COLOURS = {"ok": "tab:blue", "error": "tab:red", "timeout": "tab:purple",
@@ -21,7 +21,7 @@ _SHADE = {"down": ("red", 0.15), "brownout": ("orange", 0.18)}
 
 
 def _panel(ax: Any, load: pd.DataFrame, spans: dict[str, list[tuple[float, float]]],
-           title: str, legend: bool) -> None:
+           title: str, legend: bool, lines: Any = ()) -> None:
     t = load["t"].to_numpy(dtype=float)
     width = float(t[1] - t[0]) if len(t) > 1 else 1.0
     bottom = np.zeros(len(t))
@@ -37,8 +37,12 @@ def _panel(ax: Any, load: pd.DataFrame, spans: dict[str, list[tuple[float, float
     for a, b in spans.get("held", []):
         ax.axvspan(a, b, facecolor="none", edgecolor="red", hatch="//", alpha=0.5,
                    linewidth=0)
+    for (value, words), style in zip(lines, ("--", ":", "-.")):
+        ax.axhline(value, color="black", linestyle=style, linewidth=1.1, label=words)
+    top = max([float(bottom.max()) if len(bottom) else 0.0] + [v for v, _ in lines] + [1.0])
+    ax.set_ylim(0, top * 1.12)
     ax.set_title(title, fontsize=10)
-    ax.set_ylabel("calls/s" if width == 1 else f"calls/s ({width:g} s bins)")
+    ax.set_ylabel(PER_SECOND if width == 1 else f"{PER_SECOND} ({width:g} s bins)")
     ax.grid(axis="y", alpha=0.3)
     if legend:
         handles, labels = ax.get_legend_handles_labels()
@@ -52,17 +56,19 @@ def _panel(ax: Any, load: pd.DataFrame, spans: dict[str, list[tuple[float, float
             ax.legend(handles=handles, fontsize=8, loc="upper right")
 
 
-def service_load(panels: dict[str, tuple[pd.DataFrame, dict[str, list[tuple[float, float]]]]],
+def service_load(panels: dict[str, tuple[Any, ...]],
                  title: str = "load on the services") -> Figure:
     """One panel per entry (a service, or a variant): ``(load table, state spans)`` as
-    ``analysis.services.load`` and ``intervals`` give them; shared time axis."""
+    ``analysis.services.load`` and ``intervals`` give them, and optionally a third item,
+    ``[(calls/s, words), …]``: reference lines (its capacity, rate limit, recovery
+    threshold); shared time axis."""
     n = max(1, len(panels))
     fig = Figure(figsize=(10.0, 1.2 + 2.2 * n), layout="constrained")
     axes = fig.subplots(n, 1, sharex=True, squeeze=False)[:, 0]
     if not panels:
         return _no_data(fig, axes[0], title, "no service was called")
-    for i, (name, (table, spans)) in enumerate(panels.items()):
-        _panel(axes[i], table, spans, name, legend=True)
-    axes[-1].set_xlabel("time (s)")
-    fig.suptitle(title)
+    for i, (name, (table, spans, *lines)) in enumerate(panels.items()):
+        _panel(axes[i], table, spans, name, legend=True, lines=lines[0] if lines else ())
+    axes[-1].set_xlabel("simulated time (s)")
+    fig.suptitle(headline(title, PER_SECOND, width=10.0))
     return fig

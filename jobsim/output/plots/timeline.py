@@ -19,8 +19,11 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
-from .common import (_CRASH, _DOWN, _FAILED, _OK, _OPEN, _PAUSE, _RESTART, _bars, _figure,
-                     _kind_is, _no_data, _plural, _seconds, _trace_rows)
+from .common import (_CRASH, _DOWN, _FAILED, _OK, _OPEN, _PAUSE, _RESTART, SECONDS, _bars,
+                     _figure, _job_rows, _kind_is, _no_data, _plural, _seconds, _trace_rows,
+                     headline)
+from .timeline_marks import (COLOURINGS, class_colours, class_of, classes,
+                             draw_acquisitions, legend_classes, side_by_side)
 
 #: the height of a node's row shared by its lanes (rows are 1 apart)
 _BAND = 0.8
@@ -119,7 +122,8 @@ def _spans(df: pd.DataFrame, node: np.ndarray, begin: str, finish: str, t_end: f
     return out
 
 
-def node_timeline(trace_df: pd.DataFrame, max_bars: int = 2000) -> Figure:
+def node_timeline(trace_df: pd.DataFrame, max_bars: int = 2000, colour: str = "outcome",
+                  jobs: pd.DataFrame | None = None) -> Figure:
     """Per-node Gantt chart of executions, with crashes, restarts and pauses.
 
     One row per node (sorted by name), split into one lane per worker thread. Each execution
@@ -132,9 +136,22 @@ def node_timeline(trace_df: pd.DataFrame, max_bars: int = 2000) -> Figure:
     charged) a purple star, a stale effect a fencing token refused a white square, a
     completion the owner guard rejected (a zombie's) a black diamond. With more than
     ``max_bars`` executions an evenly spaced subset (in start order) is drawn and the title
-    says so.
+    says so. Executions of one lane that start at one instant (all but the last took no
+    time) are set side by side, so none hides another.
+
+    Each node's acquisitions are ticks along its row (``timeline_marks``): a claim that
+    locked rows a dark triangle on the row's top edge, an empty one a hollow circle on its
+    bottom edge (the lesson's node-B at t=0). ``colour``: ``outcome`` (the colours above),
+    ``priority`` (a colour per job priority, from the trace) or ``handler`` (per handler,
+    from ``jobs``: ``jobs_frame``'s; taken from the run when the input is one); under
+    either, a failed execution is hatched.
     """
-    title = "Executions per node"
+    if colour not in COLOURINGS:
+        raise ValueError(f"colour must be one of {', '.join(COLOURINGS)}, not {colour!r}")
+    if colour == "handler" and jobs is None and trace_df is not None and \
+            not isinstance(trace_df, pd.DataFrame):
+        jobs = _job_rows(trace_df)
+    title = "executions per node over simulated time"
     trace_df = None if trace_df is None else _trace_rows(trace_df)
     if trace_df is None or len(trace_df) == 0:
         fig, ax = _figure(10.0, 3.0)
@@ -156,9 +173,11 @@ def node_timeline(trace_df: pd.DataFrame, max_bars: int = 2000) -> Figure:
 
     ex = _executions(df.assign(node=node), t_end)
     shown = _evenly_spaced(ex, max_bars)
-    height = min(12.0, 1.9 + 0.75 * len(names))
+    height = min(12.0, 2.2 + 0.75 * len(names))
     fig, ax = _figure(11.0, height)
-    handles = _draw_executions(ax, ex, shown, row, span)
+    by = classes(df, jobs, colour)
+    handles = _draw_executions(ax, ex, shown, row, span, by)
+    handles += draw_acquisitions(ax, df, node, row, _BAND)
     handles += _draw_spans(ax, df, node, row, t_end, span)
     handles += _draw_markers(ax, df, node, times, row)
 
@@ -168,19 +187,21 @@ def node_timeline(trace_df: pd.DataFrame, max_bars: int = 2000) -> Figure:
     ax.xaxis.set_major_formatter(FuncFormatter(_seconds))
     ax.set_xlabel("simulated time (s)")
     ax.grid(True, axis="x", alpha=0.3)
-    ax.set_title(_title(title, ex, shown))
+    ax.set_title(_title(title if by is None else f"{title}, coloured by {colour}", ex, shown),
+                 fontsize=11)
     if not handles:
         ax.text(0.5, 0.5, "no executions", transform=ax.transAxes, ha="center",
                 va="center", fontsize=14, color="0.4")
     else:
-        fig.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 6),
-                   fontsize=9, frameon=False)
+        fig.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 5),
+                   fontsize=8.5, frameon=False)
     return fig
 
 
 #: the kinds of event the timeline draws
 _DRAWN = ["exec_start", "exec_end", "node_crashed", "node_restarted", "node_paused",
-          "node_resumed", "completed", "side_effect", "effect_refused"]
+          "node_resumed", "completed", "side_effect", "effect_refused", "acquire",
+          "job_created"]
 
 
 #: the columns of the trace the timeline reads
@@ -217,11 +238,13 @@ def _evenly_spaced(ex: pd.DataFrame, max_bars: int) -> pd.DataFrame:
 
 
 def _draw_executions(ax: Axes, ex: pd.DataFrame, shown: pd.DataFrame, row: dict[str, int],
-                     span: float) -> list[Any]:
+                     span: float, by: Any = None) -> list[Any]:
     """One bar per execution of ``shown``, in its node's row and its thread's lane (a node
-    has as many lanes as ``ex`` shows threads), one collection per status."""
+    has as many lanes as ``ex`` shows threads), one collection per status — or, with ``by``
+    (``timeline_marks.classes``), per class, failures hatched."""
     lanes = ex.groupby("node")["thread"].max().to_dict() if len(ex) else {}
     handles: list[Any] = []
+    min_width = span * 0.003
 
     def lane_geometry(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
         n_lanes = frame["node"].map(lambda n: lanes.get(n, 0) + 1).to_numpy(dtype=float)
@@ -230,21 +253,45 @@ def _draw_executions(ax: Axes, ex: pd.DataFrame, shown: pd.DataFrame, row: dict[
              + frame["thread"].to_numpy(dtype=float) * lane_h)
         return y + lane_h / 2, lane_h * 0.85
 
-    for status in ("ok", "failed", "open"):
-        part = shown[shown["status"] == status]
-        if part.empty:
-            continue
+    def bars(part: pd.DataFrame, **style: Any) -> Any:
         y, h = lane_geometry(part)
-        start = part["start"].to_numpy(dtype=float)
-        width = np.maximum(part["end"].to_numpy(dtype=float) - start, span * 0.003)
-        handles.append(_bars(ax, start, width, y, h, **_STYLES[status]))
+        start = part["drawn_start"].to_numpy(dtype=float)
+        width = np.maximum(part["end"].to_numpy(dtype=float) - part["start"].to_numpy(
+            dtype=float), min_width)
+        return _bars(ax, start, width, y, h, **style)
+
+    shown = shown.assign(drawn_start=side_by_side(shown, min_width))
+    if by is None:
+        for status in ("ok", "failed", "open"):
+            part = shown[shown["status"] == status]
+            if not part.empty:
+                handles.append(bars(part, **_STYLES[status]))
+    else:
+        ids, index, labels = by
+        cls = class_of(ids, index, shown["job"].to_numpy())
+        colours = class_colours(len(labels))
+        named = set(legend_classes(labels))
+        for k, label in enumerate(labels):
+            part = shown[(cls == k) & (shown["status"] != "open").to_numpy()]
+            if not part.empty:
+                coll = bars(part, facecolor=colours[k], edgecolor="white", linewidth=0.4,
+                            label=label if k in named else "_nolegend_")
+                handles += [coll] if k in named else []
+        rest = shown[(cls < 0) & (shown["status"] != "open").to_numpy()]
+        if not rest.empty:
+            handles.append(bars(rest, facecolor="0.75", edgecolor="white", linewidth=0.4,
+                                label="job not created in the trace"))
+        failed = shown[shown["status"] == "failed"]
+        if not failed.empty:
+            handles.append(bars(failed, facecolor="none", edgecolor="black", hatch="////",
+                                linewidth=0.0, zorder=2.5, label="failed (hatched)"))
+        part = shown[shown["status"] == "open"]
+        if not part.empty:
+            handles.append(bars(part, **_STYLES["open"]))
     again = shown[shown["duplicate"]]
     if not again.empty:
-        y, h = lane_geometry(again)
-        start = again["start"].to_numpy(dtype=float)
-        width = np.maximum(again["end"].to_numpy(dtype=float) - start, span * 0.003)
-        handles.append(_bars(ax, start, width, y, h, facecolor="none", edgecolor="#e377c2",
-                             linewidth=1.6, zorder=3, label="ran again (a duplicate)"))
+        handles.append(bars(again, facecolor="none", edgecolor="#e377c2", linewidth=1.6,
+                            zorder=3, label="ran again (a duplicate)"))
     return handles
 
 
@@ -314,7 +361,7 @@ def _title(title: str, ex: pd.DataFrame, shown: pd.DataFrame) -> str:
         parts.append(f"{counts['failed']} failed")
     if counts.get("open"):
         parts.append(f"{counts['open']} without end")
-    head = f"{title} (one lane per worker thread) · " + ", ".join(parts)
+    detail = "one lane per worker thread · " + ", ".join(parts)
     if len(shown) < n_exec:
-        head += f"\nshowing {len(shown)} of {n_exec} executions (evenly spaced subset)"
-    return head
+        detail += f"; showing {len(shown)} of {n_exec} executions (evenly spaced subset)"
+    return headline(title, SECONDS, detail, 11.0, 11.0)
