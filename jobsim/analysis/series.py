@@ -1,5 +1,5 @@
 """A run's load over time, in ``BINS`` equal bins from 0 to its end: busy threads, due jobs
-waiting for one, the start delay of the jobs that started, and the database's statements per
+not yet started (waiting for a poll or a thread), the start delay of the jobs that started, and the database's statements per
 second — the polls (a claim, empty or not; the polls an idle node counted rather than
 simulated spread evenly over its sleep) and the writes (completions, retries, dead letters,
 lock extensions and releases). What ``plots.load`` draws; a function of the trace and the
