@@ -42,16 +42,26 @@ def test_pollers_with_no_jitter_drift_into_lock_step_and_the_report_says_so():
         assert p["spread_end"] < 0.5 and p["start_delay_independent"] == 2.0
         assert p["start_delay_mean"] > 1.8 * p["start_delay_independent"], (seed, p)
         said = " ".join(sentences(s))
-        assert "polled in lock-step" in said and "executor.poll_jitter: 0.2" in said
+        assert "polled in lock-step" in said and "executor.poll_jitter: 0.5" in said
 
 
 def test_the_lint_warns_of_lock_step_before_the_run_and_is_quiet_when_jitter_is_written():
     warned = [w for w in lint(from_dict(_doc())) if w.code == "poll-lock-step"]
     assert len(warned) == 1 and warned[0].path == "executor.poll_jitter"
-    assert "T/2 = 5s" in warned[0].message and "poll_jitter: 0.2" in warned[0].message
+    assert "T/2 = 5s" in warned[0].message and "poll_jitter: 0.5" in warned[0].message
     assert not [w for w in lint(from_dict(_doc(poll_jitter=0))) if w.code == "poll-lock-step"]
-    assert not [w for w in lint(from_dict(_doc(poll_jitter=0.2)))
+    assert not [w for w in lint(from_dict(_doc(poll_jitter=0.5)))
                 if w.code == "poll-lock-step"]
+    # under one claim's rows an interval on average, bunched Poisson arrivals still fill
+    # claims: 4 nodes at 10 s, 0.3 jobs/s, 4 threads (in lock-step at seeds 0 and 1)
+    few = {**_doc(threads=4), "until": "drained", "workload": {"streams": [
+        {"name": "s", "handler": "work", "rate": "0.3/s", "count": 1500}]}}
+    assert [w for w in lint(from_dict(few)) if w.code == "poll-lock-step"]
+    assert _summary(few, 1)["effects"]["poll_phases"]["lock_step"]
+    # a full claim a few times in thousands of intervals does not move the phases
+    rare = {**_doc(poll="1s"), "workload": {"streams": [
+        {"name": "s", "handler": "work", "rate": "2/s", "count": 3600}]}}
+    assert not [w for w in lint(from_dict(rare)) if w.code == "poll-lock-step"]
     # runs as long as the interval keep the re-polls apart: no prediction
     long_runs = {**_doc(), "handlers": {"work": {"duration": "20s"}}}
     assert not [w for w in lint(from_dict(long_runs)) if w.code == "poll-lock-step"]
@@ -65,16 +75,22 @@ def test_written_out_no_jitter_is_still_named_in_the_report():
 
 
 def test_jitter_keeps_the_phases_apart_at_one_seed():
-    p = _summary(_doc(poll_jitter=0.2), 1)["effects"]["poll_phases"]
+    p = _summary(_doc(poll_jitter=0.5), 1)["effects"]["poll_phases"]
     assert not p["lock_step"] and p["spread_end"] > 2.0
     assert abs(p["start_delay_mean"] - 2.0) <= 0.15 * 2.0
 
 
 @pytest.mark.slow
-def test_jitter_0_2_keeps_start_delay_within_15_percent_of_independent_phases():
-    means = [_summary(_doc(poll_jitter=0.2), seed)["effects"]["poll_phases"]["start_delay_mean"]
-             for seed in (1, 2, 3, 4, 5)]
-    assert abs(sum(means) / 5 - 2.0) <= 0.15 * 2.0, means
+def test_jitter_0_5_keeps_start_delay_within_15_percent_of_independent_phases():
+    """4 nodes (2 jobs/s against claims of 8) and 3 nodes (3 jobs/s against claims of 4, 30
+    an interval): 0.2 was enough for the first (2.01-2.22 s), not the second (2.74-3.36 s
+    against 2.5 s)."""
+    for doc, independent in ((_doc(poll_jitter=0.5), 2.0), (
+            {**_doc(poll_jitter=0.5, threads=4), "nodes": 3, "workload": {"streams": [
+                {"name": "s", "handler": "work", "rate": "3/s", "count": 1500}]}}, 2.5)):
+        means = [_summary(doc, seed)["effects"]["poll_phases"]["start_delay_mean"]
+                 for seed in (1, 2, 3, 4, 5)]
+        assert all(abs(m - independent) <= 0.15 * independent for m in means), means
 
 
 def test_fixed_uneven_phases_split_the_work_and_the_report_says_why():
@@ -141,6 +157,34 @@ def test_the_shipped_teaching_runs_claim_no_effect_they_do_not_show():
     said = " ".join(sentences(s))
     for words in ("lock-step", "uneven", "Overloaded", "saturated", "Starvation"):
         assert words not in said
+
+
+def test_started_apart_is_not_from_the_start_and_a_crashed_node_has_no_phase():
+    """Three nodes whose first polls are seconds apart drift together within a few
+    intervals: not "from the start"; a node that crashed for good leaves the others'
+    spread."""
+    doc = {**_doc(threads=4), "nodes": 3, "workload": {"streams": [
+        {"name": "s", "handler": "work", "rate": "3/s", "count": 1500}]}}
+    for seed in (0, 1):
+        p = _summary(doc, seed)["effects"]["poll_phases"]
+        assert p["lock_step"] and not p["from_start"] and p["spread_start"] > 2.0, p
+    crashed = {**doc, "faults": [{"at": "100s", "crash": "node-3"}]}
+    for seed in (0, 1):
+        p = _summary(crashed, seed)["effects"]["poll_phases"]
+        assert p["lock_step"] and p["spread_end"] < 0.5, (seed, p)
+
+
+def test_aging_that_never_came_into_play_is_not_credited():
+    """Under capacity the lows never wait the 100 s that aging at 0.1/s takes to lift them
+    over the highs: stable, as strict priority is (same trace); at 0.5/s (20 s) it acts."""
+    sets = ["workload.streams[0].rate=1.7/s", "workload.streams[0].count=1020"]
+    by = {sc.variant: api.analyse(api.run(sc)).summary for sc in
+          load_variants(SCENARIOS / "priority_starvation.yaml", sets=sets)}
+    assert by["aging"]["trace_sha256"] == by["strict"]["trace_sha256"]
+    assert by["aging"]["effects"]["load"]["verdict"] == "stable"
+    assert "aging" not in " ".join(sentences(by["aging"]))
+    acted = by["aging_under_capacity"]["effects"]["load"]
+    assert acted["verdict"] == "aging_bounded" and acted["aging_horizon"] == 20.0
 
 
 def test_a_burst_is_not_called_overload_nor_pinned_starts_a_drift():

@@ -9,8 +9,11 @@ starts its interval anew there: it falls in just behind the node that emptied th
 and with no jitter the phases drift together and stay together. The figure is the phases'
 *spread*: the shortest arc of the interval that holds every node's phase (the phase of its
 latest poll), sampled once an interval — about ``T (N−1)/(N+1)`` for independent phases, 0
-in lock-step. The run is in ``lock_step`` when the spread over its last tenth is under 5 %
-of ``T`` (``from_start``: it was so from the start — pinned starts, or phases drawn close).
+in lock-step. The run is in ``lock_step`` when the spread over its last tenth is under a quarter of
+the independent phases' (what is left is the claims' and runs' own time, which does not
+shrink with ``T``); ``from_start`` when the nodes' first polls were already so close (pinned
+starts, or phases drawn close). A node that is down (crashed, not yet restarted) has no
+phase: the spread is the live nodes'.
 
 **Imbalance** (``imbalance``). Each node's executions against its even share (its threads ×
 time up, among the nodes that handle the job: ``nodes.<n>.even_share``). Phases that stay
@@ -26,8 +29,9 @@ total and by priority class, the class and those above it. At 1 or more the run 
 ``overloaded``: the backlog grows while jobs arrive and no ordering bounds the waits, which
 grow with the length of the stream. Arrivals over fewer than ``SUSTAINED`` mean runs' lengths
 (or under 50 jobs) are a ``burst``: no rate to speak of. Below 1, a class whose worst wait is many times the top
-class's is ``starved`` by the ordering; under ``order: aging`` it is ``aging_bounded``; else
-``stable``.
+class's is ``starved`` by the ordering; under ``order: aging``, where a lower class waited
+as long as aging takes to lift it over the top class (``aging_horizon``: the priority gap over
+the aging rate), the run is ``aging_bounded`` (aging came into play); else ``stable``.
 
 **Saturation** (``saturation``). The time every thread that was up was busy with a due job
 waiting (the backlog), the longest such span and the most jobs waiting in it.
@@ -46,8 +50,9 @@ import pandas as pd
 from ..base.trace import K
 from ..executor.config import NodeConfig
 
-#: a run's spread of phases under this share of the interval is lock-step
-LOCK_STEP = 0.05
+#: a run's spread of phases under this share of independent phases' is lock-step (what is
+#: left of it is the claims' and runs' own time, which does not shrink with the interval)
+LOCK_STEP = 0.25
 #: a node beyond this multiple of its even share (or under its inverse) is out of balance
 IMBALANCE = 1.5
 #: a node's share of the executions this close to its share of the poll cycle is explained
@@ -101,20 +106,31 @@ def poll_phases(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[Node
     if series is None:
         return None
     _, phase, polling, T = series
-    spread = T - _largest_gap(phase, T)
+    live = _live(phase)  # a node down (crashed) has no phase: the live nodes' spread
+    spread = T - _largest_gap(live, T)
+    spread[np.isnan(phase).sum(axis=1) > phase.shape[1] - 2] = np.nan  # under two live
     tenth = max(1, len(spread) // 10)
-    first, last = float(np.median(spread[:tenth])), float(np.median(spread[-tenth:]))
+    last = float(np.nanmedian(spread[-tenth:])) if (~np.isnan(spread[-tenth:])).any() \
+        else math.nan
+    acq = cols["kind"] == K["acquire"]
+    firsts = np.array([cols["time"][acq & (cols["node"] == names.index(n))][0] % T
+                       for n in polling])  # each node's first poll: the phases it started at
+    first = float(T - _largest_gap(firsts[None, :], T)[0])
     n = len(polling)
     jitter = max(c.executor.poll_jitter for c in nodes if c.name in polling)
+    independent = T * (n - 1) / (n + 1)
     out = {"interval": T, "nodes": n, "jitter": jitter,
            "spread_start": _r(first), "spread_end": _r(last),
-           "spread_independent": _r(T * (n - 1) / (n + 1)),
-           "lock_step": bool(last < LOCK_STEP * T),
-           "from_start": bool(first < LOCK_STEP * T),  # started so: pinned or drawn close
+           "spread_independent": _r(independent),
+           # with jitter a phase jumps each poll: the waits must show it too
+           "lock_step": bool(last < LOCK_STEP * independent and (
+               not jitter or start_delay_mean is None or
+               start_delay_mean >= 1.25 * T / (n + 1))),
+           "from_start": bool(first < LOCK_STEP * independent),  # pinned, or drawn close
            "start_delay_mean": _r(start_delay_mean) if start_delay_mean is not None else None,
            "start_delay_independent": _r(T / (n + 1)), "start_delay_lock_step": _r(T / 2)}
     # the share of the cycle before each node's polls, over the run's last tenth
-    gaps = _gaps_before(phase[-tenth:], T).mean(axis=0) / T
+    gaps = _gaps_before(live[-tenth:], T).mean(axis=0) / T
     out["gap_share"] = {name: _r(g) for name, g in sorted(zip(polling, gaps))}
     return out
 
@@ -139,7 +155,22 @@ def phase_series(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[Nod
         return None
     at = np.linspace(t0, t0 + (count - 1) * T, min(count, SAMPLES))
     phase = np.stack([t[np.searchsorted(t, at, side="right") - 1] % T for t in times], axis=1)
+    kind, node, time = cols["kind"], cols["node"], cols["time"]
+    for i, n in enumerate(polling):  # down from a crash to its restart: no phase
+        code = names.index(n.name)
+        down = time[(kind == K["node_crashed"]) & (node == code)]
+        up = time[(kind == K["node_restarted"]) & (node == code)]
+        for a in down:
+            later = up[up > a]
+            phase[(at >= a) & (at < (later[0] if len(later) else np.inf)), i] = np.nan
     return at, phase, [n.name for n in polling], T
+
+
+def _live(phase: np.ndarray) -> np.ndarray:
+    """The phases with a down node's (NaN) replaced by a live node's of the same instant: a
+    copy changes no gap, so the spread is the live nodes'."""
+    fill = np.nanmin(np.where(np.isnan(phase), np.inf, phase), axis=1, keepdims=True)
+    return np.where(np.isnan(phase), np.where(np.isfinite(fill), fill, 0.0), phase)
 
 
 def _largest_gap(phase: np.ndarray, T: float) -> np.ndarray:
@@ -192,8 +223,9 @@ def imbalance(node_figures: dict[str, dict[str, Any]], phases: dict[str, Any] | 
 # --- load, starvation and saturation ----------------------------------------------------------
 
 def load(jobs: pd.DataFrame, runs: tuple[np.ndarray, ...], node_figures: dict[str, Any],
-         order: str) -> dict[str, Any] | None:
-    """Offered load against capacity, by priority class (see the module's docstring)."""
+         aging: float) -> dict[str, Any] | None:
+    """Offered load against capacity, by priority class (see the module's docstring);
+    ``aging``: the aging rate (priority a second) of ``order: aging``, else 0."""
     if len(jobs) < 20:
         return None
     due = jobs["due"].to_numpy(dtype=float)
@@ -226,6 +258,7 @@ def load(jobs: pd.DataFrame, runs: tuple[np.ndarray, ...], node_figures: dict[st
     ran_all = per_job[~np.isnan(per_job)]
     mean_work = float(ran_all.mean()) if len(ran_all) else 0.0
     # a rate needs arrivals spread over many runs' length: a burst has no offered load
+    gap = float(jobs["priority"].max() - jobs["priority"].min())
     verdict = "burst" if len(jobs) < 50 or window < SUSTAINED * mean_work else \
         "overloaded" if offered >= 1.0 else "stable"
     if verdict == "stable" and len(classes) > 1:
@@ -235,10 +268,13 @@ def load(jobs: pd.DataFrame, runs: tuple[np.ndarray, ...], node_figures: dict[st
                    (f["worst_wait"] or 0.0) > STARVED * scale and (f["worst_wait"] or 0) > 1.0]
         if starved:
             verdict = "starved"
-        elif order == "aging":
-            verdict = "aging_bounded"
+        elif aging > 0 and any((f["worst_wait"] or 0.0) >= (int(max(classes, key=int)) -
+                                                           int(c)) / aging > 0
+                               for c, f in classes.items()):
+            verdict = "aging_bounded"  # a lower job waited long enough to overtake a higher
     return {"offered": _r(offered), "threads": _r(threads), "window": _r(window),
-            "by_priority": classes, "verdict": verdict}
+            "by_priority": classes, "verdict": verdict,
+            "aging_horizon": _r(gap / aging) if aging > 0 and gap > 0 else None}
 
 
 def saturation(jobs: pd.DataFrame, runs: tuple[np.ndarray, ...], threads: int,
@@ -289,9 +325,10 @@ def detect(cols: dict[str, np.ndarray], names: list[str], jobs: pd.DataFrame,
     runs = executions(cols, end)
     mean = figures["latency"]["start_delay"].get("mean")
     phases = poll_phases(cols, names, nodes, end, mean)
-    order = nodes[0].executor.order if nodes else "id"
+    ex = nodes[0].executor if nodes else None
+    aging = ex.aging_rate if ex is not None and ex.order == "aging" else 0.0
     threads = sum(n.executor.threads for n in nodes)
     full = figures["acquisition"]["full"]
     return {"poll_phases": phases, "imbalance": imbalance(figures["nodes"], phases, full),
-            "load": load(jobs, runs, figures["nodes"], order),
+            "load": load(jobs, runs, figures["nodes"], aging),
             "saturation": saturation(jobs, runs, threads, end)}

@@ -18,6 +18,7 @@ EFFECTS_SHAPE: dict[str, Any] = {
                                     "least_executions", "least_even", "imbalanced",
                                     "why", "full_claims")},
     "load": {"offered": None, "threads": None, "window": None, "verdict": None,
+             "aging_horizon": None,
              "by_priority": {ANY: {k: None for k in ("jobs", "offered", "with_higher",
                                                      "never_started", "worst_wait")}}},
     "saturation": {k: None for k in ("threads", "time", "share", "longest",

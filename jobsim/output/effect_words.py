@@ -87,7 +87,7 @@ def _lock_step(phases: dict[str, Any]) -> str:
         line += (f" Jobs waited a mean {_s(mean)} to start, against {_s(T / (n + 1))} for "
                  f"independent phases (T/(N+1)) and {_s(T / 2)} in full lock-step (T/2).")
     if not phases["jitter"] and not phases.get("from_start"):
-        line += " executor.poll_jitter: 0.2 keeps them apart."
+        line += " executor.poll_jitter: 0.5 keeps them apart."
     return line
 
 
@@ -104,15 +104,16 @@ def _load(load: dict[str, Any]) -> list[str]:
     if verdict == "overloaded":
         return [f"Overloaded: while the jobs arrived they asked for {load['offered']:.2f} "
                 f"times the work the {threads} can do{split}. The backlog grows for as long "
-                f"as they arrive, and no ordering bounds the waits: they grow with the "
-                f"stream's length, not with the policy." + (f" Worst waits: {worst}." if
-                                                            worst and split else "")]
+                f"as they arrive and the waits with it: an ordering only chooses who waits "
+                f"longer, none bounds every class's wait." + (f" Worst waits: {worst}." if
+                                                             worst and split else "")]
     if verdict == "starved":
         return [f"Starvation, not overload: the jobs asked for {load['offered']:.2f} of what "
                 f"the {threads} can do{split}, yet the ordering kept a class waiting far "
                 f"longer than the top one (worst waits: {worst})."]
     if verdict == "aging_bounded":
         return [f"Under capacity: the jobs asked for {load['offered']:.2f} of what the "
-                f"{threads} can do{split}, and aging bounds every class's wait "
-                f"(worst waits: {worst})."]
+                f"{threads} can do{split}, and aging came into play: a job waiting "
+                f"{_s(load['aging_horizon'])} overtakes any of the top class due after it, "
+                f"which bounds the lower classes' waits (worst waits: {worst})."]
     return []
