@@ -170,8 +170,9 @@ def window_line(s: dict[str, Any]) -> str:
                f"and the latency figures are empty (n 0)")
     return (f"{left}: {counted}. Latency, throughput and the "
             f"nodes' executions, claims, lost races, times and busy share are the window's; "
-            f"the job counts, duplicates, acquisitions, polls and invariants are the whole "
-            f"run's.")
+            f"the job counts, duplicates, acquisitions, polls, invariants, the even shares "
+            f"and the effects named above (lock-step, uneven work, load, saturation) are the "
+            f"whole run's.")
 
 
 def window_short(s: dict[str, Any]) -> str:

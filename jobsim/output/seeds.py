@@ -130,6 +130,12 @@ class OverSeeds:
 
     # --- how it is said ----------------------------------------------------------------
 
+    def _replayed(self) -> str:
+        """The run's own overrides (``--set``, ``--warmup``…), for its replay command."""
+        said = [o for o in self.analyses[0].result.scenario.overrides
+                if not o.startswith(("--seed", "seed="))]
+        return "".join(" " + (o if o.startswith("--") else f"--set {o}") for o in said)
+
     def _span(self) -> str:
         s = self.seeds
         return f"seeds {s[0]} to {s[-1]}" if len(s) > 2 else "seeds " + " and ".join(map(str, s))
@@ -146,7 +152,7 @@ class OverSeeds:
                   "are compared on the same draws)" if variants else "")
                + ". Each cell: this run's value · the mean over the seeds (min–max); a "
                "figure the same at every seed is shown once. `jobsim run "
-               f"{source} --seed N` replays seed N.", ""]
+               f"{source}{self._replayed()} --seed N` replays seed N.", ""]
         figures = [self._figures(i) for i in range(len(self.analyses))]
         paths = [p for p in self._paths() if any(p in f for f in figures)]
         labels = {**{p: label for label, p in _ROWS}, "polls.total": "polls"}

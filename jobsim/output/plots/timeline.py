@@ -187,7 +187,7 @@ def node_timeline(trace_df: pd.DataFrame, max_bars: int = 2000, colour: str = "o
     ax.xaxis.set_major_formatter(FuncFormatter(_seconds))
     ax.set_xlabel("simulated time (s)")
     ax.grid(True, axis="x", alpha=0.3)
-    ax.set_title(_title(title if by is None else f"{title}, coloured by {colour}", ex, shown),
+    ax.set_title(_title(title, ex, shown, "" if by is None else f"coloured by {colour} · "),
                  fontsize=11)
     if not handles:
         ax.text(0.5, 0.5, "no executions", transform=ax.transAxes, ha="center",
@@ -349,7 +349,7 @@ def _draw_markers(ax: Axes, df: pd.DataFrame, node: np.ndarray, times: np.ndarra
     return handles
 
 
-def _title(title: str, ex: pd.DataFrame, shown: pd.DataFrame) -> str:
+def _title(title: str, ex: pd.DataFrame, shown: pd.DataFrame, colour: str = "") -> str:
     """The chart's title: the executions, how many failed or have no end, and whether only
     a subset is drawn."""
     n_exec = len(ex)
@@ -361,7 +361,7 @@ def _title(title: str, ex: pd.DataFrame, shown: pd.DataFrame) -> str:
         parts.append(f"{counts['failed']} failed")
     if counts.get("open"):
         parts.append(f"{counts['open']} without end")
-    detail = "one lane per worker thread · " + ", ".join(parts)
+    detail = colour + "one lane per worker thread · " + ", ".join(parts)
     if len(shown) < n_exec:
         detail += f"; showing {len(shown)} of {n_exec} executions (evenly spaced subset)"
     return headline(title, SECONDS, detail, 11.0, 11.0)
