@@ -30,6 +30,8 @@ def said(seconds: float) -> str:
     """A window's length as a reader says it: ``5 min``, ``90s``, ``2h``, ``250ms``."""
     if 60 <= seconds < 3600 and seconds % 60 == 0:
         return f"{seconds / 60:g} min"
+    if seconds >= 60 and seconds != int(seconds):  # an instant of the run: to the second
+        return f"{seconds:,.0f} s"
     return format_duration(seconds)
 
 
