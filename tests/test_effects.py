@@ -264,3 +264,28 @@ def test_a_brown_out_that_fills_every_thread_is_told_with_its_stretch():
         said = " ".join(sentences(s))
         assert "every one of its 8 threads busy" in said and \
             f"with up to {sat['most_waiting']:,} waiting" in said
+
+
+def test_the_new_figures_and_effects_are_the_same_bytes_under_any_hash_seed(tmp_path):
+    """load_over_time.png, poll_phases.png and the summary's effects, from two processes
+    with different PYTHONHASHSEEDs."""
+    import os
+    import subprocess
+    import sys
+
+    import yaml
+
+    doc = {**_doc(), "until": "5m"}
+    path = tmp_path / "pollers.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    out = {}
+    for seed in ("0", "4242"):
+        folder = tmp_path / f"run-{seed}"
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        r = subprocess.run([sys.executable, "-m", "jobsim", "run", str(path), "--out",
+                            str(folder), "--quiet", "--no-view"], env=env, text=True,
+                           capture_output=True)
+        assert r.returncode == 0, r.stderr
+        out[seed] = folder
+    for name in ("load_over_time.png", "poll_phases.png", "summary.json", "report.md"):
+        assert (out["0"] / name).read_bytes() == (out["4242"] / name).read_bytes(), name
