@@ -275,7 +275,7 @@ def test_the_new_figures_and_effects_are_the_same_bytes_under_any_hash_seed(tmp_
 
     import yaml
 
-    doc = {**_doc(), "until": "5m"}
+    doc = {**_doc(), "until": "15m"}  # in lock-step by then: its phases are drawn
     path = tmp_path / "pollers.yaml"
     path.write_text(yaml.safe_dump(doc))
     out = {}

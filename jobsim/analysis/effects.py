@@ -42,6 +42,7 @@ Pure functions of the trace, the jobs and the nodes' settings; no Python object 
 from __future__ import annotations
 
 import math
+import weakref
 from typing import Any
 
 import numpy as np
@@ -69,9 +70,22 @@ def _r(x: float | None) -> float | None:
     return None if x is None or math.isnan(x) else float(round(float(x), 9))
 
 
+#: the last trace's executions (its time column, weakly; its end; the result): the summary
+#: and the load figure of one report ask for the same
+_LAST: list[Any] = []
+
+
 def executions(cols: dict[str, np.ndarray], end: float) -> tuple[np.ndarray, ...]:
     """Each execution's (start, end, node, job), an end missing (a crash, the run's end)
     being the run's end: the busy time of its thread as far as the trace tells it."""
+    if _LAST and _LAST[0]() is cols["time"] and _LAST[1] == end:
+        return _LAST[2]
+    out = _executions(cols, end)
+    _LAST[:] = [weakref.ref(cols["time"], lambda _: _LAST.clear()), end, out]
+    return out
+
+
+def _executions(cols: dict[str, np.ndarray], end: float) -> tuple[np.ndarray, ...]:
     kind = cols["kind"]
     starts, ends = np.flatnonzero(kind == K["exec_start"]), np.flatnonzero(kind == K["exec_end"])
     span = np.int64(int(cols["attempt"].max()) + 1) if len(cols["attempt"]) else np.int64(1)
@@ -112,8 +126,9 @@ def poll_phases(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[Node
     tenth = max(1, len(spread) // 10)
     last = float(np.nanmedian(spread[-tenth:])) if (~np.isnan(spread[-tenth:])).any() \
         else math.nan
-    acq = cols["kind"] == K["acquire"]
-    firsts = np.array([cols["time"][acq & (cols["node"] == names.index(n))][0] % T
+    acq = np.flatnonzero(cols["kind"] == K["acquire"])
+    acq_node, acq_time = cols["node"][acq], cols["time"][acq]
+    firsts = np.array([acq_time[acq_node == names.index(n)][0] % T
                        for n in polling])  # each node's first poll: the phases it started at
     first = float(T - _largest_gap(firsts[None, :], T)[0])
     n = len(polling)
@@ -144,8 +159,9 @@ def phase_series(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[Nod
     if len(polling) < 2 or (cols["kind"] == K["tick"]).any():
         return None
     T = polling[0].executor.poll_interval
-    acq = cols["kind"] == K["acquire"]
-    times = [cols["time"][acq & (cols["node"] == names.index(n.name))] for n in polling]
+    acq = np.flatnonzero(cols["kind"] == K["acquire"])
+    acq_node, acq_time = cols["node"][acq], cols["time"][acq]
+    times = [acq_time[acq_node == names.index(n.name)] for n in polling]
     if T <= 0 or any(n.executor.poll_interval != T for n in polling) or \
             any(len(t) < 2 for t in times):
         return None
@@ -236,8 +252,12 @@ def load(jobs: pd.DataFrame, runs: tuple[np.ndarray, ...], node_figures: dict[st
     if window <= 0 or threads <= 0:
         return None
     ids = jobs["id"].to_numpy()
-    work = pd.Series(runs[1] - runs[0]).groupby(runs[3]).sum()
-    per_job = work.reindex(ids).to_numpy(dtype=float)  # NaN: never ran
+    order = np.argsort(ids, kind="stable")
+    at = np.searchsorted(ids[order], runs[3])
+    known = (at < len(ids)) & (ids[order][np.minimum(at, len(ids) - 1)] == runs[3])
+    where = order[at[known]]
+    per_job = np.bincount(where, weights=(runs[1] - runs[0])[known], minlength=len(ids))
+    per_job[np.bincount(where, minlength=len(ids)) == 0] = np.nan  # never ran
     prio = jobs["priority"].to_numpy()
     classes: dict[str, dict[str, Any]] = {}
     offered = 0.0
@@ -282,14 +302,24 @@ def saturation(jobs: pd.DataFrame, runs: tuple[np.ndarray, ...], threads: int,
     """How long every thread was busy while due jobs waited (``threads``: the cluster's)."""
     if threads <= 0 or end <= 0 or not len(runs[0]):
         return None
-    busy_t, busy = _steps(runs[0], runs[1])
+    empty = {"threads": threads, "time": 0.0, "share": 0.0, "longest": None,
+             "longest_from": None, "most_waiting": None}
+    began, ended = np.sort(runs[0]), np.sort(runs[1])
+    peak = (np.arange(1, len(began) + 1) - np.searchsorted(ended, began, side="right")).max()
+    if peak < threads:  # never every thread busy: the cheap answer
+        return empty
     due = jobs["due"].to_numpy(dtype=float)
     start = jobs["first_start"].to_numpy(dtype=float)
-    wait_t, waiting = _steps(due, np.where(np.isnan(start), np.inf, start))
-    at = np.union1d(busy_t, wait_t)
-    at = at[at <= end]
-    b = busy[np.searchsorted(busy_t, at, side="right") - 1] if len(busy_t) else 0 * at
-    w = waiting[np.searchsorted(wait_t, at, side="right") - 1] if len(wait_t) else 0 * at
+    start = start[~np.isnan(start)]
+    # busy threads and waiting jobs as two counts over one sorted list of their changes
+    t = np.concatenate([runs[0], runs[1], due, start])
+    n0, n1, n2 = len(runs[0]), len(runs[0]) + len(runs[1]), len(runs[0]) + len(runs[1]) + len(due)
+    db, dw = np.zeros(len(t), np.int64), np.zeros(len(t), np.int64)
+    db[:n0], db[n0:n1], dw[n1:n2], dw[n2:] = 1, -1, 1, -1
+    order = np.argsort(t, kind="stable")
+    t, b, w = t[order], np.cumsum(db[order]), np.cumsum(dw[order])
+    last = np.append(t[1:] != t[:-1], True) & (t <= end)  # each instant's level after it
+    at, b, w = t[last], b[last], w[last]
     full = (b >= threads) & (w > 0)
     length = np.diff(np.append(at, end))
     total = float(length[full].sum())
@@ -298,23 +328,13 @@ def saturation(jobs: pd.DataFrame, runs: tuple[np.ndarray, ...], threads: int,
     if total > 0:
         edges = np.diff(np.concatenate([[0], full.astype(np.int8), [0]]))
         begin, stop = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
-        spans = np.array([length[a:z].sum() for a, z in zip(begin, stop)])
+        run_length = np.concatenate([[0.0], np.cumsum(length)])
+        spans = run_length[stop] - run_length[begin]
         k = int(spans.argmax())
         out.update(longest=_r(float(spans[k])), longest_from=_r(float(at[begin[k]])),
                    most_waiting=int(w[begin[k]:stop[k]].max()))
     return out
 
-
-def _steps(up: np.ndarray, down: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """A count that rises by one at each ``up`` and falls at each ``down``: its change
-    instants and its value from each on."""
-    t = np.concatenate([up, down[np.isfinite(down)]])
-    d = np.concatenate([np.ones(len(up), np.int64),
-                        -np.ones(int(np.isfinite(down).sum()), np.int64)])
-    order = np.argsort(t, kind="stable")
-    t, level = t[order], np.cumsum(d[order])
-    last = np.append(t[1:] != t[:-1], True)
-    return t[last], level[last]
 
 
 def detect(cols: dict[str, np.ndarray], names: list[str], jobs: pd.DataFrame,

@@ -53,8 +53,8 @@ def run_plots(a: Any, jobs: pd.DataFrame, folder: Path) -> list[tuple[str, str]]
 
 
 def _load_plots(a: Any, jobs: pd.DataFrame) -> list[tuple[str, str, Any]]:
-    """Load over time (a run of 20 jobs or more) and the nodes' poll phases (where they
-    mean something: ``effects.phase_series``)."""
+    """Load over time (a run of 20 jobs or more) and the nodes' poll phases (where the
+    report names an effect of theirs)."""
     sc, end, cols = a.result.scenario, a.result.end_time, a.result.trace.arrays()
     out = []
     if len(jobs) >= 20:
@@ -64,7 +64,12 @@ def _load_plots(a: Any, jobs: pd.DataFrame) -> list[tuple[str, str, Any]]:
         out.append(("load over time: busy threads, waiting jobs, start delay, statements/s",
                     "load_over_time.png", lambda: plots.load_over_time(
                         load_series(cols, jobs, threads, end), window)))
-    phases = phase_series(cols, a.result.trace.nodes, sc.nodes, end)
+    # the phases' picture where the report names what they did (lock-step, or the work
+    # they split unevenly)
+    effects = a.summary.get("effects") or {}
+    named = (effects.get("poll_phases") or {}).get("lock_step") or \
+        (effects.get("imbalance") or {}).get("why") == "poll_phases"
+    phases = phase_series(cols, a.result.trace.nodes, sc.nodes, end) if named else None
     if phases is not None:
         out.append(("the nodes' poll phases over time", "poll_phases.png",
                     lambda: plots.poll_phases(*phases)))

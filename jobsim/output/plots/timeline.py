@@ -162,22 +162,28 @@ def node_timeline(trace_df: pd.DataFrame, max_bars: int = 2000, colour: str = "o
     span = max(t_end - t0, 1e-9)
     names = _node_names(trace_df["node"])
     # only the events drawn, with their node names (a big trace has millions of others)
+    columns = [c for c in _COLUMNS if c in trace_df.columns]
     drawn = trace_df["kind"].isin(_DRAWN).to_numpy(dtype=bool)
-    df = trace_df.loc[drawn, [c for c in _COLUMNS if c in trace_df.columns]]
+    df = trace_df.loc[drawn, columns]
     node = _node_strings(df["node"])
     times = df["time"].to_numpy(dtype=float)
     if not names:
         fig, ax = _figure(10.0, 3.0)
         return _no_data(fig, ax, title, "no node events")
     row = {n: i for i, n in enumerate(names)}
-
+    # the acquisitions (and, to colour by priority, the creations) apart: a big run has
+    # millions of them, and the executions' frame work need not carry them
+    marked = ["acquire"] + (["job_created"] if colour == "priority" else [])
+    df_marks = trace_df.loc[trace_df["kind"].isin(marked).to_numpy(dtype=bool),
+                            [c for c in ("time", "kind", "node", "job", "b") if c in columns]]
+    node_marks = _node_strings(df_marks["node"])
+    by = classes(df_marks, jobs, colour)
     ex = _executions(df.assign(node=node), t_end)
     shown = _evenly_spaced(ex, max_bars)
     height = min(12.0, 2.2 + 0.75 * len(names))
     fig, ax = _figure(11.0, height)
-    by = classes(df, jobs, colour)
     handles = _draw_executions(ax, ex, shown, row, span, by)
-    handles += draw_acquisitions(ax, df, node, row, _BAND)
+    handles += draw_acquisitions(ax, df_marks, node_marks, row, _BAND)
     handles += _draw_spans(ax, df, node, row, t_end, span)
     handles += _draw_markers(ax, df, node, times, row)
 
@@ -200,8 +206,7 @@ def node_timeline(trace_df: pd.DataFrame, max_bars: int = 2000, colour: str = "o
 
 #: the kinds of event the timeline draws
 _DRAWN = ["exec_start", "exec_end", "node_crashed", "node_restarted", "node_paused",
-          "node_resumed", "completed", "side_effect", "effect_refused", "acquire",
-          "job_created"]
+          "node_resumed", "completed", "side_effect", "effect_refused"]
 
 
 #: the columns of the trace the timeline reads
