@@ -51,7 +51,7 @@ import pandas as pd
 
 from .checks import Violation, verdicts
 from .history import CAUSES, Histories
-from .effects import detect
+from .effects import detect, executions as executions_of
 from .services import figures as service_figures, has_services
 from .schedules import schedule_texts
 from ..base.trace import KIND_NAMES, K, Trace
@@ -309,32 +309,24 @@ def node_figures(trace: Trace, jobs: pd.DataFrame, nodes: tuple[NodeConfig, ...]
 
     acq, locked = rows("acquire"), rows("locked")
     attempts, lost, claims = per_node(acq), per_node(acq, cols["c"][acq]), per_node(locked)
-    starts, ends = rows("exec_start"), rows("exec_end")
+    starts = rows("exec_start")
     crashes, restarts = rows("node_crashed"), rows("node_restarted")
     paused, resumed = rows("node_paused"), rows("node_resumed")
-    # each execution's end: its exec_end (same job and attempt), else its node's next crash
-    span = np.int64(int(cols["attempt"].max()) + 1) if len(cols["attempt"]) else np.int64(1)
-    key_of = cols["job"] * span + cols["attempt"]
-    end_keys = key_of[ends]
-    by_key = np.argsort(end_keys, kind="stable")
-    i = np.minimum(np.searchsorted(end_keys[by_key], key_of[starts]), max(len(ends) - 1, 0))
-    matched = (end_keys[by_key][i] == key_of[starts]) if len(ends) else \
-        np.zeros(len(starts), bool)
-    run_end = np.where(matched, time[ends[by_key][i]] if len(ends) else 0.0, np.nan)
+    # each execution's end: its exec_end (same job and attempt), else its node's next crash,
+    # else the run's end (one pairing for the summary, its effects and the load figure)
+    run_starts, run_end, run_node, _ = executions_of(cols, end)
     executions = per_node(starts)
     figures: dict[str, dict[str, Any]] = {}
     for code, name in enumerate(trace.nodes):
-        here = node[starts] == code
+        here = run_node == code
         cut = crashes[node[crashes] == code]
-        open_ = here & np.isnan(run_end)
-        run_end[open_] = _span_ends(starts[open_], cut, time, end)
         back = restarts[node[restarts] == code]
         down = _span_ends(cut, back, time, end)
         pause_at = paused[node[paused] == code]
         pause_end = _span_ends(pause_at, np.sort(np.concatenate(
             [resumed[node[resumed] == code], cut])), time, end)
         time_down = float((down - time[cut]).sum())
-        run_start = time[starts[here]]
+        run_start = run_starts[here]
         figures[name] = {
             "executions": int(executions[code]),
             "executions_after_restart": int((run_start > time[back].max()).sum())

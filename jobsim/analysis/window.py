@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .effects import executions
 from .history import Histories
 from .metrics import _dist, _r, _span_ends
 from ..base.trace import K, Trace
@@ -111,36 +112,25 @@ def _node_figures(figures: dict[str, dict[str, Any]], trace: Trace,
         return np.flatnonzero(kind == K[k])
 
     acq, locked = rows("acquire"), rows("locked")
-    starts, ends = rows("exec_start"), rows("exec_end")
     crashes, restarts = rows("node_crashed"), rows("node_restarted")
     paused, resumed = rows("node_paused"), rows("node_resumed")
-    span = np.int64(int(cols["attempt"].max()) + 1) if len(cols["attempt"]) else np.int64(1)
-    key_of = cols["job"] * span + cols["attempt"]
-    end_keys = key_of[ends]
-    by_key = np.argsort(end_keys, kind="stable")
-    run_end = np.full(len(starts), np.nan)
-    if len(ends):
-        i = np.minimum(np.searchsorted(end_keys[by_key], key_of[starts]), len(ends) - 1)
-        matched = end_keys[by_key][i] == key_of[starts]
-        run_end[matched] = time[ends[by_key][i][matched]]
+    run_start, run_end, run_node, _ = executions(cols, end)  # the summary's own pairing
     threads = {c.name: c.executor.threads for c in nodes}
     length = max(0.0, t1 - t0)
     for code, name in enumerate(trace.nodes):
         if name not in figures:
             continue
         f = figures[name]
-        here = node[starts] == code
+        here = run_node == code
         cut = crashes[node[crashes] == code]
-        open_ = here & np.isnan(run_end)
-        run_end[open_] = _span_ends(starts[open_], cut, time, end)
         down = _span_ends(cut, restarts[node[restarts] == code], time, end)
         pause_at = paused[node[paused] == code]
         pause_end = _span_ends(pause_at, np.sort(np.concatenate(
             [resumed[node[resumed] == code], cut])), time, end)
         mine = acq[node[acq] == code]
         time_down = _overlap(time[cut], down, t0, t1)
-        busy = _overlap(time[starts[here]], run_end[here], t0, t1)
-        f["executions"] = int(_inside(time[starts[here]], t0, t1).sum())
+        busy = _overlap(run_start[here], run_end[here], t0, t1)
+        f["executions"] = int(_inside(run_start[here], t0, t1).sum())
         f["claims"] = int(_inside(time[locked[node[locked] == code]], t0, t1).sum())
         f["lost_races"] = int(cols["c"][mine][_inside(time[mine], t0, t1)].sum())
         f["time_down"] = _r(time_down)
