@@ -289,3 +289,27 @@ def test_the_new_figures_and_effects_are_the_same_bytes_under_any_hash_seed(tmp_
         out[seed] = folder
     for name in ("load_over_time.png", "poll_phases.png", "summary.json", "report.md"):
         assert (out["0"] / name).read_bytes() == (out["4242"] / name).read_bytes(), name
+
+
+def test_a_run_in_which_nothing_ran_has_a_load_of_nothing_run():
+    """Every node paused before its first claim: no execution to weigh a job's work by (a
+    fresh fuzz seed found the load detector crashing on this)."""
+    doc = {**POLLERS, "until": "1m", "nodes": [{"name": "n1"}],
+           "workload": {"streams": [{"name": "s", "handler": "work", "rate": "2/s",
+                                     "count": 60}]},
+           "faults": [{"at": "0s", "pause": "n1", "for": "90s"}]}
+    s = _summary(doc, 1)
+    assert s["jobs"]["done"] == 0 and s["jobs"]["pending"] == 60
+    assert s["effects"]["load"] is None  # no work measured: no load to claim
+    assert not any("verload" in line for line in sentences(s))
+
+
+def test_capacity_is_the_threads_up_over_the_whole_run_not_until_the_last_run():
+    """A burst done in seconds in a run of minutes: the nodes' time up is counted over the
+    run, so the threads are the nodes' threads (not inflated by the idle tail)."""
+    doc = {**POLLERS, "until": "10m", "executor": {"poll_interval": "1s", "threads": 5},
+           "nodes": [{"name": "n1"}, {"name": "n2"}],
+           "workload": {"streams": [{"name": "s", "handler": "work", "rate": "20/s",
+                                     "count": 100}]}}
+    for seed in (1, 2, 3):
+        assert _summary(doc, seed)["effects"]["load"]["threads"] == pytest.approx(10.0)

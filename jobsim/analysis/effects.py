@@ -239,14 +239,16 @@ def imbalance(node_figures: dict[str, dict[str, Any]], phases: dict[str, Any] | 
 # --- load, starvation and saturation ----------------------------------------------------------
 
 def load(jobs: pd.DataFrame, runs: tuple[np.ndarray, ...], node_figures: dict[str, Any],
-         aging: float) -> dict[str, Any] | None:
+         aging: float, end: float) -> dict[str, Any] | None:
     """Offered load against capacity, by priority class (see the module's docstring);
-    ``aging``: the aging rate (priority a second) of ``order: aging``, else 0."""
-    if len(jobs) < 20:
+    ``aging``: the aging rate (priority a second) of ``order: aging``, else 0; ``end``: the
+    run's length, over which the nodes' ``time_up`` is counted. None under 20 jobs, and
+    where no job ran (no work to weigh a job by)."""
+    if len(jobs) < 20 or not len(runs[0]):
         return None
     due = jobs["due"].to_numpy(dtype=float)
     window = float(due.max() - due.min())
-    end = max(float(np.max(runs[1])) if len(runs[1]) else 0.0, float(due.max()))
+    # the threads up on average over the run (an idle tail is up, and counted, like the rest)
     threads = sum((f.get("threads") or 0) * (f.get("time_up") or 0.0) for f in
                   node_figures.values()) / end if end > 0 else 0.0
     if window <= 0 or threads <= 0:
@@ -256,15 +258,19 @@ def load(jobs: pd.DataFrame, runs: tuple[np.ndarray, ...], node_figures: dict[st
     at = np.searchsorted(ids[order], runs[3])
     known = (at < len(ids)) & (ids[order][np.minimum(at, len(ids) - 1)] == runs[3])
     where = order[at[known]]
-    per_job = np.bincount(where, weights=(runs[1] - runs[0])[known], minlength=len(ids))
+    # float even when nothing ran (numpy's bincount of nothing is integer, weights or not)
+    per_job = np.bincount(where, weights=(runs[1] - runs[0])[known],
+                          minlength=len(ids)).astype(float)
     per_job[np.bincount(where, minlength=len(ids)) == 0] = np.nan  # never ran
     prio = jobs["priority"].to_numpy()
     classes: dict[str, dict[str, Any]] = {}
     offered = 0.0
+    ran_all = per_job[~np.isnan(per_job)]
+    mean_work = float(ran_all.mean()) if len(ran_all) else 0.0
     for p in sorted(set(prio.tolist()), reverse=True):
         here = prio == p
         ran = per_job[here][~np.isnan(per_job[here])]
-        mean = float(ran.mean()) if len(ran) else 0.0
+        mean = float(ran.mean()) if len(ran) else mean_work  # a class never run: the run's
         total = float(ran.sum()) + mean * int(np.isnan(per_job[here]).sum())
         span = float(due[here].max() - due[here].min())  # the class's own arrivals
         rho = total / (span if span > 0.1 * window else window) / threads
@@ -275,8 +281,6 @@ def load(jobs: pd.DataFrame, runs: tuple[np.ndarray, ...], node_figures: dict[st
                                 "never_started": int(np.isnan(delay).sum()),
                                 "worst_wait": _r(float(np.nanmax(delay))) if
                                 (~np.isnan(delay)).any() else None}
-    ran_all = per_job[~np.isnan(per_job)]
-    mean_work = float(ran_all.mean()) if len(ran_all) else 0.0
     # a rate needs arrivals spread over many runs' length: a burst has no offered load
     gap = float(jobs["priority"].max() - jobs["priority"].min())
     verdict = "burst" if len(jobs) < 50 or window < SUSTAINED * mean_work else \
@@ -350,5 +354,5 @@ def detect(cols: dict[str, np.ndarray], names: list[str], jobs: pd.DataFrame,
     threads = sum(n.executor.threads for n in nodes)
     full = figures["acquisition"]["full"]
     return {"poll_phases": phases, "imbalance": imbalance(figures["nodes"], phases, full),
-            "load": load(jobs, runs, figures["nodes"], aging),
+            "load": load(jobs, runs, figures["nodes"], aging, end),
             "saturation": saturation(jobs, runs, threads, end)}
