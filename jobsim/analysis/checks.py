@@ -83,16 +83,15 @@ def _done_means_ran(trace: Trace, hist: Histories) -> list[Violation]:
     cols = trace.arrays()
     kind, job, a = cols["kind"], cols["job"], cols["a"]
     ok_runs = np.flatnonzero((kind == K["exec_end"]) & (a == 1))
-    first_ok: dict[int, int] = {}
-    for seq in ok_runs.tolist():
-        first_ok.setdefault(int(job[seq]), seq)
-    out = []
-    for seq in np.flatnonzero((kind == K["completed"]) & (a == 1)).tolist():
-        j = int(job[seq])
-        if first_ok.get(j, seq + 1) > seq:
-            out.append(Violation("done_means_ran", j, f"job {j} was deleted as done without a "
-                                 "successful execution", (seq,)))
-    return out
+    # each job's first successful execution (rows in event order: unique's first index)
+    ran, first = np.unique(job[ok_runs], return_index=True)
+    done = np.flatnonzero((kind == K["completed"]) & (a == 1))
+    at = np.minimum(np.searchsorted(ran, job[done]), max(len(ran) - 1, 0))
+    ran_before = (ran[at] == job[done]) & (ok_runs[first][at] < done) if len(ran) else \
+        np.zeros(len(done), bool)
+    return [Violation("done_means_ran", j, f"job {j} was deleted as done without a "
+                      "successful execution", (seq,))
+            for seq, j in zip(done[~ran_before].tolist(), job[done[~ran_before]].tolist())]
 
 
 def _retries(trace: Trace, scenario: Scenario) -> list[Violation]:
@@ -100,6 +99,10 @@ def _retries(trace: Trace, scenario: Scenario) -> list[Violation]:
     kind = cols["kind"]
     sel = np.flatnonzero(np.isin(kind, [K["job_created"], K["retry_scheduled"],
                                         K["dead_lettered"], K["revived"], K["clock_set"]]))
+    # a creation matters only to a job that fails, is revived or dead-lettered later
+    created = kind[sel] == K["job_created"]
+    later = cols["job"][sel[~created & (kind[sel] != K["clock_set"])]]
+    sel = sel[~created | np.isin(cols["job"][sel], later)]
     #: node -> its clock, where it is not the true one: a failure's due time counts from the
     #: failing node's reading of now
     clocks: dict[int, NodeClock] = {}

@@ -69,7 +69,9 @@ def histories(trace: Trace) -> Histories:
     plain = plain_jobs(cols, idx, discard_text)
     is_plain = member(cols["job"][idx], plain)
     jobs, found = told(trace, cols, idx[~is_plain])
-    ids = np.union1d(plain, np.fromiter(jobs, dtype=np.int64, count=len(jobs)))
+    # the two are apart and ``plain`` sorted: a stable sort of them end to end is a merge
+    ids = np.sort(np.concatenate([plain, np.fromiter(jobs, dtype=np.int64, count=len(jobs))]),
+                  kind="stable")
     idx = idx[is_plain]
     del is_plain
     table = merged(plain_table(cols, idx, ids, trace.texts, trace.nodes), jobs)
