@@ -220,3 +220,28 @@ def test_the_printed_summary_caps_the_nodes():
     assert lines[MAX_NODES_SHOWN] == f"{'':13}… and {40 - MAX_NODES_SHOWN} more nodes"
     assert lines[-1].startswith("WARNING      n39 ran 0 executions (its even share: 12)")
     assert node_lines({}) == []
+
+
+@pytest.mark.parametrize("seed", [1, 2, None])
+def test_the_longest_idle_wait_measured_longest_first_is_the_full_maximum(seed):
+    """``_longest_idle`` measures the 4,096 longest waits and then only the waits longer
+    than their best: the same maximum as measuring every wait, on random busy/idle spans
+    (``None``: a fresh seed, printed)."""
+    import random
+
+    import numpy as np
+
+    from jobsim.analysis.metrics import _by_length, _idle_measure, _longest_idle
+    seed = random.randrange(2 ** 32) if seed is None else seed
+    print("seed", seed)
+    rng = np.random.default_rng(seed)
+    end, n = 3600.0, int(rng.integers(5_000, 40_000))
+    start = np.sort(rng.uniform(0, end, n))
+    runs = (start, start + rng.exponential(rng.uniform(0.05, 5), n))
+    down = np.sort(rng.uniform(0, end, 4))
+    blocked = (down[::2], down[1::2])
+    due = rng.uniform(0, end, n)
+    first = due + rng.exponential(rng.uniform(0.1, 3), n) * (rng.random(n) < 0.9)
+    measure = _idle_measure(end, int(rng.integers(1, 9)), runs, blocked)
+    full = float((measure(first) - measure(due)).max())
+    assert _longest_idle(measure, *_by_length(due, first)) == full, seed
