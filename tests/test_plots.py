@@ -425,3 +425,27 @@ def test_a_lock_extended_is_one_lock_not_a_spike():
     table, locked, running = depth_lines(ax)
     assert locked.get_ydata().max() == 1 and "1 locked" in ax.get_title()
     assert not [ln for ln in ax.lines if ln.get_marker() == "^"]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, None])
+def test_a_thinned_depth_series_keeps_every_bins_ends_lowest_and_highest(seed):
+    """``depth._thin``: each time bin keeps its first and last points, its first lowest and
+    its last highest (what a pixel column draws); the rest are dropped. ``None``: a fresh
+    seed, printed for a replay."""
+    from jobsim.output.plots.depth import _thin
+    import random
+    seed = random.randrange(2 ** 32) if seed is None else seed
+    print("seed", seed)
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(50, 20_000))
+    t = np.sort(rng.choice(rng.uniform(0, 100, n // 3 + 1), n))  # instants shared by events
+    v = np.cumsum(rng.integers(-1, 2, n))
+    for bins in (1, 7, 64):
+        tk, vk = _thin(t, v, 0.0, 100.0, above=0, bins=bins)
+        b = np.clip((t / 100.0 * bins).astype(np.int64), 0, bins - 1)
+        keep = set()
+        for k in np.unique(b):
+            at = np.flatnonzero(b == k)
+            keep |= {at[0], at[-1], at[v[at] == v[at].min()][0], at[v[at] == v[at].max()][-1]}
+        keep = np.array(sorted(keep))
+        assert np.array_equal(tk, t[keep]) and np.array_equal(vk, v[keep]), (seed, bins)

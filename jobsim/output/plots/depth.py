@@ -65,8 +65,12 @@ def _thin(t: np.ndarray, v: np.ndarray, t0: float, t_end: float, above: int = TH
     b = np.clip(((t - t0) / (t_end - t0) * bins).astype(np.int64), 0, bins - 1)
     starts = np.flatnonzero(np.r_[True, b[1:] != b[:-1]])  # t is sorted: bins are runs
     ends = np.r_[starts[1:], len(t)] - 1
-    order = np.lexsort((np.arange(len(t)), v, b))  # by bin, value, then time
-    lows, highs = order[starts], order[ends]
+    counts = ends - starts + 1
+    # each bin's first lowest point and last highest one (no sort of the millions)
+    low = np.flatnonzero(v == np.repeat(np.minimum.reduceat(v, starts), counts))
+    lows = low[np.r_[True, b[low][1:] != b[low][:-1]]]
+    high = np.flatnonzero(v == np.repeat(np.maximum.reduceat(v, starts), counts))
+    highs = high[np.r_[b[high][1:] != b[high][:-1], True]]
     keep = np.unique(np.concatenate([starts, ends, lows, highs]))
     return t[keep], v[keep]
 

@@ -60,7 +60,9 @@ def _executions(df: pd.DataFrame, t_end: float) -> pd.DataFrame:
             if len(ends) else np.nan
     opened = ex["end"].isna().to_numpy()
     ok = ex["ok"].to_numpy(dtype=float) == 1
-    ex["status"] = np.where(opened, "open", np.where(ok, "ok", "failed"))
+    # coded, not a string per execution (pandas would copy a million of them into Arrow)
+    ex["status"] = pd.Categorical.from_codes(np.where(opened, 2, np.where(ok, 0, 1)),
+                                             categories=["ok", "failed", "open"])
     # An execution without an end stops at its node's next crash (it died there), or runs
     # to the end of the trace (hung).
     crashes = df.loc[_kind_is(df, "node_crashed"), ["node", "time"]]
@@ -178,7 +180,9 @@ def node_timeline(trace_df: pd.DataFrame, max_bars: int = 2000, colour: str = "o
                             [c for c in ("time", "kind", "node", "job", "b") if c in columns]]
     node_marks = _node_strings(df_marks["node"])
     by = classes(df_marks, jobs, colour)
-    ex = _executions(df.assign(node=node), t_end)
+    # the frame's own categorical node names where it has them (no string per event)
+    ex = _executions(df if isinstance(df["node"].dtype, pd.CategoricalDtype) else
+                     df.assign(node=node), t_end)
     shown = _evenly_spaced(ex, max_bars)
     height = min(12.0, 2.2 + 0.75 * len(names))
     fig, ax = _figure(11.0, height)
