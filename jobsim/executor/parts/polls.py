@@ -299,6 +299,14 @@ class Sleep:
         if gen != self._answer_gen or self._woken:
             return
         self._answer_at = math.inf
+        node = self.node
+        soonest = node.db.store.next_eligible(node.env.now, self.table)
+        if soonest is None or soonest > node.env.now:
+            # the row it was set for went meanwhile (done, deleted) or falls due later: the
+            # server holds the request still (an answer it never sent is no poll)
+            if soonest is not None:
+                self._answer(soonest)
+            return
         self._woken = True  # the grid's wake-up, if any, is void
         self.wake.succeed(-self.pending() - 1)  # off the grid, at its rank of this instant
 
