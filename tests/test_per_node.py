@@ -231,7 +231,7 @@ def test_the_longest_idle_wait_measured_longest_first_is_the_full_maximum(seed):
 
     import numpy as np
 
-    from jobsim.analysis.metrics import _by_length, _idle_measure, _longest_idle
+    from jobsim.analysis.idle import _by_length, _idle_measure, _longest_idle
     seed = random.randrange(2 ** 32) if seed is None else seed
     print("seed", seed)
     rng = np.random.default_rng(seed)
