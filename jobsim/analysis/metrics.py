@@ -10,8 +10,9 @@ table, and Flowable's hint path), ``acquire_attempts`` (its ``acquire`` rows, an
 polls an idle sleep counted instead of simulating: the same figure either way),
 ``lost_races`` (its ``acquire`` rows' ``c``), ``time_down`` (from each ``node_crashed`` to its
 ``node_restarted``, or the end of the run), ``time_up`` (the run's length minus
-``time_down``: a node that starts late is up, and idle, before its ``start_at``), ``time_paused`` (from each ``node_paused`` to
-its ``node_resumed``, a crash, or the end; paused time is up), ``busy_thread_seconds`` (the
+``time_down``: a node that starts late is up, and idle, before its ``start_at``),
+``time_paused`` (from each ``node_paused`` to its ``node_resumed``, a crash, or the end;
+paused time is up), ``busy_thread_seconds`` (the
 length of its executions, each from its ``exec_start`` to its ``exec_end``, or to the node's
 next crash, or to the end of the run) and ``busy_share`` (that over ``threads × time_up``).
 
