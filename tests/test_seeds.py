@@ -135,8 +135,8 @@ def test_over_seeds_is_deterministic_and_one_seed_changes_nothing(small, tmp_pat
 
 @pytest.mark.parametrize("value, said", [
     ("0", "expected a positive integer (got '0')"),
-    ("-3", "expected a non-negative integer (got '-3')"),
-    ("ten", "expected a non-negative integer (got 'ten')"),
+    ("-3", "expected a positive integer (got '-3')"),
+    ("ten", "expected a positive integer (got 'ten')"),
     ("1001", "expected at most 1,000 (got '1001')"),
     ("1" + "0" * 30, "expected at most 1,000"),
 ])

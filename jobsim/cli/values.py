@@ -78,15 +78,16 @@ def _bench_cases(text: str) -> tuple[str, ...]:
 
 
 def _at_least_two(text: str) -> int:
-    value = _seed(text)
-    if value < 2:
-        raise argparse.ArgumentTypeError(f"expected an integer of at least 2 (got {text!r})")
-    return value
+    return _at_least(2)(text)
 
 
 def _positive(text: str) -> int:
-    value = _seed(text)
-    if value == 0:
+    """An integer of at least 1, refused alike for 0, -2 or a word."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer (got {text!r})")
     return value
 
