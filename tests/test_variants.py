@@ -44,9 +44,18 @@ def test_set_overrides_before_validation_and_errors_name_the_flag():
     with pytest.raises(ScenarioError) as err:
         scenario.from_dict(doc, sets=["workload.jobs[3].priority=1"])
     assert err.value.problems[0].path == "--set workload.jobs[3].priority"
+    # a value the file's validation refuses is the flag's too, not the file's
     with pytest.raises(ScenarioError) as err:
         scenario.from_dict(doc, sets=["executor.threads=many"])
-    assert err.value.problems[0].path == "executor.threads"
+    assert err.value.problems[0].path == "--set executor.threads"
+    with pytest.raises(ScenarioError) as err:
+        scenario.from_dict(doc, sets=["warmup=-1s", "executor=[1]"])
+    assert sorted(p.path for p in err.value.problems) == ["--set executor", "--set warmup"]
+    # the file's own mistakes keep their paths beside a flag's
+    bad = scenario.parse(DOC.replace("threads: 4", "threads: four"))
+    with pytest.raises(ScenarioError) as err:
+        scenario.from_dict(bad, sets=["warmup=-1s"])
+    assert sorted(p.path for p in err.value.problems) == ["--set warmup", "executor.threads"]
 
 
 def test_a_bad_value_in_a_variant_names_the_variant():

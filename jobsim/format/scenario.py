@@ -81,8 +81,29 @@ def variants_of(doc: Any, source: str = "<scenario>", seed: int | None = None,
         check_document(doc, source, "(with the --set values)")
     given = tuple(f"--set {item}" for item in sets) + \
         ((f"--seed {seed}",) if seed is not None else ())
-    return [dataclasses.replace(sc, overrides=given) if given else sc
-            for sc in _variants(doc, source, base_only)]
+    try:
+        runs = _variants(doc, source, base_only)
+    except ScenarioError as exc:
+        raise _blamed(exc, sets, seed) from None
+    return [dataclasses.replace(sc, overrides=given) if given else sc for sc in runs]
+
+
+def _blamed(exc: ScenarioError, sets: list[str] | tuple[str, ...],
+            seed: int | None) -> ScenarioError:
+    """``exc`` with each problem at a path a ``--set`` (or ``--seed``) gave a value named by
+    that flag: the value came from the command line, not from the file."""
+    flags = {item.partition("=")[0].strip(): "--set" for item in sets}
+    if seed is not None:
+        flags["seed"] = "--seed"  # applied after the --set values: its value stands
+
+    def flag(path: str) -> str:
+        for given, how in flags.items():
+            if path == given or path.startswith((given + ".", given + "[")):
+                return f"--set {path}" if how == "--set" else how
+        return path
+
+    return ScenarioError([dataclasses.replace(p, path=flag(p.path)) for p in exc.problems],
+                         exc.source)
 
 
 def apply_sets(doc: dict[str, Any], sets: list[str] | tuple[str, ...], source: str,
