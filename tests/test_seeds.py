@@ -86,7 +86,7 @@ def test_the_figures_over_seeds_are_the_runs_at_those_seeds(small, tmp_path, cap
                     v = v.get(part) if isinstance(v, dict) else None
                 values.append(v)
             assert f["values"] == values and f["run"] == values[0], (name, path)
-            nums = [v for v in values if isinstance(v, (int, float))]
+            nums = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
             if nums:
                 assert (f["min"], f["max"]) == (min(nums), max(nums))
                 assert f["mean"] == pytest.approx(sum(nums) / len(nums))
@@ -232,3 +232,53 @@ def test_validate_prices_the_runs_over_seeds(small, tmp_path, capsys):
         capsys.readouterr().out
     assert main(["validate", str(small)]) == 0
     assert "report.seeds" not in capsys.readouterr().out
+
+
+#: strict priority at about capacity: the load's verdict is one seed's (seeds 1-10 read
+#: stable ×4, overloaded ×2, starved ×4; offered 0.92-1.03)
+NEAR_CAPACITY = """\
+name: near_capacity
+seed: 1
+until: drained
+executor: {wakeup: notify, poll_interval: 1s, batch_size: 2, queue_size: 2, threads: 2,
+           order: priority}
+nodes: [{name: node-1}]
+handlers: {work: {duration: {exponential: {mean: 1s}}}}
+workload:
+  streams:
+    - {name: high, handler: work, count: 1000, rate: 1.85/s, priority: 10}
+    - {name: low, handler: work, count: 60, rate: 0.1/s, priority: 0}
+"""
+
+
+def test_an_effects_verdict_that_differs_between_seeds_is_counted_and_printed(tmp_path,
+                                                                              capsys):
+    path = tmp_path / "near.yaml"
+    path.write_text(NEAR_CAPACITY, encoding="utf-8")
+    out = tmp_path / "o"
+    assert main(["run", str(path), "--seeds", "10", "--workers", "1", "--out", str(out),
+                 "--no-plots", "--no-view"]) == 0
+    printed = capsys.readouterr().out
+    fig = _summary(out)["over_seeds"]["runs"]["near_capacity"]["figures"]
+    verdicts = fig["effects.load.verdict"]["values"]
+    assert len(verdicts) == 10 and len(set(verdicts)) > 1, verdicts
+    counts = {v: verdicts.count(v) for v in set(verdicts)}
+    said = " · ".join(f"{v} ×{c}" for v, c in sorted(counts.items(), key=lambda vc: (
+        vc[0] != verdicts[0], vc[0])))
+    assert f"load (offered against capacity): {said} of 10 seeds" in printed
+    assert f"| load (offered against capacity) | {said} |" in \
+        (out / "report.md").read_text(encoding="utf-8")
+
+
+def test_a_verdict_near_capacity_says_it_is_one_seeds(tmp_path):
+    """Overloaded at 1.02 of capacity (seed 3), starved at 0.95 (seed 9): each sentence says
+    the verdict is one seed's, and where to look; at 2.4/s (far over) it does not."""
+    from jobsim.output.words import sentences
+    for seed, verdict, near in ((3, "overloaded", "1.02"), (9, "starved", "0.95")):
+        s = analyse(run(scenario.loads(NEAR_CAPACITY, seed=seed))).summary
+        assert s["effects"]["load"]["verdict"] == verdict
+        said = " ".join(sentences(s))
+        assert f"Near capacity ({near}), the verdict is one seed's: `--seeds 10`" in said
+    far = analyse(run(scenario.loads(NEAR_CAPACITY.replace("1.85/s", "2.4/s"), seed=3)))
+    assert far.summary["effects"]["load"]["verdict"] == "overloaded"
+    assert "Near capacity" not in " ".join(sentences(far.summary))

@@ -101,6 +101,24 @@ def _load(load: dict[str, Any]) -> list[str]:
         sorted(classes.items(), key=lambda pf: -int(pf[0]))) + ")"
     threads = f"{load['threads']:.3g} threads"
     verdict = load["verdict"]
+    return [line + _near(load["offered"]) for line in _verdict(load, verdict, threads, split,
+                                                               worst)]
+
+
+#: an offered load this close to 1 is near capacity: its verdict may differ at another seed
+#: (at 0.92-1.09 a strict-priority stream read stable, starved or overloaded by seed)
+NEAR = 0.1
+
+
+def _near(offered: float) -> str:
+    if abs(offered - 1.0) >= NEAR:
+        return ""
+    return (f" Near capacity ({offered:.2f}), the verdict is one seed's: `--seeds 10` shows "
+            f"how often the others agree.")
+
+
+def _verdict(load: dict[str, Any], verdict: str, threads: str, split: str,
+             worst: str) -> list[str]:
     if verdict == "overloaded":
         return [f"Overloaded: while the jobs arrived they asked for {load['offered']:.2f} "
                 f"times the work the {threads} can do{split}. The backlog grows for as long "

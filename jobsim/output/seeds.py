@@ -31,12 +31,28 @@ from .report import _ROWS, Analysis, _cell
 __all__ = ["OverSeeds", "headline"]
 
 
+#: the effects' verdicts reported over seeds (where the run's own analysis has the effect):
+#: the report says what happened at its seed, and these say at how many seeds it happens
+EFFECTS = {"effects.poll_phases.lock_step": "poll phases in lock-step",
+           "effects.imbalance.imbalanced": "nodes out of balance",
+           "effects.load.verdict": "load (offered against capacity)",
+           "effects.load.offered": "offered load (share of the threads)"}
+
+
 def headline(a: Analysis) -> list[str]:
-    """The figures reported over seeds for a run: report.md's summary table's, then its
-    expectations' and its ``report.compare`` figures (each once, in that order)."""
+    """The figures reported over seeds for a run: report.md's summary table's, its
+    expectations' and its ``report.compare`` figures, then the verdicts of the effects its
+    analysis found meaningful (each once, in that order)."""
     sc = a.result.scenario
-    paths = [p for _, p in _ROWS] + [e.path for e in sc.expect] + list(sc.compare)
+    found = a.summary.get("effects") or {}
+    effects = [p for p in EFFECTS if found.get(p.split(".")[1]) is not None]
+    paths = [p for _, p in _ROWS] + [e.path for e in sc.expect] + list(sc.compare) + effects
     return list(dict.fromkeys(paths))
+
+
+def _word(v: Any, path: str) -> str:
+    """A value that is not a number, as a cell says it (a yes/no figure in words)."""
+    return ("yes" if v else "no") if isinstance(v, bool) else _cell(v, path)
 
 
 def _number(v: Any) -> bool:
@@ -155,7 +171,7 @@ class OverSeeds:
                f"{source}{self._replayed()} --seed N` replays seed N.", ""]
         figures = [self._figures(i) for i in range(len(self.analyses))]
         paths = [p for p in self._paths() if any(p in f for f in figures)]
-        labels = {**{p: label for label, p in _ROWS}, "polls.total": "polls"}
+        labels = {**{p: label for label, p in _ROWS}, "polls.total": "polls", **EFFECTS}
         out += ["| | " + " | ".join(a.name for a in self.analyses) + " |",
                 "|---|" + "---:|" * len(self.analyses)]
         for p in paths:
@@ -169,15 +185,37 @@ class OverSeeds:
             return "—"
         run = _shown(f["run"], path) if _number(f["run"]) else _cell(f["run"], path)
         if "mean" not in f:  # not a number at any seed (an outcome): each value's count
-            counts: dict[str, int] = {}
-            for v in f["values"]:
-                counts[_cell(v, path)] = counts.get(_cell(v, path), 0) + 1
-            return " · ".join(f"{k} ×{c}" for k, c in sorted(counts.items()))
+            return self._counted(f, path)
         if f["min"] == f["max"] and f["n"] == len(self.seeds):
             return f"{run} (every seed)"
         few = f" (of {f['n']})" if f["n"] < len(self.seeds) else ""
         return (f"{run} · {_shown(f['mean'], path)} ({_shown(f['min'], path)}–"
                 f"{_shown(f['max'], path)}){few}")
+
+    def _counted(self, f: dict[str, Any], path: str) -> str:
+        """A figure that is not a number: each value with its seeds' count, the run's own
+        first ("overloaded ×7 · stable ×3")."""
+        counts: dict[str, int] = {}
+        for v in f["values"]:
+            counts[_word(v, path)] = counts.get(_word(v, path), 0) + 1
+        own = _word(f["run"], path)
+        if counts.get(own) == len(self.seeds):
+            return f"{own} (every seed)"
+        return " · ".join(f"{k} ×{c}" for k, c in sorted(counts.items(),
+                                                         key=lambda kc: (kc[0] != own, kc[0])))
+
+    def _effect_lines(self) -> list[str]:
+        """What the command prints of the effects: each verdict that differs between seeds
+        (what the report says of its own seed is not what every seed shows)."""
+        variants = self.analyses[0].result.scenario.variant is not None
+        out = []
+        for i, a in enumerate(self.analyses):
+            for path, f in self._figures(i).items():
+                if path in EFFECTS and "mean" not in f and \
+                        len({_word(v, path) for v in f["values"]}) > 1:
+                    out.append(f"  {a.name + ': ' if variants else ''}{EFFECTS[path]}: "
+                               f"{self._counted(f, path)} of {len(self.seeds)} seeds")
+        return out
 
     def _expectation_lines(self) -> list[str]:
         table, failing, total = [], [], 0
@@ -246,4 +284,4 @@ class OverSeeds:
                 + (f"{total - bad} of {total} expectations hold at every seed" if total
                    else "no expectations") + (", the invariants at every seed"
                                                if not self.failed else ""))
-        return [head] + out
+        return [head] + out + self._effect_lines()
