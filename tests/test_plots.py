@@ -449,3 +449,22 @@ def test_a_thinned_depth_series_keeps_every_bins_ends_lowest_and_highest(seed):
             keep |= {at[0], at[-1], at[v[at] == v[at].min()][0], at[v[at] == v[at].max()][-1]}
         keep = np.array(sorted(keep))
         assert np.array_equal(tk, t[keep]) and np.array_equal(vk, v[keep]), (seed, bins)
+
+
+def test_variants_with_the_same_start_delays_are_each_seen_and_said_to_be_the_same():
+    """Identical CDFs (double_charges' none, fencing and outbox) would hide all but the last
+    drawn: each is dashed in turn on the one line, and its label names the first."""
+    a, b = np.array([0.1, 0.5, 1.0, np.nan]), np.array([0.2, 0.3])
+    fig = plots.start_delay_by_variant({"none": a, "fencing": a.copy(), "key": b,
+                                        "outbox": a.copy()})
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels == ["none (3 jobs, 1 never started)",
+                      "fencing (3 jobs, 1 never started; the same as none)", "key (2 jobs)",
+                      "outbox (3 jobs, 1 never started; the same as none)"]
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    assert lines[labels[2]].get_linestyle() == "-"
+    # three dash patterns of one period, each at its own offset: the colours take turns
+    patterns = [lines[n]._unscaled_dash_pattern for n in (labels[0], labels[1], labels[3])]
+    assert [p[0] for p in patterns] == [0.0, 4.0, 8.0]
+    assert all(p[1] == patterns[0][1] for p in patterns), patterns

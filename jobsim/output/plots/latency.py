@@ -40,6 +40,16 @@ def _delay_axis(ax: Axes, d_all: np.ndarray) -> None:
     ax.set_xlabel(xlabel)
 
 
+def _twins(delays: dict[str, np.ndarray]) -> dict[str, list[str]]:
+    """Each variant's group of variants with the very same delays (in the given order)."""
+    groups: dict[bytes, list[str]] = {}
+    for name, delay in delays.items():
+        d = np.asarray(delay, dtype=float)
+        key = np.sort(d[~np.isnan(d)]).tobytes() + b"|" + str(int(np.isnan(d).sum())).encode()
+        groups.setdefault(key, []).append(name)
+    return {name: group for group in groups.values() for name in group}
+
+
 def start_delay_by_variant(delays: dict[str, np.ndarray],
                            marks: dict[str, dict[str, float]] | None = None,
                            references: Sequence[tuple[float, str]] = ()) -> Figure:
@@ -52,19 +62,25 @@ def start_delay_by_variant(delays: dict[str, np.ndarray],
     drawn = []
     marks = marks or {}
     said: dict[str, list[str]] = {}
+    twins = _twins(delays)
     for name, delay in delays.items():
         delay = np.asarray(delay, dtype=float)
         started = ~np.isnan(delay)
         d = np.sort(delay[started])
         never = int((~started).sum())
-        label = f"{name} ({_plural(len(d), 'job')}" + (f", {never} never started)"
-                                                       if never else ")")
+        label = f"{name} ({_plural(len(d), 'job')}" + (f", {never} never started" if never
+                                                       else "")
+        group = twins[name]
+        label += (f"; the same as {group[0]})" if group[0] != name else ")")
         if len(d) == 0:
             ax.plot([], [], color="none", label=label)
             continue
         y = np.arange(1, len(d) + 1) / len(d)
+        # identical curves dashed in turn, so that each colour shows on the one line
+        k, g = group.index(name), len(group)
+        style = "-" if g == 1 else (4.0 * k, (4.0, 4.0 * (g - 1)))
         (line,) = ax.step(np.r_[d[0], d], np.r_[0.0, y], where="post", label=label,
-                          linewidth=1.6)
+                          linewidth=1.6, linestyle=style)
         drawn.append(d)
         for job, at in sorted(marks.get(name, {}).items()):
             frac = np.searchsorted(d, at, side="right") / len(d)
