@@ -385,3 +385,33 @@ workload: {jobs: [{handler: w}, {handler: w}]}
     assert w.path == "nodes[1].global_lock" and "only b takes" in w.message
     every = text.replace("{name: a}", "{name: a, global_lock: true}")
     assert not [w for w in lint(loads(every)) if w.code == "mixed-global-lock"]
+
+
+P30D = """
+name: p30d
+nodes: 1
+executor: {timer_table: true}
+handlers:
+  task: {duration: 1s, boundary_timer: {after: P30D, interrupting: true}}
+  later: {duration: 1s}
+workload:
+  jobs: [{handler: task, at: 0s}, {handler: later, at: 1h, due_in: 30d, kind: timer}]
+"""
+
+
+def test_a_timer_or_boundary_timer_due_at_the_horizon_is_warned_of(tmp_path, capsys):
+    """Flowable's P30D boundary timer under the default 30-day horizon never fires, and a
+    timer created at 1 h and due 30 days later never runs: the run said only '0 fired'."""
+    sc = scenario_mod.loads(P30D)
+    found = {w.path: w.message for w in lint(sc) if w.code == "due-after-the-end"}
+    assert set(found) == {"workload.jobs[1].due_in", "handlers.task.boundary_timer.after"}
+    assert "(horizon: 30d)" in found["handlers.task.boundary_timer.after"]
+    assert "fix: a shorter due_in, or a later horizon" in found["workload.jobs[1].due_in"]
+    # a day shorter, or a horizon a day longer: no warning
+    for text in (P30D.replace("P30D", "P29D").replace("due_in: 30d", "due_in: 29d"),
+                 P30D.replace("name: p30d", "name: p30d\nhorizon: 31d")):
+        assert not [w for w in lint(scenario_mod.loads(text)) if w.code == "due-after-the-end"]
+    path = tmp_path / "p30d.yaml"
+    path.write_text(P30D, encoding="utf-8")
+    assert main(["validate", str(path)]) == 0
+    assert "handlers.task.boundary_timer.after: its boundary timer" in capsys.readouterr().err

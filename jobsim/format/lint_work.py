@@ -1,5 +1,6 @@
 """Traps of the workload rather than of a node's settings: an item that creates nothing
-before the run's end (``created-after-the-end``), a job its worker hands back for ever
+before the run's end (``created-after-the-end``), a timer or a boundary timer due only at
+or after it (``due-after-the-end``), a job its worker hands back for ever
 (``handed-back-for-ever``), a schedule that a failure ends for good
 (``schedule-stops-on-failure``), a call that can hang its thread for good
 (``call-without-timeout``), an effect call whose timeout its service's answers outlast,
@@ -26,7 +27,8 @@ Found = tuple[str, str, str]
 
 def workload_traps(sc: Scenario) -> list[Found]:
     """The workload's traps, in the order they are reported."""
-    return [*_after_the_end(sc), *_handed_back_for_ever(sc), *_stopped_schedules(sc),
+    return [*_after_the_end(sc), *_due_after_the_end(sc), *_handed_back_for_ever(sc),
+            *_stopped_schedules(sc),
             *_calls_that_hang(sc), *_ambiguous_timeouts(sc), *_idle_services(sc),
             *_skewed_clocks(sc)]
 
@@ -45,6 +47,40 @@ def _after_the_end(sc: Scenario) -> Iterator[Found]:
                        f"its first job would be created at {format_duration(first)}, at or "
                        f"after the run's end ({until}: {format_duration(end)}), so it creates "
                        f"no job in this run; fix: an earlier {key}, or a later {until}")
+
+
+def _due_after_the_end(sc: Scenario) -> Iterator[Found]:
+    """A timer created in the run but due at or after its end (a ``due_in``), or a boundary
+    timer that cannot fire before the end (its ``after`` from its task's first creation):
+    it never fires, and the run says only "0 fired" (Flowable's P30D under the 30-day
+    default horizon)."""
+    end = sc.end
+    until = "until" if sc.until is not None else "horizon"
+    first: dict[str, float] = {}  # each handler's first job created by the workload
+    for group, items in (("jobs", sc.jobs), ("streams", sc.streams)):
+        key = "at" if group == "jobs" else "start"
+        for i, item in enumerate(items):
+            created = getattr(item, key)
+            first[item.handler] = min(first.get(item.handler, math.inf), created)
+            if created < end <= created + item.due_in:
+                yield ("due-after-the-end", f"workload.{group}[{i}].due_in",
+                       f"its first job, created at {format_duration(created)}, is due at "
+                       f"{format_duration(created + item.due_in)}, at or after the run's end "
+                       f"({until}: {format_duration(end)}): it never runs in this run; fix: a "
+                       f"shorter due_in, or a later {until}")
+    for i, item in enumerate(sc.recurring):
+        first[item.handler] = min(first.get(item.handler, math.inf), item.start)
+    for name, h in sc.handlers.items():
+        if h.boundary is None or first.get(name, math.inf) >= end:
+            continue
+        at = first[name] + h.boundary[0]
+        if at >= end:
+            yield ("due-after-the-end", f"handlers.{name}.boundary_timer.after",
+                   f"its boundary timer, {format_duration(h.boundary[0])} after its first "
+                   f"task is created ({format_duration(first[name])}), would fire at "
+                   f"{format_duration(at)}, at or after the run's end ({until}: "
+                   f"{format_duration(end)}): it cannot fire in this run, whether or not its "
+                   f"task would outlast it; fix: a shorter after, or a later {until}")
 
 
 def _idle_services(sc: Scenario) -> Iterator[Found]:
