@@ -30,6 +30,7 @@ from ..base.signals import stopping_cleanly
 from .bench import _bench
 from .parser import _parser, _UsageError
 from .race import _race
+from .new import new as _new
 from .run import _reports, _run
 from .scenarios import _list, _schema, _validate
 from .status import BAD_INPUT, FAILED, OK, stopped
@@ -84,7 +85,7 @@ def _printable_output() -> Iterator[None]:
 def _dispatch(args: argparse.Namespace) -> int:
     commands = {"run": _run, "view": _view, "validate": _validate,
                 "schema": lambda _args: _schema(), "list": _list, "reports": _reports,
-                "sweep": _sweep, "hunt": _hunt, "race": _race}
+                "sweep": _sweep, "hunt": _hunt, "race": _race, "new": _new}
     return commands.get(args.command, _bench)(args)
 
 

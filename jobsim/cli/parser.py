@@ -91,6 +91,13 @@ def _parser() -> argparse.ArgumentParser:
                    help="treat warnings about known traps as errors (exit 2)")
     _budget_args(v)
     sub.add_parser("schema", help="print the JSON Schema of the scenario format")
+    nw = sub.add_parser("new", help="write a small commented scenario that runs as written "
+                                    "(NAME.yaml), to start one's own from")
+    nw.add_argument("name", metavar="NAME", help="the scenario's name (and its file's)")
+    nw.add_argument("--policy", metavar="P", help="a real system's executor (jobsim list "
+                                                  "--policies); default: the generic one")
+    nw.add_argument("--out", metavar="FILE", help="the file to write (default: NAME.yaml "
+                                                  "here); an existing file is left alone")
     ls = sub.add_parser("list", help="the shipped scenarios with their descriptions")
     ls.add_argument("folder", nargs="?", help="a folder of scenarios (default: scenarios/)")
     ls.add_argument("--policies", action="store_true",
