@@ -124,3 +124,18 @@ def test_the_first_scenario_pages_hunt_finds_a_pause_longer_than_the_lock(tmp_pa
     minimal = scenario.load(out / "minimal.yaml")
     (fault,) = minimal.faults
     assert fault.kind == "pause" and fault.length > minimal.executor.lock_time
+
+
+def test_a_reader_that_goes_away_is_no_error_of_the_run(tmp_path):
+    """`jobsim run … | head -1`: the pipe broke while the summary was printed, and the run
+    said "cannot write --timings None: Broken pipe" — of a file it was never asked for."""
+    path = _first(tmp_path)
+    proc = subprocess.Popen([sys.executable, "-m", "jobsim", "run", str(path), "--out",
+                             str(tmp_path / "o"), "--no-plots", "--no-view"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.readline()
+    proc.stdout.close()  # the reader goes away after one line
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=600) == 0, err
+    assert "cannot write" not in err and "Traceback" not in err, err
+    assert (tmp_path / "o" / "report.md").exists()

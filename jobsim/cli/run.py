@@ -90,6 +90,8 @@ def _run(args: argparse.Namespace) -> int:
         unmake(made)
         print(f"jobsim: {exc}", file=sys.stderr)
         return BAD_INPUT
+    except BrokenPipeError:
+        raise  # the reader of what it prints went away (``| head``): ``entry``'s, not ours
     except OSError as exc:
         if written:
             print(f"jobsim: cannot write --timings {args.timings}: {exc.strerror or exc}",
