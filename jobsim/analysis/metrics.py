@@ -12,9 +12,9 @@ polls an idle sleep counted instead of simulating: the same figure either way),
 ``node_restarted``, or the end of the run), ``time_up`` (the run's length minus
 ``time_down``: a node that starts late is up, and idle, before its ``start_at``),
 ``time_paused`` (from each ``node_paused`` to its ``node_resumed``, a crash, or the end;
-paused time is up), ``busy_thread_seconds`` (the
-length of its executions, each from its ``exec_start`` to its ``exec_end``, or to the node's
-next crash, or to the end of the run) and ``busy_share`` (that over ``threads × time_up``).
+paused time is up), ``busy_thread_seconds`` (the length of its executions, each from its
+``exec_start`` to its ``exec_end``, or to the node's next crash, or to the end of the run)
+and ``busy_share`` (that over ``threads × time_up``).
 
 A node is **idle** while it is up, not paused and runs fewer executions than it has threads.
 A job **waits** from its due time (or the last time an operator made it runnable — revived or
@@ -25,8 +25,8 @@ node could run (its ``handles``) waited while the node was idle. ``even_share`` 
 executions the node would have run had the executions of each handler been split among the
 nodes that handle it in proportion to ``threads × time_up``. ``idle_while_work_waited`` flags
 a node whose ``longest_idle_wait`` exceeds one of its poll intervals while it ran fewer than
-``max(1, even_share × idle.IDLE_SHARE)`` executions: a node that did (next to) nothing while work
-it could run waited for it.
+``max(1, even_share × idle.IDLE_SHARE)`` executions: a node that did (next to) nothing while
+work it could run waited for it.
 
 Boundary timers that are timer jobs (a timer table: Flowable) are rows, claimed, moved and
 run on executor threads like any job, so they count among the jobs — ``jobs.created``, an

@@ -52,15 +52,18 @@ def _seed(text: str) -> int:
     return value
 
 
-def _at_least(lo: int):
+def _at_least(lo: int, what: str = ""):
+    """An integer of at least ``lo`` (``what``: its words, else "an integer of at least
+    lo"), refused alike for a smaller one or a word."""
+    what = what or f"an integer of at least {lo}"
+
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
             value = lo - 1
         if value < lo:
-            raise argparse.ArgumentTypeError(f"expected an integer of at least {lo} "
-                                             f"(got {text!r})")
+            raise argparse.ArgumentTypeError(f"expected {what} (got {text!r})")
         return value
 
     return parse
@@ -77,19 +80,10 @@ def _bench_cases(text: str) -> tuple[str, ...]:
     return cases
 
 
-def _at_least_two(text: str) -> int:
-    return _at_least(2)(text)
+_at_least_two = _at_least(2)
 
 
-def _positive(text: str) -> int:
-    """An integer of at least 1, refused alike for 0, -2 or a word."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer (got {text!r})")
-    return value
+_positive = _at_least(1, "a positive integer")
 
 
 def _window(text: str) -> tuple[float, str]:

@@ -100,9 +100,7 @@ def _load(load: dict[str, Any]) -> list[str]:
         f"priority {p}: {f['offered']:.2f}" for p, f in
         sorted(classes.items(), key=lambda pf: -int(pf[0]))) + ")"
     threads = f"{load['threads']:.3g} threads"
-    verdict = load["verdict"]
-    return [line + _near(load["offered"]) for line in _verdict(load, verdict, threads, split,
-                                                               worst)]
+    return [line + _near(load["offered"]) for line in _verdict(load, threads, split, worst)]
 
 
 #: an offered load this close to 1 is near capacity: its verdict may differ at another seed
@@ -117,8 +115,8 @@ def _near(offered: float) -> str:
             f"how often the others agree.")
 
 
-def _verdict(load: dict[str, Any], verdict: str, threads: str, split: str,
-             worst: str) -> list[str]:
+def _verdict(load: dict[str, Any], threads: str, split: str, worst: str) -> list[str]:
+    verdict = load["verdict"]
     if verdict == "overloaded":
         return [f"Overloaded: while the jobs arrived they asked for {load['offered']:.2f} "
                 f"times the work the {threads} can do{split}. The backlog grows for as long "
