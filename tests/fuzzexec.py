@@ -32,6 +32,7 @@ SCOPES = ("running", "held")
 GUARDS = ("none", "owner")
 EXHAUSTED = ("dead_letter", "incident", "failed")
 QUEUE_FULL = ("queue", "unacquire")
+CLAIM_WHEN = ("room", "empty")
 ORDERS = ("id", "created", "due", "priority", "aging")
 AGING_FROM = ("due", "created")
 LOCK_EXPIRY = ("claim", "reset", "never")
@@ -158,6 +159,7 @@ def executor(r: random.Random, c: Ctx, policy: str | None, dialect: str) -> dict
     _opt(r, ex, "idempotent_submit", 0.15, r.choice([True, False]))
     _opt(r, ex, "retry", 0.5, retry(r))
     _opt(r, ex, "handles", 0.08, r.sample(c.handlers, len(c.handlers)))  # all, any order
+    _opt(r, ex, "claim_when", prob, r.choice(CLAIM_WHEN))
     if policy == "db_scheduler" and "retry" in ex:  # its million attempts, not with a
         ex["retry"].setdefault("attempts", 3)  # backoff of a second
     count = ex.get("count_attempt", preset.get("count_attempt"))

@@ -91,6 +91,8 @@ def retry(r: random.Random) -> dict:
         out["attempts"] = r.randint(1, 5)
     if p(r, 0.8):
         out["backoff"] = backoff(r)
+    if p(r, 0.3):
+        out["backoff_from"] = r.choice(("failure", "due"))
     return out
 
 

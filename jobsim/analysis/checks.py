@@ -113,6 +113,8 @@ def _retries(trace: Trace, scenario: Scenario) -> list[Violation]:
     #: each job's previous delay, as traced, and how far off that may be (a decorrelated
     #: jitter's next delay is at most 3 × the previous one)
     previous: dict[int, tuple[float, float]] = {}
+    #: each job's due time, as traced: the lesson's backoff counts from it (``due += backoff``)
+    due_of: dict[int, float] = {}
     out = []
     # counted at fetch (Oban): a crash or a rescue also used an attempt, so a job may have
     # fewer retries left, and reach its end sooner, than its failures alone say
@@ -125,9 +127,11 @@ def _retries(trace: Trace, scenario: Scenario) -> list[Violation]:
             continue
         if k == K["job_created"]:
             handler_of[j] = trace.texts[cols["text"][seq]]
+            due_of[j] = float(cols["x"][seq])
             continue
         if k == K["revived"]:  # an operator's retry or move: the count starts again
             failures[j] = 0
+            due_of[j] = float(cols["time"][seq])  # due at the operator's instant
             budget[j] = int(cols["a"][seq])
             previous.pop(j, None)
             continue
@@ -157,6 +161,9 @@ def _retries(trace: Trace, scenario: Scenario) -> list[Violation]:
         t = t if clock is None else clock.read(t)
         prev, prev_tol = previous.get(j, (None, 0.0))
         lo, hi = policy.backoff.bounds(f, prev)
+        if policy.backoff_from == "due":  # from the due time it had
+            t = due_of.get(j, t)
+        due_of[j] = due
         delay = due - t
         tol = 1e-9 + 4 * math.ulp(due)  # (t + d) - t is exact only to half an ulp of t + d
         previous[j] = delay, tol

@@ -20,6 +20,8 @@ HEARTBEAT_SCOPES = ("running", "held")
 EXHAUSTED = ("dead_letter", "incident", "failed")
 COMPLETE_GUARDS = ("none", "owner")
 QUEUE_FULL = ("queue", "unacquire")
+#: when a node claims: whenever it has room, or only once it holds nothing (the lesson's loop)
+CLAIM_WHEN = ("room", "empty")
 COUNT_ATTEMPT = ("failure", "fetch")
 CLOCKS = ("node", "database")
 #: how a report's timeline colours executions (``report.timeline_colour``)
@@ -70,6 +72,10 @@ class ExecutorConfig:
     heartbeat: float | None = None
     heartbeat_scope: str = "running"
     queue_full_wait: float = 5.0
+    #: ``room``: a claim whenever the local queue (with none: a thread) has room; ``empty``:
+    #: only once the node holds nothing, no job running or waiting — the lesson's loop, which
+    #: acquires a batch, runs it through one job after the other, and acquires again
+    claim_when: str = "room"
     complete_guard: str = "none"
     exhausted: str = "dead_letter"
     #: Flowable's hint path: a job this node creates is inserted locked by it and handed

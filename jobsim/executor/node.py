@@ -234,6 +234,8 @@ class Node:
     def _free(self) -> int:
         """Rows the next claim may ask for: the free slots of the local queue or, with no
         local queue (``queue_size: 0``, Oban's demand = limit − running), the idle threads."""
+        if self.cfg.claim_when == "empty" and (self.queue or len(self.idle) < self.cfg.threads):
+            return 0  # the lesson's loop claims only once it holds nothing
         if self.cfg.queue_size == 0:
             return len(self.idle) - len(self.queue)
         return self.cfg.queue_size - len(self.queue)

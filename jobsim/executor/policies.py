@@ -24,10 +24,11 @@ class Derived:
 
 PRESETS: dict[str, dict[str, Any]] = {
     # The lesson's executor (docs/lesson.md): one guarded UPDATE acquires up to 10 due rows
-    # in table order; a failure unlocks the row and pushes its due date by the backoff;
-    # retries 3 in all, then the dead-letter table. Nodes tick on a clock the scenario
-    # gives. The executor is one loop that runs the jobs it acquired in turn: one thread,
-    # the acquired batch its local queue, no heartbeat.
+    # in table order; a failure unlocks the row and pushes its due date by the backoff
+    # (due += backoff: from the due date, not from the failure); retries 3 in all, then the
+    # dead-letter table. Nodes tick on a clock the scenario gives. The executor is one loop
+    # that runs the jobs it acquired in turn and acquires again only when it has run them
+    # all: one thread, the acquired batch its local queue, claim_when: empty, no heartbeat.
     "lesson": {
         "acquisition": "guarded_update",
         "clock": "node",
@@ -39,7 +40,8 @@ PRESETS: dict[str, dict[str, Any]] = {
         "lock_time": "5m",
         "order": "id",
         "complete_guard": "none",
-        "retry": {"attempts": 3, "backoff": ["10s", "60s"]},
+        "claim_when": "empty",
+        "retry": {"attempts": 3, "backoff": ["10s", "60s"], "backoff_from": "due"},
     },
     # The Zeebe-like server, as its "Job Policies" describe it (docs/executors.md): the
     # server activates jobs (no SQL race); the deadline (activation + 300000 ms) is

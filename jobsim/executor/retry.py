@@ -77,6 +77,8 @@ class FixedBackoff:
 
 #: the named jitter forms of ``ExponentialBackoff`` (a number is the symmetric fraction)
 JITTER_FORMS = ("full", "equal", "decorrelated")
+#: what a retry's wait counts from (``RetryPolicy.backoff_from``)
+BACKOFF_FROM = ("failure", "due")
 
 
 def _power(x: float, n: int) -> float:
@@ -210,10 +212,15 @@ class Decision:
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """``attempts`` executions in all (Flowable's RETRIES_), waiting ``backoff`` between."""
+    """``attempts`` executions in all (Flowable's RETRIES_), waiting ``backoff`` between.
+    ``backoff_from``: what the wait counts from — ``failure`` (due = the failure's instant +
+    backoff, as every modelled system but the lesson's does) or ``due`` (the lesson's
+    ``due += backoff``: from the job's due time, so a job that failed long after it fell
+    due may be due again at once)."""
 
     attempts: int = 3
     backoff: Backoff = ListBackoff((10.0,))
+    backoff_from: str = "failure"
 
     def initial_retries(self) -> int:
         return self.attempts

@@ -39,7 +39,8 @@ def _build_retry(r: dict[str, Any] | None, base: RetryPolicy) -> RetryPolicy:
         return base
     attempts = r.get("attempts", base.attempts)
     b = r.get("backoff")
-    return RetryPolicy(attempts, base.backoff if b is None else _build_backoff(b))
+    return RetryPolicy(attempts, base.backoff if b is None else _build_backoff(b),
+                       r.get("backoff_from", base.backoff_from))
 
 
 def _build_backoff(b: Any) -> Backoff:

@@ -15,9 +15,9 @@ from ..base.durations import format_duration
 from ..database.claims import STRATEGIES
 from ..database.indexes import AGING_FROM
 from ..database.store import LOCK_EXPIRY, ORDERS
-from ..executor.config import (CLOCKS, COMPLETE_GUARDS, COUNT_ATTEMPT, EXHAUSTED, HEARTBEAT_SCOPES,
+from ..executor.config import (CLAIM_WHEN, CLOCKS, COMPLETE_GUARDS, COUNT_ATTEMPT, EXHAUSTED, HEARTBEAT_SCOPES,
                                QUEUE_FULL, WAKEUPS, ExecutorConfig)
-from ..executor.retry import JITTER_FORMS, ListBackoff
+from ..executor.retry import BACKOFF_FROM, JITTER_FORMS, ListBackoff
 from .clock_format import DRIFT, OFFSET, SignedDur
 from .spec import (Const, Cycle, Dur, Either, Enum, Field, Int, ListOf, Num, NumOrName, Obj,
                    Str, is_map_with)
@@ -57,8 +57,14 @@ def bool_field(doc: str = "") -> Const:
 
 retry = Obj({"attempts": Int(doc="executions in all (Flowable's RETRIES_); set on a job when "
                                  "it is created", lo=1, hi=1_000_000),
-             "backoff": backoff}, doc="the retry policy: attempts in all, and the wait before "
-                                      "each retry")
+             "backoff": backoff,
+             "backoff_from": Enum(BACKOFF_FROM, doc="what the wait counts from: failure "
+                                                   "(the new due time is the failure's "
+                                                   "instant + the backoff) or due (the "
+                                                   "lesson's due += backoff: the job's due "
+                                                   "time + the backoff, which may be past "
+                                                   "already)")},
+            doc="the retry policy: attempts in all, and the wait before each retry")
 
 #: settings a node may set for itself
 EXECUTOR: dict[str, Field] = {
@@ -95,6 +101,11 @@ EXECUTOR: dict[str, Field] = {
                                                       "holds this often; none: no heartbeat"),
     "heartbeat_scope": Enum(HEARTBEAT_SCOPES, doc="running: the jobs being run; held: also "
                                                   "those waiting in the local queue"),
+    "claim_when": Enum(CLAIM_WHEN, doc="room: claim whenever the local queue (with none, a "
+                                       "thread) has room; empty: only once the node holds "
+                                       "nothing, no job running or waiting (the lesson's "
+                                       "loop: acquire a batch, run it through, acquire "
+                                       "again)"),
     "queue_full_wait": Dur(positive=True, doc="the wait before claiming again when the local "
                                               "queue is full"),
     "complete_guard": Enum(COMPLETE_GUARDS, doc="none: DELETE by id; owner: AND "

@@ -220,11 +220,11 @@ _TICKS = "a node on the clock's ticks (wakeup: ticks) never waits between its cl
 def _queue_full_wait(sc: Scenario, cfg: ExecutorConfig, name: str) -> str | None:
     if cfg.wakeup == "ticks":
         return _TICKS
-    if cfg.on_queue_full == "unacquire":
+    if cfg.on_queue_full == "unacquire" and cfg.claim_when == "room":
         return None
-    if cfg.queue_size == 0:
-        return ("with no local queue (queue_size: 0) a node with no idle thread waits for one "
-                "to free instead")
+    if cfg.queue_size == 0 or cfg.claim_when == "empty":
+        return ("a node with no local queue (queue_size: 0), or that claims only once it holds "
+                "nothing (claim_when: empty), waits for a thread to free instead")
     return "a notify node with a full local queue waits for a slot to free instead" \
         if cfg.wakeup == "notify" else None
 

@@ -77,12 +77,15 @@ def loop(node: Node, table: str = JOB) -> Generator[Any, Any, None]:
     global_lock = cfg.global_lock
     watch_rejects, rejected = cfg.on_queue_full == "unacquire", 0
     sized = bool(size) and not timers
+    # claim_when: empty — the lesson's loop claims only once it holds nothing
+    drain = cfg.claim_when == "empty" and not timers
     if timers:
         instant = None  # the timer table goes through the statement path
     fast = None
     plain_claim = instant is guarded_update_now
     claim, hand = store.claim, node._on_locked
-    if FAST_POLL and notify and instant is not None and not global_lock and not watch_rejects:
+    if (FAST_POLL and notify and instant is not None and not global_lock and not watch_rejects
+            and not drain):
         def fast(sleep: Sleep, m: int) -> None:
             """The poll an insert wakes, run in the sleep's callback at the instant and rank
             the loop would poll: the same steps as the loop's, from its wake-up to its next
@@ -129,12 +132,14 @@ def loop(node: Node, table: str = JOB) -> Generator[Any, Any, None]:
         if node._paused is not None:
             yield node._paused
             on_grid = False
-        if sized:
+        if drain and (queue or len(node.idle) < cfg.threads):
+            free = 0  # it holds a job still: claim once it holds nothing
+        elif sized:
             free = size - len(queue)
         else:
             free = batch if timers else len(node.idle) - len(queue)
         if free <= 0:
-            if notify or long or not size:  # no local queue: fetch again when a thread frees
+            if notify or long or not size or drain:  # fetch again when a thread frees
                 yield node._slot_freed()
             else:
                 yield env.timeout(cfg.queue_full_wait)

@@ -76,8 +76,11 @@ def fail(node: Node, jid: int, hname: str, attempt: int, error: str,
             store.move(jid, terminal, error=error)
             out = "dead", 0, 0.0
         else:
-            store.reschedule(jid, now + d.delay, d.left, error, table=table, delay=d.delay)
-            out = "retry", d.left, now + d.delay
+            # the lesson's ``due += backoff`` counts from the job's due time (which may leave
+            # it due at once); every other system counts from the failure
+            due = (row.due if policy.backoff_from == "due" else now) + d.delay
+            store.reschedule(jid, due, d.left, error, table=table, delay=d.delay)
+            out = "retry", d.left, due
         if row.queue is not None:  # a failed task does not block its queue
             next_in_queue(node, row.queue, now)
         return out
