@@ -58,7 +58,7 @@ KINDS: dict[str, str] = {
     "lock_extended": "a=rows extended, x=new lock_until",
     "timer_due": "a timer moved to the job table; x=its due time",
     "polls_skipped": "a=empty polls counted, not simulated (nothing could change their answer)",
-    "pending": "a job still in the table at the end; text=why",
+    "pending": "a job still in the table at the end; a=retries left, text=why",
     "run_end": "a=jobs created, b=jobs pending",
     "node_crashed": "a=running executions lost, b=queued jobs lost",
     "node_restarted": "",
@@ -74,7 +74,8 @@ KINDS: dict[str, str] = {
                  "time), or 0: the engine's own timer, at its instant",
     "boundary_timer": "a non-interrupting boundary timer fired; the job stays; a, x: as for "
                       "withdrawn",
-    "revived": "an operation moved a failed or dead-lettered job back to waiting; a=retries",
+    "revived": "an operation moved a failed or dead-lettered job back to waiting; a=retries, "
+               "text=the operation (retry, move)",
     "cancelled": "an operation cancelled a failed job (deleted); or, a=its task, a boundary "
                  "timer's timer job deleted with its task's activity, by node's completion of "
                  "the task (text=why)",
