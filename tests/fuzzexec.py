@@ -87,6 +87,7 @@ def node_settings(r: random.Random, c: Ctx, dialect: str, prob: float) -> dict:
     _opt(r, ex, "exhausted", prob, r.choice(EXHAUSTED))
     _opt(r, ex, "hint", prob, r.choice([True, False]))
     _opt(r, ex, "on_queue_full", prob, r.choice(QUEUE_FULL))
+    _opt(r, ex, "claim_when", prob, r.choice(CLAIM_WHEN))
     _opt(r, ex, "error_wait", prob, dur(r.choice([0, 0.1, 1]), r))
     _opt(r, ex, "reset_interval", prob, r.choice(["none", dur(r.choice([1, 5, 20]), r)]))
     _opt(r, ex, "reset_page", prob, r.randint(1, 10))
@@ -159,7 +160,6 @@ def executor(r: random.Random, c: Ctx, policy: str | None, dialect: str) -> dict
     _opt(r, ex, "idempotent_submit", 0.15, r.choice([True, False]))
     _opt(r, ex, "retry", 0.5, retry(r))
     _opt(r, ex, "handles", 0.08, r.sample(c.handlers, len(c.handlers)))  # all, any order
-    _opt(r, ex, "claim_when", prob, r.choice(CLAIM_WHEN))
     if policy == "db_scheduler" and "retry" in ex:  # its million attempts, not with a
         ex["retry"].setdefault("attempts", 3)  # backoff of a second
     count = ex.get("count_attempt", preset.get("count_attempt"))

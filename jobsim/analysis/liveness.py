@@ -212,7 +212,10 @@ def _starved(trace: Trace, scenario: Scenario, hist: Histories, waiting: list[in
         if n.executor.wakeup == "ticks" or scenario.db.connections or not mine.any():
             continue  # a tick is its only poll; a bounded pool may hold a claim up for long
         rows = np.union1d(events(code), slowed)
-        s0, s1 = _idle_spans(cols, rows, frees, n.executor.threads, n.start_at or 0.0, end)
+        # a node that claims only once it holds nothing (claim_when: empty) is busy while
+        # it runs any job, whatever its free threads
+        busy_at = 1 if n.executor.claim_when == "empty" else n.executor.threads
+        s0, s1 = _idle_spans(cols, rows, frees, busy_at, n.start_at or 0.0, end)
         # a statement sent while the node was cut off fails only at its timeout, which may
         # come after the partition healed: the node waits on it, not idle (a fuzz draw: a
         # broker's activation sent at 107.1 s failed at 112.1 s, 2.1 s after the heal)
