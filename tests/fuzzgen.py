@@ -27,7 +27,7 @@ from fuzzwork import Ctx, dist, dur, p, some
 
 FAULTS = ("crash", "pause", "slow_db", "partition", "clock", "restart_server")
 TIMELINE_COLOURS = ("outcome", "priority", "handler")  # report.timeline_colour
-OPERATIONS = ("retry", "cancel", "move", "suspend", "activate")
+OPERATIONS = ("retry", "cancel", "move", "suspend", "activate", "fail")  # fail: a broker's
 HUNT_KINDS = FAULTS
 
 
@@ -70,11 +70,16 @@ def operations(r: random.Random, c: Ctx) -> list[dict]:
     names = c.jobs + c.late_jobs + c.schedules + ["all"]
     out = []
     for _ in range(r.randint(1, 3)):
-        kind = r.choice(OPERATIONS)
+        kind = r.choice(OPERATIONS if c.broker else OPERATIONS[:-1])
         at = r.choice([0, 2, 10, 30, 90, 180])
         op: dict[str, Any] = {"at": dur(at, r), kind: r.choice(names)}
         if kind == "move" and p(r, 0.5):
             op["retries"] = r.randint(1, 3)
+        if kind == "fail":  # retries as sent: above 0 waits again, else an incident
+            if p(r, 0.7):
+                op["retries"] = r.randint(-1, 3)
+            if p(r, 0.5):
+                op["error"] = "failed by a script"
         out.append(op)
         if kind == "suspend" and p(r, 0.7):
             out.append({"at": dur(at + r.choice([1, 20, 60]), r), "activate": op[kind]})
@@ -201,6 +206,9 @@ def scenario(r: random.Random) -> dict:
     ticks = fuzzexec.clock(r, doc, c)
     if ticks is not None:
         doc["clock"] = ticks
+    if p(r, 0.1):  # the run's start instant: what a broker's deadlines count from
+        doc.setdefault("clock", {})["epoch"] = r.choice(
+            ["2026-01-01T00:00:00Z", "2030-06-01T12:00:00+02:00", "1999-12-31T23:59:59-05:00"])
     if p(r, 0.6):
         doc["faults"] = [fault(r, c) for _ in range(r.randint(1, 3))]
     fuzzexec.clocks(r, doc)

@@ -132,12 +132,14 @@ def test_a_failed_job_is_activated_again_at_once_then_an_incident():
             assert fail_at <= again <= fail_at + 2 * lat + 1e-9, (latency, fail_at, again)
         assert kinds(r, "dead_lettered")["a"].tolist() == [1]  # the incident
         assert acts[-1] < fails[-1]  # nothing after the incident
-        # the deadline, in milliseconds: activation + 300000
-        assert (locked["c"] == np.round((locked["time"] + 300.0) * 1000)).all()
+        # the deadline, in Unix epoch milliseconds: the run's start instant (clock.epoch,
+        # 2026-01-01T00:00:00Z unless given) + activation + 300000
+        assert (locked["c"] == 1_767_225_600_000 + np.round((locked["time"] + 300.0) * 1000)
+                ).all()
         assert np.isinf(locked["x"]).all()  # informational: the lock never expires
         a = analyse(r)
         frame = jobs_frame(a.histories).set_index("id")
-        assert frame.loc[1, "deadline"] == acts[-1] + 300.0
+        assert frame.loc[1, "deadline"] == 1_767_225_600_000 + round((acts[-1] + 300.0) * 1000)
         assert a.violations == []
 
 

@@ -195,8 +195,8 @@ def told(trace: Trace, cols: dict[str, np.ndarray], idx: np.ndarray) -> tuple[
                 acq_cause.pop((j, node), None)
             holder[j] = (node, x_[i], seq, meant(node, x_[i]) if clk else x_[i])
             waiting[j] = node
-            if c_[i] > 0:  # a broker's activation: its deadline, in milliseconds
-                story(j).deadline = c_[i] / 1000.0
+            if c_[i] > 0:  # a broker's activation: its deadline, in Unix epoch ms
+                story(j).deadline = float(c_[i])
             if j in terminal:
                 after_terminal.append((j, terminal[j], seq))
             if j in stranded_at:

@@ -179,6 +179,8 @@ def summary(trace: Trace, hist: Histories, violations: list[Violation], *,
                                    "by_cause": {c: dup_side.get(c, 0) for c in CAUSES}},
         # side effects a fencing token refused: a stale run's write after a later claim
         "side_effects_refused": int((kind == K["effect_refused"]).sum()),
+        # operations that named a job they could not act on (each a line of the transcript)
+        "operations_ignored": int((kind == K["operation_ignored"]).sum()),
         "double_acquisitions": len(hist.double_acquisitions),
         "completions": {"done": int(done.sum()), "rejected_by_guard": hist.completions_rejected,
                         "row_gone": hist.completions_row_gone},

@@ -35,7 +35,8 @@ _TOLD = [K[k] for k in ("tick", "job_created", "side_effect", "exec_end", "retry
                         "dead_lettered", "completed", "locked", "pending", "node_crashed",
                         "node_restarted", "node_paused", "node_resumed", "withdrawn",
                         "boundary_timer", "server_restarted", "revived", "cancelled",
-                        "resubmitted", "service_state", "effect_refused")]
+                        "resubmitted", "service_state", "effect_refused",
+                        "operation_ignored")]
 #: jobs whose run is told by what it does, not by a "done" line
 _QUIET = ("timer", "boundary_timer")
 
@@ -81,11 +82,22 @@ def _service_state(name: str, t: float, state: int, b: int, c: int, x: float) ->
     return f"  [{name}] back up at t={t:g}s"
 
 
+def _ignored(op: str, job: int, where: int, node: str, t: float) -> str:
+    """The line of an operation that found nothing to act on."""
+    from ..executor.operation_kinds import ACTS_ON, WHERE
+
+    found = (f"job {job} is " + WHERE[where] + (f" ({node})" if node and where in (2, 7)
+                                                 else "")) if job >= 0 else \
+        "no job of that name was created yet"
+    return (f"      WARNING: {op} at t={t:g}s did nothing: {found}; {op} acts on "
+            f"{ACTS_ON.get(op, 'a job')}")
+
+
 #: kinds whose every event is a line of the story
 _ALWAYS = [K[k] for k in ("tick", "retry_scheduled", "dead_lettered", "revived", "resubmitted",
                           "withdrawn", "boundary_timer", "server_restarted", "node_crashed",
                           "node_restarted", "node_paused", "node_resumed", "service_state",
-                          "effect_refused")]
+                          "effect_refused", "operation_ignored")]
 
 
 def _kind_names(cols: dict[str, np.ndarray], rows: np.ndarray) -> np.ndarray:
@@ -227,6 +239,12 @@ def narrate(trace: Trace, limit: int | None = 60) -> list[str]:
                          f"{format_duration(x_[i] - times[i])} ({a_[i]} left)")
         elif k == K["dead_lettered"] and a_[i] == 2:
             lines.append(f"  {who} job {j} FAILED: {text} (kept until retried or cancelled)")
+        elif k == K["operation_ignored"]:
+            lines.append(_ignored(text, j, a_[i], names[nodes_[i]] if nodes_[i] >= 0 else "",
+                                  times[i]))
+        elif k == K["revived"] and text == "fail":
+            lines.append(f"      job {j} FAILED by an operator's call at t={times[i]:g}s with "
+                         f"{a_[i]} retr{'y' if a_[i] == 1 else 'ies'} left: waiting again")
         elif k == K["revived"] and text == "move":
             lines.append(f"      job {j} MOVED back from the dead-letter table to the job table "
                          f"by an operator at t={times[i]:g}s, with {a_[i]} "

@@ -48,7 +48,8 @@ class JobStory:
     causes: list[str] = field(default_factory=list)
     pending_reason: str = ""
     #: the server's deadline of the job's last activation (a broker: activation + the job
-    #: timeout), informational where nothing expires; nan: never activated by a broker
+    #: timeout), in Unix epoch ms as the server gives it (``clock.epoch`` is t = 0),
+    #: informational where nothing expires; nan: never activated by a broker
     deadline: float = float("nan")
     #: the delay of each of its retries, in order: its new due time less its failure's time
     retry_delays: list[float] = field(default_factory=list)
@@ -255,7 +256,7 @@ def plain_table(cols: dict[str, np.ndarray], sel: np.ndarray, ids: np.ndarray,
     out["outcome"][p] = "pending"
     p, r = at("locked", cols["c"][sel] > 0)
     last = len(p) - 1 - np.unique(p[::-1], return_index=True)[1]  # each job's last one
-    out["deadline"][p[last]] = cols["c"][r[last]] / 1000.0
+    out["deadline"][p[last]] = cols["c"][r[last]]
     return out
 
 

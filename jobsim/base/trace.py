@@ -36,7 +36,8 @@ KINDS: dict[str, str] = {
     "acquire": "attempt=serialization failures / SQLITE_BUSY, a=rows asked, b=rows got, "
                "c=lost races, x=statement latency, text=strategy",
     "locked": "a=previous owner (-1 none), b=1 if the previous lock was still valid, "
-              "c=a broker's deadline in ms (activation + the job timeout; 0 none), x=lock_until",
+              "c=a broker's deadline in Unix epoch ms (clock.epoch + activation + the job "
+              "timeout; 0 none), x=lock_until",
     "exec_start": "attempt=execution number of the job, a=thread",
     "side_effect": "a side effect before the end of the run; attempt, text=what the handler "
                    "says; a=0 the worker's, or at a service after its caller left: a=1 it "
@@ -114,6 +115,12 @@ KINDS: dict[str, str] = {
                       "effect): attempt, a=the run's token (the row's lock generation at its "
                       "claim), b=the row's generation now (-1: the row is gone), text=what the "
                       "handler says at its side effect; the run ends with an error",
+    "operation_ignored": "an operation named a job it cannot act on and did nothing: "
+                         "text=the operation, job=the job (-1: no job of that name yet), "
+                         "a=where it was: 0 no such job (not created yet, or gone), 1 "
+                         "waiting, 2 held by node, 3 in the dead-letter table, 4 failed, 5 "
+                         "an incident, 6 suspended, 7 held by node, which still runs or "
+                         "holds it (fail)",
 }
 KIND_NAMES: tuple[str, ...] = tuple(KINDS)
 K = {name: i for i, name in enumerate(KIND_NAMES)}

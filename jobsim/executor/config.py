@@ -24,6 +24,8 @@ QUEUE_FULL = ("queue", "unacquire")
 CLAIM_WHEN = ("room", "empty")
 COUNT_ATTEMPT = ("failure", "fetch")
 CLOCKS = ("node", "database")
+#: the run's start instant when the file gives none (``clock.epoch``): 2026-01-01T00:00:00Z
+EPOCH_MS = 1_767_225_600_000
 #: how a report's timeline colours executions (``report.timeline_colour``)
 TIMELINE_COLOURS = ("outcome", "priority", "handler")
 
@@ -248,8 +250,11 @@ class Fault:
     length: float | None = None
     factor: float = 1.0
     timeout: float = 0.0
-    #: the operation ``move`` (a dead letter back to executable): the retries it gets
+    #: the operations ``move`` (a dead letter back to executable) and ``fail``: the retries
+    #: it gets (``fail``: as sent; none: 0)
     retries: int | None = None
+    #: the operation ``fail``: the error message it sends
+    error: str | None = None
     #: ``clock``: the node's clock jumps by ``step`` and, if given, runs at ``drift`` from
     #: then on
     step: float = 0.0
@@ -289,6 +294,9 @@ class Scenario:
     #: summary's window, ``analysis/window.py``); the run itself does not read them
     warmup: float = 0.0
     cooldown: float = 0.0
+    #: the wall-clock instant of t = 0, in Unix epoch milliseconds (``clock.epoch``): what
+    #: a broker's deadlines count from, as a server gives them
+    epoch_ms: int = EPOCH_MS
 
     @property
     def end(self) -> float:

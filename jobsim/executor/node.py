@@ -232,8 +232,7 @@ class Node:
     # --- the local queue and its threads ---------------------------------------------------
 
     def _free(self) -> int:
-        """Rows the next claim may ask for: the free slots of the local queue or, with no
-        local queue (``queue_size: 0``, Oban's demand = limit − running), the idle threads."""
+        """Rows the next claim may ask for: free local-queue slots, or idle threads (no queue)."""
         if self.cfg.claim_when == "empty" and (self.queue or len(self.idle) < self.cfg.threads):
             return 0  # the lesson's loop claims only once it holds nothing
         if self.cfg.queue_size == 0:
@@ -266,14 +265,15 @@ class Node:
         reject = self.cfg.on_queue_full == "unacquire"
         size = self.cfg.queue_size
         # a broker fixes each activation's deadline, activation + the job timeout: traced in
-        # milliseconds, as the server gives it (informational where nothing expires)
+        # Unix epoch ms, as the server gives it (informational where nothing expires)
         timeout = self.cfg.lock_time if self.cfg.acquisition == "broker" else None
+        epoch = self.world.scenario.epoch_ms
 
         def on_locked(locked: list) -> None:
             if not self.alive:
                 return
             now = env._now
-            deadline = 0 if timeout is None else round((now + timeout) * 1000.0)
+            deadline = 0 if timeout is None else epoch + round((now + timeout) * 1000.0)
             for lk in locked:
                 prev = -1 if lk.previous_owner is None else node(lk.previous_owner)
                 put(pack(now, k_locked, code, lk.id, 0, prev, int(lk.previous_valid), deadline,

@@ -10,8 +10,8 @@ from typing import Any
 
 from ..base import dists
 from ..database.cpu import Timing
-from ..executor.config import (DbConfig, ExecutorConfig, Expectation, Fault, JobSpec, NodeConfig,
-                               RecurringSpec, Scenario, StreamSpec, Tick)
+from ..executor.config import (EPOCH_MS, DbConfig, ExecutorConfig, Expectation, Fault, JobSpec,
+                               NodeConfig, RecurringSpec, Scenario, StreamSpec, Tick)
 from ..executor.handlers import Handler
 from ..executor.retry import (Backoff, CycleBackoff, ExponentialBackoff, FixedBackoff,
                               ListBackoff, RetryPolicy)
@@ -118,8 +118,9 @@ def _build_faults(v: dict[str, Any]) -> list[Fault]:
         else:
             faults.append(Fault(f["at"], "restart_server"))
     for o in v.get("operations", []):
-        kind, = (k for k in o if k not in ("at", "retries"))
-        faults.append(Fault(o["at"], kind, o[kind], retries=o.get("retries")))
+        kind, = (k for k in o if k not in ("at", "retries", "error"))
+        faults.append(Fault(o["at"], kind, o[kind], retries=o.get("retries"),
+                            error=o.get("error")))
     return faults
 
 
@@ -173,6 +174,7 @@ def build(v: dict[str, Any], raw: dict[str, Any], source: str,
         compare=tuple(v.get("report", {}).get("compare", ())),
         timeline_colour=v.get("report", {}).get("timeline_colour", "outcome"),
         services=build_services(v.get("services"), _build_dist), source=source, document=raw,
+        epoch_ms=v.get("clock", {}).get("epoch", EPOCH_MS),
         warmup=v.get("warmup", 0.0), cooldown=v.get("cooldown", 0.0))
 
 

@@ -252,7 +252,7 @@ def _faults_and_operations(v: dict[str, Any], seen: set[str], known: list[str],
                                         suggest(name, known)))
     for i, o in enumerate(_l(v.get("operations"))):
         o = _d(o)
-        for key in ("retry", "cancel", "move", "suspend", "activate"):
+        for key in ("retry", "cancel", "move", "suspend", "activate", "fail"):
             name = o.get(key)
             if isinstance(name, str) and name != "all" and name not in job_names:
                 problems.append(Problem(f"operations[{i}].{key}", "all, or the name of a job "
@@ -263,19 +263,23 @@ def _faults_and_operations(v: dict[str, Any], seen: set[str], known: list[str],
 
 def _server_restarts(v: dict[str, Any], nodes: list[dict[str, Any]], ex: dict[str, Any],
                      problems: list[Problem]) -> None:
-    """A server restart needs a server: every node's jobs handed out by one (acquisition:
-    broker). Rows claimed with SQL stay locked through a database's restart, so a restart
-    that unlocked them would model no real system."""
+    """A server restart, and an operation's fail, need a server: every node's jobs handed
+    out by one (acquisition: broker). Rows claimed with SQL stay locked through a database's
+    restart, so a restart that unlocked them would model no real system."""
     default_strategy = ex.get("acquisition", DEFAULT_EXECUTOR.acquisition)
     others = sorted({str(n.get("acquisition", default_strategy)) for n in nodes} - {"broker"})
     if not others:
         return
+    server = ("a server that activates jobs itself on every node (acquisition: broker, as in "
+              "policy: zeebe_like or zeebe)")
     for i, f in enumerate(_l(v.get("faults"))):
         if "restart_server" in _d(f):
-            problems.append(Problem(f"faults[{i}].restart_server", "a server that activates "
-                                    "jobs itself on every node (acquisition: broker, as in "
-                                    "policy: zeebe_like or zeebe)",
+            problems.append(Problem(f"faults[{i}].restart_server", server,
                                     f"acquisition {others[0]!r}: no server to restart"))
+    for i, o in enumerate(_l(v.get("operations"))):
+        if "fail" in _d(o):
+            problems.append(Problem(f"operations[{i}].fail", server, f"acquisition "
+                                    f"{others[0]!r}: no server to call fail on"))
 
 
 # --- expectations and distributions -----------------------------------------------------------

@@ -25,8 +25,9 @@ from .profile import profile_format
 from .services_format import calls_format, rate_field, service_format
 from .window_format import COOLDOWN, WARMUP
 from .report_format import MAX_SEEDS, report_format  # noqa: F401 (MAX_SEEDS: the CLI's)
-from .spec import (MISSING, Const, Cycle, Dur, Either, Enum, Field, Int, ListOf, MapOf, Name,
-                   Num, Obj, Str, is_map_with, show)
+from .operations_format import OPERATIONS
+from .spec import (MISSING, Const, Cycle, Dur, Either, Enum, Epoch, Field, Int, ListOf, MapOf,
+                   Name, Num, Obj, Str, is_map_with, show)
 
 MAX_JOBS = 10_000_000
 
@@ -47,7 +48,7 @@ SUMMARY_SHAPE: dict[str, Any] = {
     "executions": None, "failures": None, "double_acquisitions": None, "statements": None,
     "duplicate_executions": {"total": None, "by_cause": _CAUSES},
     "duplicate_side_effects": {"total": None, "by_cause": _CAUSES},
-    "side_effects_refused": None,
+    "side_effects_refused": None, "operations_ignored": None,
     "completions": {"done": None, "rejected_by_guard": None, "row_gone": None},
     "crash_recovery": {"stranded_jobs": None, "unrecovered": None, "delay": _DIST},
     "acquisition": {k: None for k in ("attempts", "empty", "rows", "lost_races", "errors",
@@ -336,28 +337,16 @@ FORMAT = Obj({
                                              min_len=1, max_len=256))],
                     "a node count or a list of nodes"),
     "clock": Obj({"ticks": ListOf(Obj({"at": Dur(), "nodes": ListOf(Str(), min_len=1),
-                                       "note": Str()}, ("at", "nodes")), max_len=100_000)}),
+                                       "note": Str()}, ("at", "nodes")), max_len=100_000),
+                  "epoch": Epoch(doc="the wall-clock instant of t = 0, an ISO-8601 time with "
+                                     "its zone (2026-01-01T00:00:00Z, the default): a "
+                                     "broker's deadlines are Unix epoch milliseconds from it")}),
     "handlers": MapOf(_handler),
     "services": service_format(_dist),
     "workload": Obj({"jobs": ListOf(_job), "streams": ListOf(_stream, max_len=1000),
                      "recurring": ListOf(_recurring, max_len=1000)}),
     "faults": ListOf(_fault, max_len=10_000),
-    "operations": ListOf(Either([
-        (is_map_with("retry"), Obj({"at": Dur(), "retry": Str(doc="a job name, or all")},
-                                   ("at", "retry"))),
-        (is_map_with("cancel"), Obj({"at": Dur(), "cancel": Str(doc="a job name, or all")},
-                                    ("at", "cancel"))),
-        (is_map_with("move"), Obj({"at": Dur(), "move": Str(doc="a dead-lettered job's name, "
-                                                                "or all"),
-                                   "retries": Int(lo=1, hi=1_000_000)}, ("at", "move"))),
-        (is_map_with("suspend"), Obj({"at": Dur(), "suspend": Str(doc="a job name, or all")},
-                                     ("at", "suspend"))),
-        (is_map_with("activate"), Obj({"at": Dur(), "activate": Str(doc="a job name, or all")},
-                                      ("at", "activate")))],
-        "{at, retry: NAME|all}, {at, cancel: NAME|all}, {at, move: NAME|all, retries}, "
-        "{at, suspend: NAME|all} or {at, activate: NAME|all}"), max_len=10_000,
-        doc="an operator's actions: retry or cancel a failed task (failsafe-executor), move a "
-            "dead letter back (Flowable), suspend or activate a job"),
+    "operations": OPERATIONS,
     "expect": _expect,
     "sweep": Obj({
         "grid": MapOf(ListOf(_ANY, min_len=1, max_len=1000), max_len=10,

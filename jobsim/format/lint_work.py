@@ -1,6 +1,7 @@
 """Traps of the workload rather than of a node's settings: an item that creates nothing
 before the run's end (``created-after-the-end``), a timer or a boundary timer due only at
-or after it (``due-after-the-end``), a job its worker hands back for ever
+or after it (``due-after-the-end``), an operation that acts where no job ever is
+(``operation-cannot-act``), a job its worker hands back for ever
 (``handed-back-for-ever``), a schedule that a failure ends for good
 (``schedule-stops-on-failure``), a call that can hang its thread for good
 (``call-without-timeout``), an effect call whose timeout its service's answers outlast,
@@ -30,7 +31,7 @@ def workload_traps(sc: Scenario) -> list[Found]:
     return [*_after_the_end(sc), *_due_after_the_end(sc), *_handed_back_for_ever(sc),
             *_stopped_schedules(sc),
             *_calls_that_hang(sc), *_ambiguous_timeouts(sc), *_idle_services(sc),
-            *_skewed_clocks(sc)]
+            *_skewed_clocks(sc), *_operations_that_cannot_act(sc)]
 
 
 def _after_the_end(sc: Scenario) -> Iterator[Found]:
@@ -81,6 +82,30 @@ def _due_after_the_end(sc: Scenario) -> Iterator[Found]:
                    f"{format_duration(at)}, at or after the run's end ({until}: "
                    f"{format_duration(end)}): it cannot fire in this run, whether or not its "
                    f"task would outlast it; fix: a shorter after, or a later {until}")
+
+
+#: operation -> the ``executor.exhausted`` that puts jobs where it acts, and that place
+_NEEDS_EXHAUSTED = {"retry": ("failed", "kept failed"), "cancel": ("failed", "kept failed"),
+                    "move": ("dead_letter", "in the dead-letter table")}
+_BECOME = {"dead_letter": "dead letters", "incident": "incidents, which no operation "
+           "revives", "failed": "failed tasks"}
+
+
+def _operations_that_cannot_act(sc: Scenario) -> Iterator[Found]:
+    """An operation that acts on jobs where this executor never puts one: a retry or a
+    cancel where no job is ever kept failed, a move where none is dead-lettered."""
+    from ..executor.operation_kinds import OPERATIONS
+
+    ops = [f for f in sc.faults if f.kind in OPERATIONS]  # the file's operations, in order
+    where = {n.executor.exhausted for n in sc.nodes}
+    for i, f in enumerate(ops):
+        needs, place = _NEEDS_EXHAUSTED.get(f.kind, (None, ""))
+        if needs is not None and needs not in where:
+            got = sorted(where)[0]
+            yield ("operation-cannot-act", f"operations[{i}].{f.kind}",
+                   f"{f.kind} acts on a job {place}, and here no job ever is: exhausted "
+                   f"jobs become {_BECOME[got]} (executor.exhausted: {got}); fix: an "
+                   f"operation for what they become, or executor.exhausted: {needs}")
 
 
 def _idle_services(sc: Scenario) -> Iterator[Found]:

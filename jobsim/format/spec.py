@@ -203,6 +203,34 @@ class Dur(Field):
         return self._described(s)
 
 
+class Epoch(Field):
+    """A wall-clock instant with its zone (ISO 8601; YAML may have read it as a datetime
+    already), as Unix epoch milliseconds."""
+
+    EXPECTED = "an ISO-8601 time with its zone, like 2026-01-01T00:00:00Z"
+
+    def __init__(self, default: Any = MISSING, doc: str = ""):
+        self.default, self.doc = default, doc
+
+    def check(self, value, path, problems):
+        import datetime as dt
+
+        when = value
+        if isinstance(value, str):
+            try:
+                when = dt.datetime.fromisoformat(value.strip())
+            except ValueError:
+                when = None
+        if not isinstance(when, dt.datetime) or when.tzinfo is None:
+            problems.append(Problem(path, self.EXPECTED + (" (this one has no zone)" if
+                                    isinstance(when, dt.datetime) else ""), show(value)))
+            return MISSING
+        return round(when.timestamp() * 1000)
+
+    def schema(self):
+        return self._described({"type": "string", "format": "date-time"})
+
+
 class Enum(Field):
     def __init__(self, choices: tuple[str, ...], default: Any = MISSING, doc: str = ""):
         self.choices, self.default, self.doc = choices, default, doc

@@ -23,6 +23,7 @@ _WORDS = {
     "done": "jobs done", "lost": "lost jobs", "pending": "jobs pending at the end",
     "created": "jobs created", "end_time": "time the run ended", "polls": "polls",
     "side_effects_refused": "stale side effects refused (fencing)",
+    "operations_ignored": "operations that found nothing to act on",
     "rejected_by_guard": "completions the owner guard rejected",
     "row_gone": "completions that found the row gone", "executions": "executions",
     "failures": "failed executions", "statements": "statements",
@@ -55,7 +56,7 @@ _COUNTS = {"jobs": "jobs", "acquisition": "acquisitions", "double_acquisitions":
            "acquisitions", "duplicate_executions": "executions", "duplicate_side_effects":
            "side effects", "polls": "polls", "executions": "executions", "failures":
            "executions", "statements": "statements", "side_effects_refused": "side effects",
-           "completions": "completions", "crash_recovery": "jobs"}
+           "operations_ignored": "operations", "completions": "completions", "crash_recovery": "jobs"}
 
 
 def describe(path: str) -> tuple[str, str]:

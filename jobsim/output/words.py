@@ -87,6 +87,12 @@ def sentences(summary: dict[str, Any]) -> list[str]:
     if fenced:
         out.append(f"{_n(fenced, 'side effect')} of a run whose job a later claim had taken "
                    "was refused by its fencing token (no effect; the run failed).")
+    ignored = summary.get("operations_ignored", 0)
+    if ignored:
+        out.append(f"{_n(ignored, 'operation')} named a job "
+                   f"{'it' if ignored == 1 else 'they'} could not act on and did nothing "
+                   "(the transcript's WARNING lines, and trace.csv's operation_ignored "
+                   "events, say where each job was).")
     rejected = summary.get("completions", {}).get("rejected_by_guard", 0)
     if rejected:
         out.append(f"{_n(rejected, 'completion')} of a node that no longer held the job "

@@ -42,8 +42,8 @@ without a rule:
 
 ``restart_server``, ``clock`` (a node's clock steps by ``step`` and/or runs at a new
 ``drift``: ``database/clocks.py``) and the operations (``retry``, ``cancel``, ``move``,
-``suspend``, ``activate``) are instants, not windows: each runs at its ``at``, in the
-file's order.
+``suspend``, ``activate``, ``fail``: ``operations.py``) are instants, not windows: each runs
+at its ``at``, in the file's order.
 """
 
 from __future__ import annotations
@@ -56,13 +56,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..executor.config import Fault
-from ..database.store import DEADLETTER, FAILED, JOB, SUSPENDED, TIMER, in_table, unlock_all
+from ..database.store import unlock_all
 from ..base.trace import K
 from ..database.clocks import NodeClock
+from .operations import OPERATIONS, operate
 
-#: operation -> the tables it takes jobs from
-OPERATIONS = {"retry": (FAILED,), "cancel": (FAILED,), "move": (DEADLETTER,),
-              "suspend": (JOB, TIMER), "activate": (SUSPENDED,)}
 #: the faults that last a window
 WINDOWS = ("crash", "pause", "slow_db", "partition")
 
@@ -330,51 +328,3 @@ def set_clock(world: "World", node: str, step: float, drift: float | None) -> No
     clock.set(now, step, drift)
     world.trace.add(now, K["clock_set"], world.trace.node(node), x=clock.offset(now),
                     c=round(clock.drift * 1e9))
-
-
-def operate(world: "World", f: Fault) -> None:
-    """An operator's action on the named job (a recurring schedule's name: its latest
-    task), or on every job it applies to (``all``):
-
-    - ``retry`` a failed task (failsafe-executor): back to waiting, due now; a schedule it
-      stopped goes on once it is done;
-    - ``cancel`` a failed task: deleted; a schedule it stopped is over;
-    - ``move`` a dead letter back to executable with ``retries`` (Flowable's
-      moveDeadLetterJobToExecutableJob);
-    - ``suspend`` a waiting job (Flowable's suspended table: never acquired there; a job
-      locked by a node is left to finish) and ``activate`` it again.
-    """
-    env, store, trace = world.env, world.store, world.trace
-    tables = OPERATIONS[f.kind]
-    if f.node == "all":
-        ids = [r.id for t in tables for r in in_table(store, t)]
-        ids.sort()
-    else:
-        jid = world.names.get(f.node)
-        row = store.get(jid) if jid is not None else None
-        ids = [jid] if row is not None and row.table in tables else []
-    if f.kind == "suspend":  # a job being run (locked) is left to finish
-        ids = [jid for jid in ids if store.get(jid).locked_by is None]
-    for jid in ids:
-        row = store.get(jid)
-        if f.kind in ("retry", "move"):
-            retries = f.retries if f.retries is not None else \
-                world.scenario.initial_retries(row.handler)
-            store.revive(jid, env.now, retries)
-            world.live += 1
-            trace.add(env.now, K["revived"], job=jid, a=retries, text=trace.text(f.kind))
-            world.waits.operated(jid)
-        elif f.kind == "cancel":
-            store.remove(jid)
-            trace.add(env.now, K["cancelled"], job=jid)
-            world.waits.operated(jid, cancelled=True)
-        elif f.kind == "suspend":
-            store.move(jid, SUSPENDED)
-            trace.add(env.now, K["suspended"], job=jid, a=1)
-        else:
-            back = TIMER if row.kind == "timer" and world.scenario.executor.timer_table \
-                else JOB
-            store.move(jid, back)
-            trace.add(env.now, K["suspended"], job=jid, a=0)
-    if ids and f.kind in ("retry", "move", "activate"):
-        world.db.touch(insert=True)

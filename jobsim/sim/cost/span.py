@@ -35,7 +35,7 @@ def run_span(sc: Scenario, workload: Workload, run: Work,
 
 
 #: the operations a run waits for before it counts as drained
-_OPERATIONS = ("retry", "cancel", "move", "suspend", "activate")
+_OPERATIONS = ("retry", "cancel", "move", "suspend", "activate", "fail")
 
 
 def _serial_span(sc: Scenario, run: Work) -> float:
