@@ -146,7 +146,8 @@ def test_created_is_the_insert_and_due_adds_due_in(columns):
 
 def test_the_deadline_is_a_brokers_activation_plus_its_timeout(tmp_path):
     """``deadline``: only where a broker activates jobs (the Zeebe-like server: activation +
-    the job timeout, 5 minutes); empty elsewhere (COLUMNS_SCENARIO's rows)."""
+    the job timeout, 5 minutes, in Unix epoch ms from the run's start instant, 2026-01-01
+    unless ``clock.epoch`` says otherwise); empty elsewhere (COLUMNS_SCENARIO's rows)."""
     header, rows = _jobs_csv(tmp_path, """
 name: broker
 seed: 0
@@ -157,9 +158,10 @@ workload: {jobs: [{name: one, handler: ok, at: 10s}]}
 """)
     assert "deadline" in header
     one = rows["one"]
-    # activated when created (the worker's request was waiting): 10 s + 300 s
-    assert (one["created"], one["first_start"], one["end"], one["deadline"]) == (
-        "10.0", "10.0", "12.0", "310.0")
+    # activated when created (the worker's request was waiting): 10 s + 300 s after the
+    # start instant 2026-01-01T00:00:00Z (1767225600000 ms)
+    assert (one["created"], one["first_start"], one["end"]) == ("10.0", "10.0", "12.0")
+    assert float(one["deadline"]) == 1_767_225_600_000 + 310_000
 
 
 def test_deadline_is_empty_without_a_broker(columns):

@@ -103,6 +103,8 @@ def column_text(values: Any) -> pa.Array:
             return column_text(values.array)
         if isinstance(values.dtype, pd.StringDtype) and values.dtype.storage == "pyarrow":
             return _arrow_text(pa.array(values.array))
+        if isinstance(values.dtype, pd.Int64Dtype):  # integers, missing ones empty
+            return pc.fill_null(pc.cast(pa.array(values.array), pa.string()), "")
         values = values.to_numpy()
     arr = np.asarray(values)
     if arr.dtype.kind == "b":

@@ -316,7 +316,9 @@ def _write_run(a: Analysis, folder: Path, with_plots: bool,
                                          encoding="utf-8")
     with phase(phases, "csv"):
         jobs = jobs_with_services(a)
-        write_csv(folder / "jobs.csv", {c: jobs[c] for c in jobs.columns}, len(jobs))
+        # a broker's deadline: an integer of epoch ms, as the server gives it (none: empty)
+        write_csv(folder / "jobs.csv", {c: jobs[c].astype("Int64") if c == "deadline" else
+                                        jobs[c] for c in jobs.columns}, len(jobs))
         write_csv(folder / "trace.csv", trace_columns(result.trace), len(result.trace))
         memory.release()
     doc = dict(result.scenario.document)
