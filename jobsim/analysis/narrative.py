@@ -17,7 +17,9 @@
 - a double acquisition, and a completion that found its row gone: a duplicate run — unless
   a boundary timer withdrew the job (the engine answers that the job is gone: the Zeebe-like
   server's "job not found", 404), or the row was a boundary timer's timer job, deleted with
-  its task when the task ended first (the timer fires nothing);
+  its task when the task ended first (the timer fires nothing); a failure of a withdrawn job
+  is told the same way (its ``stale_write``; other stale writes change nothing and are not
+  told);
 - at the end: ``dead letters: [(3, 'async')]``.
 
 Pure: a function of the trace, returning lines; printing is the CLI's business.
@@ -36,7 +38,7 @@ _TOLD = [K[k] for k in ("tick", "job_created", "side_effect", "exec_end", "retry
                         "node_restarted", "node_paused", "node_resumed", "withdrawn",
                         "boundary_timer", "server_restarted", "revived", "cancelled",
                         "resubmitted", "service_state", "effect_refused",
-                        "operation_ignored")]
+                        "operation_ignored", "stale_write")]
 #: jobs whose run is told by what it does, not by a "done" line
 _QUIET = ("timer", "boundary_timer")
 
@@ -56,13 +58,14 @@ def _timer_job(tid: int, due: float, t: float) -> str:
             if t > due else f"its timer job {tid} ran at its due time")
 
 
-def _row_gone(j: int, withdrawn_by: dict[int, int], ended_with: dict[int, int]) -> str:
-    """A completion of job ``j`` that found its row gone, and why."""
+def _row_gone(j: int, withdrawn_by: dict[int, int], ended_with: dict[int, int],
+              what: str = "completion") -> str:
+    """A completion (or failure) of job ``j`` that found its row gone, and why."""
     if j in withdrawn_by:
         if withdrawn_by[j] == 0:
-            return (f'job {j} completion answered "job not found" (404): the job was '
+            return (f'job {j} {what} answered "job not found" (404): the job was '
                     "withdrawn by its boundary timer")
-        return (f"job {j} completion found no row: the job was withdrawn by its boundary "
+        return (f"job {j} {what} found no row: the job was withdrawn by its boundary "
                 f"timer (timer job {withdrawn_by[j]})")
     if j in ended_with:
         return (f"job {j} (a boundary timer) ran, but its row is gone: deleted with its task, "
@@ -118,6 +121,14 @@ def _kind_names(cols: dict[str, np.ndarray], rows: np.ndarray) -> np.ndarray:
     return out
 
 
+def _after_withdrawal(cols: dict[str, np.ndarray], idx: np.ndarray) -> np.ndarray:
+    """Whether each event of ``idx`` comes after a withdrawal of its job (its row gone)."""
+    w = np.flatnonzero(cols["kind"] == K["withdrawn"])
+    first = dict(zip(cols["job"][w[::-1]].tolist(), w[::-1].tolist()))
+    return np.array([first.get(j, i) < i for j, i in zip(cols["job"][idx].tolist(),
+                                                         idx.tolist())], dtype=bool)
+
+
 def _lines(cols: dict[str, np.ndarray], idx: np.ndarray, texts: list[str]) -> np.ndarray:
     """Whether each event of ``idx`` tells a line (the branches of ``narrate``)."""
     k, a, b = cols["kind"][idx], cols["a"][idx], cols["b"][idx]
@@ -125,7 +136,10 @@ def _lines(cols: dict[str, np.ndarray], idx: np.ndarray, texts: list[str]) -> np
     done = k == K["completed"]
     quiet = np.zeros(len(idx), bool)
     quiet[done] = np.isin(_kind_names(cols, idx[done]), _QUIET)
-    return (np.isin(k, _ALWAYS)
+    late = np.zeros(len(idx), bool)
+    stale = k == K["stale_write"]
+    late[stale] = _after_withdrawal(cols, idx[stale])
+    return (np.isin(k, _ALWAYS) | late
             | (((k == K["side_effect"]) | ((k == K["exec_end"]) & (b == 1))) & said)
             | ((k == K["cancelled"]) & (a <= 0)) | (done & ((a == 0) | ~quiet))
             | ((k == K["locked"]) & ((b == 1) | (a >= 0))))
@@ -275,6 +289,8 @@ def narrate(trace: Trace, limit: int | None = 60) -> list[str]:
                          f"  {who} job {j}'s non-interrupting boundary timer FIRED at "
                          f"t={times[i]:g}s: {_timer_job(a_[i], x_[i], times[i])}; the job "
                          "stays")
+        elif k == K["stale_write"]:  # told only for a withdrawn job (``_lines``)
+            lines.append(f"  {who} {_row_gone(j, withdrawn_by, ended_with, 'failure')}")
         elif k == K["server_restarted"]:
             lines.append(f"  the server RESTARTED at t={times[i]:g}s: {a_[i]} activated jobs "
                          "restored to waiting, same keys and retries")
