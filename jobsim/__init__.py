@@ -18,7 +18,10 @@ The public API, for notebooks and scripts (the command line is ``jobsim``):
   ``memory``) and fails the execution with ``raise JobFailed(error)``;
 - figures: ``plots`` (pure matplotlib ``Figure`` objects);
 - statistics: ``erlang_c_wait``, ``mean_ci``, ``mmc_scenario``;
-- ``fast()``: whether to run notebooks small (the test suite sets ``JOBSIM_FAST=1``).
+- ``fast()``: whether to run notebooks small (the test suite sets ``JOBSIM_FAST=1``);
+- ``seed(s)``: a seed a notebook uses, moved by ``JOBSIM_SEED`` (``s + N`` when it is ``N``;
+  ``s`` when it is unset: the committed run), so that a notebook runs at other seeds
+  unedited (``python tools/run_notebooks.py --seed N``).
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from .sim.world import RunResult
 __all__ = ["Analysis", "Context", "HandlerError", "JobFailed", "Reply", "RunResult",
            "__version__", "analyse", "erlang_c_wait", "fast", "from_dict", "histories",
            "jobs_frame", "load", "load_variants", "loads", "mean_ci", "mmc_scenario", "narrate",
-           "plots", "run", "trace_frame", "with_handler", "write"]
+           "plots", "run", "seed", "trace_frame", "with_handler", "write"]
 
 
 __version__ = version()
@@ -56,3 +59,19 @@ def fast() -> bool:
     """True when ``JOBSIM_FAST`` is set to something other than ``0``: notebooks then use
     fewer replications and smaller workloads (the test suite runs them so)."""
     return os.environ.get("JOBSIM_FAST", "0") not in ("", "0")
+
+
+def seed(s: int) -> int:
+    """The seed to use where a notebook means seed ``s``: ``s`` itself, or ``s + N`` when
+    ``JOBSIM_SEED`` is set to ``N`` (a whole number, 0 or more; unset, empty or ``0``: the
+    committed run). Every seed of a notebook goes through it — its seed lists, and a
+    scenario file's own seed (``seed(sc.seed)``) — so that one variable moves them all and
+    keeps them apart as they were."""
+    raw = os.environ.get("JOBSIM_SEED", "").strip()
+    try:
+        shift = int(raw) if raw else 0
+    except ValueError:
+        raise ValueError(f"JOBSIM_SEED must be a whole number, 0 or more: {raw!r}") from None
+    if shift < 0:
+        raise ValueError(f"JOBSIM_SEED must be a whole number, 0 or more: {raw!r}")
+    return int(s) + shift

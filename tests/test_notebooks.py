@@ -80,3 +80,98 @@ def test_the_readme_links_every_notebook():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     for name in EXPECTED:
         assert f"notebooks/{name}" in readme
+
+
+# ---- the lesson: every notebook links it early, and quotes only what it says ----------------
+
+LESSON = ROOT / "docs" / "lesson.md"
+#: a markdown link's text and target
+LINK = re.compile(r"\[([^\]]*)\]\(([^)]*)\)")
+#: text in straight or curly double quotes, within one paragraph
+QUOTED = re.compile(r'[“"]([^"“”]+?)[”"]')
+
+
+def _normalised(text):
+    """For comparing a quote with the lesson: links by their text, no emphasis or code marks,
+    straight quotes, one space for any run of whitespace."""
+    text = LINK.sub(r"\1", text)
+    text = text.replace("“", '"').replace("”", '"').replace("’", "'").replace("‘", "'")
+    text = re.sub(r"[*_`]", "", text)
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def lesson_quotes(markdown):
+    """The quotes of the lesson in a markdown cell, by the notebooks' convention:
+
+    - a blockquote (every line of a paragraph starts with ``>``) whose paragraph before it
+      names the lesson ("The lesson's first check-yourself question (Q1):");
+    - text in double quotes ("…" or “…”) in a sentence that names the lesson ('what the
+      lesson calls "the cluster's correctness"').
+
+    Fenced code and `code spans` are left out; a quote is compared without its links."""
+    text = re.sub(r"```.*?```", "", markdown, flags=re.S)
+    quotes, before = [], ""
+    for para in re.split(r"\n\s*\n", text):
+        lines = para.strip().splitlines()
+        if lines and all(line.startswith(">") for line in lines):
+            if re.search(r"\blesson", before, re.I):
+                quotes.append("\n".join(line[1:] for line in lines))
+            continue
+        before = para
+        plain = re.sub(r"`[^`]*`", "", LINK.sub(r"\1", para))
+        for sentence in re.split(r"(?<=[.!?:;])\s+(?=[A-Z(*])", plain):
+            if re.search(r"\blesson", sentence, re.I):
+                quotes += QUOTED.findall(sentence)
+    return quotes
+
+
+def test_a_lesson_quote_is_recognised():
+    md = ('The lesson calls this "the cluster\'s correctness". A "word" elsewhere.\n\n'
+          'The lesson\'s question:\n\n> Why?\n>\n> - **A)** [no](x.md)\n\nNot "this" one.')
+    assert lesson_quotes(md) == ["the cluster's correctness", " Why?\n\n - **A)** [no](x.md)"]
+    assert _normalised(lesson_quotes(md)[1]) == "Why? - A) no"
+
+
+@pytest.mark.parametrize("name", EXPECTED)
+def test_every_lesson_quote_is_in_the_lesson(name):
+    lesson = _normalised(LESSON.read_text(encoding="utf-8"))
+    for c in _cells(name):
+        if c["cell_type"] == "markdown":
+            for quote in lesson_quotes(_text(c["source"])):
+                assert _normalised(quote) in lesson, f"{name}: not in docs/lesson.md: {quote!r}"
+
+
+@pytest.mark.parametrize("name", EXPECTED)
+def test_links_the_lesson_in_its_opening(name):
+    first = _text(_cells(name)[0]["source"])
+    assert "](../docs/lesson.md" in first, f"{name}: its first cell does not link docs/lesson.md"
+
+
+# ---- every notebook at other seeds (slow) ----------------------------------------------------
+
+#: a shift of every seed a notebook uses (``jobsim.seed``) that the slow tier always runs
+OTHER_SEED = 500
+
+
+def _run_notebooks():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("run_notebooks", ROOT / "tools" / "run_notebooks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("which", ["fixed", "fresh"])
+@pytest.mark.parametrize("name", EXPECTED)
+def test_runs_at_other_seeds(name, which, fresh_seed, monkeypatch):
+    """Each notebook, small (JOBSIM_FAST=1), at its seeds moved by OTHER_SEED and by a shift
+    drawn afresh each session (from ``fresh_seed``: replayed with the JOBSIM_TEST_SEED the
+    header prints): every assertion of its text must hold at seeds it was not written at."""
+    monkeypatch.setenv("JOBSIM_FAST", "1")
+    shift = OTHER_SEED if which == "fixed" else 1000 + fresh_seed % 1_000_000
+    print(f"{name}: JOBSIM_SEED={shift} (python tools/run_notebooks.py --check --seed {shift} "
+          f"{name}, with JOBSIM_FAST=1)")
+    _, failure = _run_notebooks().execute(NOTEBOOKS / name, shift, write=False)
+    assert failure is None, f"{name} at JOBSIM_SEED={shift} (fast): {failure}"
