@@ -38,9 +38,13 @@ def test_strict_priority_starves_and_aging_bounds_the_wait():
     assert low["strict"] > 2 * low["aging"]
 
 
-def test_no_progress_bar_off_a_terminal(tmp_path, capsys):
+def test_off_a_terminal_progress_is_whole_lines(tmp_path, capsys, monkeypatch):
+    """A log gets a line per phase (tests/test_progress_lines.py holds which), never a bar's
+    carriage returns or cursor moves."""
+    monkeypatch.delenv("JOBSIM_PROGRESS", raising=False)
     assert main(["run", str(SCENARIOS / "lesson.yaml"), "--out", str(tmp_path / "o")]) == 0
-    assert capsys.readouterr().err == ""
+    err = capsys.readouterr().err
+    assert err and "\r" not in err and "\x1b" not in err
 
 
 def test_the_progress_bar_draws_and_clears():

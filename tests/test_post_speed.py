@@ -168,7 +168,8 @@ def test_timings_file_and_unchanged_report(tmp_path, capsys):
     assert main(["run", lesson, "--out", str(tmp_path / "timed"), "--quiet",
                  "--timings", str(timings)]) == 0
     figures = json.loads(timings.read_text(encoding="utf-8"))
-    assert set(figures["phases"]) == {"simulate", "analysis", "csv", "plots", "other"}
+    assert set(figures["phases"]) == {"simulate", "analysis", "csv", "plots", "page",
+                                      "other"}
     for f in figures["phases"].values():
         assert f["wall_s"] >= 0 and f["cpu_s"] >= 0
     assert figures["wall_s"] >= sum(f["wall_s"] for f in figures["phases"].values()) - 1e-3

@@ -18,9 +18,9 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
-#: the phases of ``jobsim run``, in order; ``other`` is the rest (the report's text, the
-#: printed story and summary, loading the scenario)
-PHASES = ("simulate", "analysis", "csv", "plots", "other")
+#: the phases of ``jobsim run``, in order (``page``: view.html); ``other`` is the rest (the
+#: report's text, the printed story and summary, loading the scenario)
+PHASES = ("simulate", "analysis", "csv", "plots", "page", "other")
 #: marks a timings file as jobsim's: only such a file is ever replaced
 MARK = "jobsim_timings"
 

@@ -5,7 +5,10 @@ terminal (a CI log, a pipe), a plain line every ``log_every`` seconds rather tha
 carriage returns. ``JOBSIM_PROGRESS=0`` turns it off; ``=1`` forces it on.
 
 ``Bar.stage(text)`` says what happens after the bar is full (analysis, the report) so that a
-long tail does not look like a hang.
+long tail does not look like a hang; in a log it is a line of its own at once, whatever the
+run's length, so that a log shows every phase. ``Steps`` is work in named steps whose number
+is not known ahead (a report's files): a bar counting the steps begun, with the one under way
+beside it, or in a log a line as each step begins. The counts shown are whole numbers.
 """
 
 from __future__ import annotations
@@ -73,6 +76,8 @@ class Bar:
                                       dynamic_ncols=True)
         if scale is not None:
             kwargs["unit_scale"] = scale
+        if unit == "%":  # a share of a whole: no rate (``154.43%/s`` says nothing)
+            kwargs["bar_format"] = "{desc}: {n_fmt}%|{bar}| [{elapsed}<{remaining}{postfix}]"
         if _in_notebook():
             try:
                 from tqdm.notebook import tqdm as notebook_tqdm
@@ -95,7 +100,10 @@ class Bar:
     def set(self, n: float, postfix: str | None = None) -> None:
         if self.bar is None:
             return
+        # whole steps of a whole total: tqdm prints the count as given (33.879999999999995/100)
         n = min(max(n, 0.0), self.total)
+        if isinstance(self.total, int):
+            n = int(n)
         if postfix is not None:
             self.bar.set_postfix_str(printable(postfix), refresh=False)
         self.bar.update(n - self.bar.n)
@@ -106,7 +114,7 @@ class Bar:
             return
         text = printable(text)
         self.bar.set_postfix_str(text, refresh=self.tty)
-        if not self.tty and time.monotonic() - self.started >= self.log_every:
+        if not self.tty and not _is_widget(self.bar):  # a log: a line per phase
             self.stream.write(f"{self.desc}: {text}\n")
             self.stream.flush()
 
@@ -120,3 +128,68 @@ class Bar:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _is_widget(bar: Any) -> bool:
+    return type(bar).__module__.startswith("tqdm.notebook")
+
+
+class Steps:
+    """Work in named steps whose number is not known ahead (a report's files): on a terminal
+    or in a notebook a bar counting the steps begun with the one under way beside it; in a
+    log (``stream`` not a terminal) a line ``desc: what`` as each step begins; nothing when
+    ``show`` is false or ``JOBSIM_PROGRESS=0``. ``close(text)`` ends it, saying ``text``."""
+
+    def __init__(self, desc: str, unit: str = "files", *, show: bool = True,
+                 stream: IO[str] | None = None):
+        self.desc = printable(desc)
+        self.stream = stream if stream is not None else sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.bar: Any = None
+        self.lines = False
+        self.begun = 0
+        if not (show and enabled()):
+            return
+        kwargs: dict[str, Any] = dict(desc=self.desc, unit=unit, leave=False, total=None)
+        if _in_notebook():
+            try:
+                from tqdm.notebook import tqdm as notebook_tqdm
+
+                self.bar = notebook_tqdm(**kwargs)
+                return
+            except Exception:  # noqa: BLE001 - no ipywidgets: fall back to text
+                pass
+        if self.tty:
+            from tqdm import tqdm
+
+            self.bar = tqdm(file=stream_of(self.stream), mininterval=0.2, dynamic_ncols=True,
+                            bar_format="{desc}: {n_fmt} {unit} [{elapsed}]{postfix}",
+                            **kwargs)
+        else:
+            self.lines = True
+
+    def step(self, what: str, n: int = 1) -> None:
+        """The next step begins: ``what`` it does, ``n`` of the unit (two files, say)."""
+        what = printable(what)
+        self.begun += n
+        if self.lines:
+            self.stream.write(f"{self.desc}: {what}\n")
+            self.stream.flush()
+        elif self.bar is not None:
+            self.bar.set_postfix_str(what, refresh=False)
+            self.bar.update(n)
+
+    def close(self, text: str | None = None) -> None:
+        if self.lines and text:
+            self.stream.write(f"{self.desc}: {printable(text)}\n")
+            self.stream.flush()
+        self.lines = False
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+def step(steps: Steps | None, what: str, n: int = 1) -> None:
+    """``steps.step(what, n)``, or nothing when there are no steps to tell."""
+    if steps is not None:
+        steps.step(what, n)

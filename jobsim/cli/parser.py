@@ -74,7 +74,7 @@ def _parser() -> argparse.ArgumentParser:
     _seeds_args(r)
     r.add_argument("--timings", metavar="FILE",
                    help="also write FILE: JSON of the wall and CPU seconds of each phase "
-                        "(simulate, analysis, csv, plots, other) and the peak memory (MB); "
+                        "(simulate, analysis, csv, plots, page, other) and the peak memory (MB); "
                         "the report is the same with or without it")
     _budget_args(r)
     _window_args(r)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ def _run(args: argparse.Namespace) -> int:
     from ..format.lint import lint_runs
     from ..format.window_format import with_window
     from ..sim.cost import Budget, Guard, RunStopped
-    from ..base.progress import Bar
+    from ..base.progress import Steps
     from ..output.report import ReportError, check_target, write
     from ..output.runs import run_variants, told
 
@@ -63,13 +64,18 @@ def _run(args: argparse.Namespace) -> int:
         analyses = run_variants(runs, [Guard(est, budget, what) for est, what in estimates],
                                 quiet=args.quiet, every_poll=args.every_poll, phases=phases)
         seeds = seeds_mod.over_seeds(analyses, n_seeds, args.workers, args.quiet)
-        with Bar(100, "report", unit="%", show=not args.quiet) as bar:
-            bar.stage(f"writing {out}")
+        steps = Steps("report", show=not args.quiet)
+        try:
             if not args.out and seeds_mod.named(args, runs[0]).overrides:
                 made = ignored_dir(SCRATCH)
+            began = time.monotonic()
             write(analyses, out, with_plots=not args.no_plots, phases=phases,
-                  with_view=not args.no_view, over_seeds=seeds)
+                  with_view=not args.no_view, over_seeds=seeds, steps=steps)
             written = True
+            steps.close(f"{steps.begun} files written to {out} in "
+                        f"{time.monotonic() - began:.1f} s")
+        finally:
+            steps.close()
         lines = told(analyses, out, args.quiet)
         for line in lines[:-1] + (seeds.lines() if seeds else []) + lines[-1:]:
             print(line)

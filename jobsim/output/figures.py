@@ -17,6 +17,7 @@ from ..analysis.metrics import jobs_frame
 from ..analysis.series import load_series
 from ..analysis.window import counted_jobs
 from ..base import memory
+from ..base.progress import step
 from . import plots
 from .columns import plot_frame
 from .figure_words import bounds, describe, why_none
@@ -24,9 +25,11 @@ from .plots.common import axis_label, with_unit
 from .service_report import compared_loads, load_panels
 
 
-def run_plots(a: Any, jobs: pd.DataFrame, folder: Path) -> list[tuple[str, str]]:
+def run_plots(a: Any, jobs: pd.DataFrame, folder: Path, steps: Any = None,
+              prefix: str = "") -> list[tuple[str, str]]:
     """Each plot drawn, saved and let go before the next (a big run's figures hold millions
-    of points)."""
+    of points); ``steps`` (``base.progress.Steps``) is told each file as it begins, named
+    with ``prefix``."""
     tdf = plot_frame(a.result.trace)
     made = [("latency CDF by priority", "latency_cdf.png", lambda: plots.latency_cdf(
         counted_jobs(jobs, a.summary))),
@@ -41,6 +44,7 @@ def run_plots(a: Any, jobs: pd.DataFrame, folder: Path) -> list[tuple[str, str]]
                      lambda: plots.service_load(load_panels(a))))
     made += _load_plots(a, jobs)
     for _, name, draw in made:
+        step(steps, f"{prefix}{name}")
         fig = draw()
         plots.save(fig, folder / name)
         fig.clear()  # its artists and their arrays go now, not at the next garbage collection
@@ -76,9 +80,11 @@ def _load_plots(a: Any, jobs: pd.DataFrame) -> list[tuple[str, str, Any]]:
     return out
 
 
-def compared(analyses: list[Any], tmp: Path, plots_of: dict[str, list[tuple[str, str]]]
-              ) -> None:
-    """The plots that set the variants side by side (in ``tmp``, listed in ``plots_of``)."""
+def compared(analyses: list[Any], tmp: Path, plots_of: dict[str, list[tuple[str, str]]],
+             steps: Any = None) -> None:
+    """The plots that set the variants side by side (in ``tmp``, listed in ``plots_of``);
+    ``steps`` is told each file as it begins."""
+    step(steps, "start_delay.png")
     delays = {}
     for a in analyses:
         jf = counted_jobs(jobs_frame(a.histories), a.summary)  # its window's, if any
@@ -117,6 +123,7 @@ def compared(analyses: list[Any], tmp: Path, plots_of: dict[str, list[tuple[str,
                                  [(v, "\n".join(w)) for v, w in lines.items()],
                                  path)
         name = f"compare_{i + 1}.png"
+        step(steps, name)
         plots.save(fig, tmp / name)
         title = f"{with_unit(words, unit)} — {path}"
         plots_of[""].append((title, name))
@@ -125,4 +132,4 @@ def compared(analyses: list[Any], tmp: Path, plots_of: dict[str, list[tuple[str,
                 f"{a.name} has none" + (f" ({r})" if r else "")
                 for a, v, r in zip(analyses, values, reasons)
                 if v is None) + ".", ""))
-    plots_of[""] += compared_loads(analyses, tmp)
+    plots_of[""] += compared_loads(analyses, tmp, steps)

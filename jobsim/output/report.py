@@ -3,8 +3,8 @@
 For a scenario without variants, the folder holds:
 
 - ``report.md`` — a warning per idle node, the expectations, the summary and per-node tables,
-  the retry schedules the jobs followed, the plots (PNG beside it): latency CDF by priority class, the per-node timeline, table
-  depth over time, double runs by cause;
+  the retry schedules the jobs followed, the plots (PNG beside it): latency CDF by priority
+  class, the per-node timeline, table depth over time, double runs by cause;
 - ``summary.json`` — the run's figures (sorted keys, no wall-clock figures, ``trace_sha256``);
 - ``jobs.csv`` — one row per job; ``trace.csv`` — one row per event, codes turned into names;
 - ``scenario.yaml`` — the scenario as it was run (overrides and seed applied);
@@ -28,26 +28,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 
-from .service_report import (jobs_with_services, python_note,
+from .service_report import (python_note,
                              service_section)
 from ..base import memory, outdir
 from ..base.printable import printable
 from ..base.phases import phase
+from ..base.progress import step
 from ..analysis.checks import Violation, check
 from ..analysis.expect import NO_FIGURE, Verdict, evaluate, figure
 from ..analysis.history import CAUSES, Histories, histories
-from ..analysis.metrics import idle_note, summary, trace_frame
+from ..analysis.metrics import idle_note, summary
 from ..analysis.schedules import digest
 from ..analysis.window import window_line, windowed
 from ..sim.world import RunResult
 # the printed summary (``text``), also imported from here by the command line and the tests
-from .columns import trace_columns
-from .csvtext import write_csv
 from .text import (MAX_NODES_SHOWN, format_seconds, format_summary,  # noqa: F401
                    format_violation, node_cell, node_lines)
-from .figures import compared, run_plots
+from .figures import compared
+from .run_files import write_run
 from .words import explanation, sentences
 
 
@@ -308,41 +307,6 @@ def _schedules(analyses: list[Analysis], variants: bool) -> list[str]:
 
 # --- files ------------------------------------------------------------------------------------
 
-def _write_run(a: Analysis, folder: Path, with_plots: bool,
-               phases: Any = None) -> list[tuple[str, str]]:
-    outdir.make_dir(folder)
-    result = a.result
-    (folder / "summary.json").write_text(json.dumps(a.summary, sort_keys=True, indent=2) + "\n",
-                                         encoding="utf-8")
-    with phase(phases, "csv"):
-        jobs = jobs_with_services(a)
-        # a broker's deadline: an integer of epoch ms, as the server gives it (none: empty)
-        write_csv(folder / "jobs.csv", {c: jobs[c].astype("Int64") if c == "deadline" else
-                                        jobs[c] for c in jobs.columns}, len(jobs))
-        write_csv(folder / "trace.csv", trace_columns(result.trace), len(result.trace))
-        memory.release()
-    doc = dict(result.scenario.document)
-    doc["seed"] = result.seed
-    overrides = result.scenario.overrides
-    if "--no-expect" in overrides:
-        doc.pop("expect", None)
-    said = f"# a what-if run: {' '.join(overrides)} (applied below)\n" if overrides else ""
-    said = printable(said + python_note(result.scenario, "# "), lines=True)
-    (folder / "scenario.yaml").write_text(said +
-                                          yaml.safe_dump(doc, sort_keys=False,
-                                                         allow_unicode=True), encoding="utf-8")
-    if a.violations:
-        tdf = trace_frame(result.trace)
-        told = [format_violation(v, tdf, result.trace.nodes) for v in a.violations]
-        (folder / "violations.txt").write_text(printable("\n".join(told) + "\n", lines=True),
-                                               encoding="utf-8")
-        del tdf
-    if not with_plots:
-        return []
-    with phase(phases, "plots"):
-        return run_plots(a, jobs, folder)
-
-
 #: above this many executions in all, ``jobsim run`` leaves view.html out (its memory and
 #: time would rival the run's own); ``jobsim view FOLDER`` still builds it on demand
 VIEW_LIMIT = 300_000
@@ -355,13 +319,15 @@ def view_left_out(analyses: list[Analysis]) -> int:
 
 
 def write(analyses: list[Analysis] | Analysis, out: str | Path, with_plots: bool = True,
-          phases: Any = None, with_view: bool | None = None, over_seeds: Any = None) -> Path:
+          phases: Any = None, with_view: bool | None = None, over_seeds: Any = None,
+          steps: Any = None) -> Path:
     """Write the run folder ``out`` (replacing it) and return its path. ``phases``
     (``base.phases.Phases``), if given, is told the time of the CSV files and the plots
     (the interactive page among them). ``with_view``: write ``view.html`` (``output.view``);
     by default, when there are plots; never for a run of more than ``VIEW_LIMIT``
     executions. ``over_seeds`` (``output.seeds.OverSeeds``): report.md's and summary.json's
-    part over seeds (``jobsim run --seeds``)."""
+    part over seeds (``jobsim run --seeds``). ``steps`` (``base.progress.Steps``), if given,
+    is told each file as it begins."""
     if isinstance(analyses, Analysis):
         analyses = [analyses]
     out = Path(out)
@@ -372,24 +338,28 @@ def write(analyses: list[Analysis] | Analysis, out: str | Path, with_plots: bool
         plots_of: dict[str, list[tuple[str, str]]] = {}
         for a in analyses:
             folder = tmp / a.name if variants else tmp
-            made = _write_run(a, folder, with_plots, phases)
+            made = write_run(a, folder, with_plots, phases, steps,
+                             f"{a.name}/" if variants else "")
             plots_of[a.name] = [(t, f"{a.name}/{p}" if variants and p else p) for t, p in made]
         if variants and with_plots:
             with phase(phases, "plots"):
-                compared(analyses, tmp, plots_of)
+                compared(analyses, tmp, plots_of, steps)
         if variants or over_seeds is not None:
             top = combined_summary(analyses)
             if over_seeds is not None:
                 top = {**top, "over_seeds": over_seeds.summary()}
             (tmp / "summary.json").write_text(json.dumps(top, sort_keys=True, indent=2) + "\n",
                                               encoding="utf-8")
+        step(steps, "report.md")
         (tmp / "report.md").write_text(printable(markdown(analyses, plots_of, over_seeds),
                                                  lines=True),
                                        encoding="utf-8")  # no name's control character raw
         if (with_plots if with_view is None else with_view) and not view_left_out(analyses):
             from .view import FILE, analyses_page
 
-            with phase(phases, "plots"):
+            with phase(phases, "page"):
+                step(steps, f"{FILE} ({sum(int(a.summary['executions']) for a in analyses):,} "
+                            "executions)")
                 (tmp / FILE).write_text(analyses_page(analyses), encoding="utf-8")
                 memory.release()
 

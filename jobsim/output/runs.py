@@ -4,7 +4,7 @@ command line and for the tools that time it (``tools.bench_run``).
 ``run_variants`` runs each variant under its cost guard, with a progress bar, and analyses
 it; ``write`` (``report``) writes the folder; ``told`` gives what the command prints after
 it: each run's story (unless quiet), summary and unexpected invariant violations. A
-``Phases`` given to them is told where the time goes (simulate, analysis, csv, plots).
+``Phases`` given to them is told where the time goes (simulate, analysis, csv, plots, page).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ def run_variants(runs: Sequence[Any], guards: Sequence[Any], *, quiet: bool = Fa
     analyses = []
     for sc, guard in zip(runs, guards):
         with Bar(100, sc.variant or sc.name, unit="%", show=not quiet) as bar:
+            bar.stage(f"simulating {_what(sc)}")
             try:
                 with phase(phases, "simulate"):
                     result = run(sc, progress=lambda f, t, unit="s": bar.set(
@@ -41,6 +42,14 @@ def run_variants(runs: Sequence[Any], guards: Sequence[Any], *, quiet: bool = Fa
                 analyses.append(analyse(result))
                 memory.release()
     return analyses
+
+
+def _what(sc: Any) -> str:
+    """What a run simulates, in a few words: its jobs and how long."""
+    jobs = len(sc.jobs) + sum(st.count for st in sc.streams) + \
+        sum(r.count for r in sc.recurring)
+    until = "until drained" if sc.until is None else f"for {sc.until:,.0f} s"
+    return f"{jobs:,} jobs {until}" if jobs else until
 
 
 def told(analyses: list[Analysis], out: Path, quiet: bool) -> list[str]:

@@ -114,8 +114,10 @@ def _shown(a: Analysis) -> float:
     return min(end, services.last_event(a.result.trace, end) * 1.05 + 1.0)
 
 
-def compared_loads(analyses: list[Analysis], folder: Path) -> list[tuple[str, str]]:
-    """One picture per service, a panel per variant, on one time axis."""
+def compared_loads(analyses: list[Analysis], folder: Path,
+                   steps: Any = None) -> list[tuple[str, str]]:
+    """One picture per service, a panel per variant, on one time axis; ``steps``
+    (``base.progress.Steps``) is told each file as it begins."""
     made = []
     names = list(dict.fromkeys(n for a in analyses for n in a.summary.get("services", {})))
     end = max(_shown(a) for a in analyses)
@@ -128,6 +130,8 @@ def compared_loads(analyses: list[Analysis], folder: Path) -> list[tuple[str, st
                                                      min(end, a.result.end_time)),
                                   references(a.result.scenario.services.get(name)))
         file = f"service_load_{i + 1}.png"
+        if steps is not None:
+            steps.step(file)
         plots.save(plots.service_load(panels, f"load on {name}, by variant"), folder / file)
         made.append((f"load on {name} by variant", file))
     return made

@@ -48,7 +48,7 @@ def _report_run(jobs: int, seed: int) -> dict[str, Any]:
 
 def report_run(jobs: int, seed: int = 1) -> dict[str, Any]:
     """``jobsim run`` of ``full_model_scenario(jobs, seed)`` with its full report (plots
-    included) in a fresh child process: ``phases`` (simulate, analysis, csv, plots, other:
+    included) in a fresh child process: ``phases`` (simulate, analysis, csv, plots, page, other:
     each ``wall_s`` and ``cpu_s``), ``wall_s`` and ``total_wall_s`` (with building the
     scenario), ``simulate_share`` (of ``wall_s``) and ``peak_rss_mb``."""
     ctx = multiprocessing.get_context("fork" if "fork" in

@@ -1,0 +1,62 @@
+"""The files of one run's folder (or one variant's sub-folder): summary.json, jobs.csv and
+trace.csv, scenario.yaml as run, violations.txt when an invariant failed, and the run's
+plots. ``report.write`` calls it for each run, then writes what sets the runs side by side,
+report.md and the page."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..analysis.metrics import trace_frame
+from ..base import memory, outdir
+from ..base.phases import phase
+from ..base.printable import printable
+from ..base.progress import step
+from .columns import trace_columns
+from .csvtext import write_csv
+from .figures import run_plots
+from .service_report import jobs_with_services, python_note
+from .text import format_violation
+
+
+def write_run(a: Any, folder: Path, with_plots: bool, phases: Any = None,
+              steps: Any = None, prefix: str = "") -> list[tuple[str, str]]:
+    """Write run ``a``'s files into ``folder`` and return its plots as (title, file name);
+    ``phases`` is told their time, ``steps`` (``base.progress.Steps``) each file as it
+    begins, named with ``prefix`` (a variant's sub-folder)."""
+    outdir.make_dir(folder)
+    result = a.result
+    (folder / "summary.json").write_text(json.dumps(a.summary, sort_keys=True, indent=2) + "\n",
+                                         encoding="utf-8")
+    with phase(phases, "csv"):
+        step(steps, f"{prefix}jobs.csv and trace.csv ({len(result.trace):,} events)", 2)
+        jobs = jobs_with_services(a)
+        # a broker's deadline: an integer of epoch ms, as the server gives it (none: empty)
+        write_csv(folder / "jobs.csv", {c: jobs[c].astype("Int64") if c == "deadline" else
+                                        jobs[c] for c in jobs.columns}, len(jobs))
+        write_csv(folder / "trace.csv", trace_columns(result.trace), len(result.trace))
+        memory.release()
+    doc = dict(result.scenario.document)
+    doc["seed"] = result.seed
+    overrides = result.scenario.overrides
+    if "--no-expect" in overrides:
+        doc.pop("expect", None)
+    said = f"# a what-if run: {' '.join(overrides)} (applied below)\n" if overrides else ""
+    said = printable(said + python_note(result.scenario, "# "), lines=True)
+    (folder / "scenario.yaml").write_text(said +
+                                          yaml.safe_dump(doc, sort_keys=False,
+                                                         allow_unicode=True), encoding="utf-8")
+    if a.violations:
+        tdf = trace_frame(result.trace)
+        told = [format_violation(v, tdf, result.trace.nodes) for v in a.violations]
+        (folder / "violations.txt").write_text(printable("\n".join(told) + "\n", lines=True),
+                                               encoding="utf-8")
+        del tdf
+    if not with_plots:
+        return []
+    with phase(phases, "plots"):
+        return run_plots(a, jobs, folder, steps, prefix)

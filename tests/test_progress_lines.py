@@ -1,0 +1,125 @@
+"""Progress through every phase of ``jobsim run``: off a terminal (a log, a pipe), a line as
+each phase begins — the simulation, the analysis, the CSV files, each plot, report.md, the
+page — with whole and rounded numbers; on a terminal, bars; with ``--quiet``, nothing."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from jobsim.base.progress import Bar, Steps
+from jobsim.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: a float's noise: a number with more decimals than a person reads (33.879999999999995)
+NOISE = re.compile(r"\d\.\d{4,}")
+
+#: 150 jobs on two nodes calling a service: a run whose report (plots, page) costs more
+#: than its simulation, and whose plots include the service's load
+SCENARIO = """\
+name: lines
+seed: 7
+until: drained
+executor: {threads: 4, poll_interval: 1s}
+nodes: 2
+services:
+  shop: {latency: {uniform: {low: 10ms, high: 50ms}}, capacity: 4, when_full: queue}
+handlers:
+  buy:
+    calls: [{work: 100ms}, {service: shop, timeout: 1s}]
+workload:
+  streams: [{name: orders, handler: buy, count: 150, rate: 20/s}]
+"""
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def _run(tmp_path: Path, capsys, *extra: str) -> tuple[int, str, Path]:
+    path = tmp_path / "lines.yaml"
+    path.write_text(SCENARIO, encoding="utf-8")
+    out = tmp_path / "out"
+    status = main(["run", str(path), "--out", str(out), *extra])
+    return status, capsys.readouterr().err, out
+
+
+def test_a_log_gets_a_line_for_each_phase(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("JOBSIM_PROGRESS", raising=False)
+    timings = tmp_path / "timings.json"
+    status, err, out = _run(tmp_path, capsys, "--timings", str(timings))
+    assert status == 0, err
+    phases = json.loads(timings.read_text())["phases"]
+    after = sum(phases[p]["cpu_s"] for p in ("analysis", "csv", "plots", "page"))
+    assert after > phases["simulate"]["cpu_s"], phases  # the report is the longer part
+    lines = err.splitlines()
+    assert "\r" not in err and "\x1b" not in err  # whole lines, no bar redrawn
+
+    def said(text: str) -> list[str]:
+        return [line for line in lines if text in line]
+
+    assert said("lines: simulating 150 jobs until drained"), err
+    assert said("lines: analysing the trace"), err
+    assert said("report: jobs.csv and trace.csv ("), err
+    pngs = sorted(p.name for p in out.glob("*.png"))
+    assert "service_load.png" in pngs and len(pngs) >= 4, pngs
+    for png in pngs:  # each plot its own line, in the order written
+        assert said(f"report: {png}"), (png, err)
+    assert said("report: report.md") and said("report: view.html (")
+    assert re.search(r"^report: \d+ files written to .+ in \d+\.\d s$", lines[-1]), lines[-1]
+    order = [next(i for i, line in enumerate(lines) if t in line)
+             for t in ("simulating", "analysing", "trace.csv", "report.md", "view.html",
+                       "files written")]
+    assert order == sorted(order), err
+    noisy = [line for line in lines if NOISE.search(line)]
+    assert not noisy, noisy
+
+
+def test_quiet_says_nothing(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("JOBSIM_PROGRESS", raising=False)
+    status, err, _ = _run(tmp_path, capsys, "--quiet")
+    assert status == 0 and err == "", err
+
+
+def test_progress_off_says_nothing(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("JOBSIM_PROGRESS", "0")
+    status, err, _ = _run(tmp_path, capsys)
+    assert status == 0 and err == "", err
+
+
+@pytest.mark.parametrize("n", [33.879999999999995, 1 / 3 * 100, 99.99999999999])
+def test_a_share_is_drawn_whole(monkeypatch, n):
+    """tqdm prints a count as given: a float share read 33.879999999999995/100."""
+    monkeypatch.delenv("JOBSIM_PROGRESS", raising=False)
+    term = Terminal()
+    bar = Bar(100, "run", unit="%", stream=term)
+    bar.set(n, "t=1,234s")
+    bar.bar.refresh()
+    text = term.getvalue()
+    bar.close()
+    assert f"run: {int(n)}%" in text and not NOISE.search(text), text
+    log = io.StringIO()
+    bar = Bar(100, "run", unit="%", stream=log, log_every=0.0)
+    bar.set(n)
+    bar.bar.refresh()
+    bar.close()
+    assert f"{int(n)}%" in log.getvalue() and not NOISE.search(log.getvalue()), log.getvalue()
+
+
+def test_steps_on_a_terminal_count_and_name_the_step(monkeypatch):
+    monkeypatch.delenv("JOBSIM_PROGRESS", raising=False)
+    term = Terminal()
+    steps = Steps("report", stream=term)
+    steps.step("jobs.csv and trace.csv", 2)
+    steps.step("timeline.png")
+    steps.bar.refresh()
+    text = term.getvalue()
+    steps.close("done")
+    assert "report: 3 files" in text and "timeline.png" in text, text
+    assert "done" not in term.getvalue()  # a terminal's bar goes; the closing line is a log's
