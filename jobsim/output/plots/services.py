@@ -24,12 +24,15 @@ def _panel(ax: Any, load: pd.DataFrame, spans: dict[str, list[tuple[float, float
            title: str, legend: bool, lines: Any = ()) -> None:
     t = load["t"].to_numpy(dtype=float)
     width = float(t[1] - t[0]) if len(t) > 1 else 1.0
+    edges = np.append(t, t[-1] + width) if len(t) else np.zeros(1)
     bottom = np.zeros(len(t))
     for label, colour in COLOURS.items():
         values = load[label].to_numpy(dtype=float) if label in load else np.zeros(len(t))
-        if values.any():
-            ax.bar(t, values, width=width, bottom=bottom, align="edge", color=colour,
-                   label=label.replace("_", " "), linewidth=0)
+        if values.any():  # each outcome one filled step outline over the ones below it:
+            # one artist for up to 2,000 bins (a bar each took 2.7 s to draw at 200,000
+            # jobs), and no seams between neighbouring bars
+            ax.stairs(bottom + values, edges, baseline=bottom.copy(), fill=True,
+                      color=colour, label=label.replace("_", " "), linewidth=0)
             bottom += values
     for state, (colour, alpha) in _SHADE.items():
         for a, b in spans.get(state, []):
