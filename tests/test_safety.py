@@ -77,6 +77,26 @@ def test_a_report_the_user_edited_is_not_replaced(tmp_path, capsys):
     assert (out / "report.md").read_text() == "my edits"
 
 
+def test_an_edit_that_keeps_size_and_time_is_seen_though_digests_are_remembered(tmp_path):
+    """``sha256_of`` remembers a digest by the file's identity, size, mtime and ctime (a run
+    checks its folder four times): an edit in place of the same length, its mtime set back,
+    still moves the ctime, and the edit is seen in the same process."""
+    out = tmp_path / "r"
+    assert main(["run", str(LESSON), "--quiet", "--out", str(out)]) == 0
+    path = out / "summary.json"
+    assert outdir.check(out, "report") is not None  # its digest is remembered now
+    before = path.stat()
+    text = path.read_bytes()
+    with open(path, "r+b") as f:  # the same inode, the same length, one byte changed
+        f.write(b"[" if text[:1] != b"[" else b"{")
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = path.stat()
+    assert (after.st_ino, after.st_size, after.st_mtime_ns) == \
+        (before.st_ino, before.st_size, before.st_mtime_ns)
+    with pytest.raises(outdir.OutputError, match="summary.json changed since jobsim wrote"):
+        outdir.check(out, "report")
+
+
 def test_folders_get_the_users_umask_not_0700(tmp_path):
     old = os.umask(0o022)
     try:

@@ -97,12 +97,22 @@ def ignored_dir(path: Path) -> list[Path]:
     return made
 
 
+#: digests taken in this process, by the file's identity and last change (a write moves its
+#: ctime, which no call can set back; the kernel's clock ticks every few ms, and a user's
+#: edit comes later than that): a run checks its folder four times, and reads it once
+_DIGESTS: dict[tuple[int, ...], str] = {}
+
+
 def sha256_of(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    st = os.stat(path)
+    key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    if key not in _DIGESTS:
+        h = hashlib.sha256()
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+        _DIGESTS[key] = h.hexdigest()
+    return _DIGESTS[key]
 
 
 def _files_under(folder: Path) -> list[str]:
@@ -340,61 +350,3 @@ class Folder:
 
     def write_text(self, rel: str, text: str) -> Path:
         return self.write_with(rel, lambda p: p.write_text(text, encoding="utf-8"))
-
-
-def _owner(dest: Path) -> tuple[Path, dict[str, Any]] | None:
-    """The jobsim folder a file belongs to: its own folder's or, for a file of a variant's
-    sub-folder, the folder above's (the first of them with a manifest), with its manifest."""
-    for folder in (dest.parent, dest.parent.parent):
-        manifest = read_manifest(folder)
-        if manifest is not None:
-            return folder, manifest
-    return None
-
-
-def check_file(dest: str | Path, ours: Callable[[Path], bool]) -> None:
-    """Raise OutputError unless jobsim may write the one file ``dest``: it is new, or the
-    manifest of its folder lists it with the bytes it has, or no manifest lists it and
-    ``ours(dest)`` proves jobsim wrote it (a mark in the file). Nothing is written."""
-    dest = Path(dest)
-    if dest.is_symlink():
-        raise OutputError(f"refusing to write {dest}: it is a symbolic link")
-    if dest.is_dir():
-        raise OutputError(f"refusing to write {dest}: it is a folder")
-    if not dest.parent.is_dir():
-        raise OutputError(f"cannot write {dest}: the folder {dest.parent} does not exist")
-    if not dest.exists():
-        return
-    owner = _owner(dest)
-    rel = dest.relative_to(owner[0]).as_posix() if owner else ""
-    if owner is not None and rel in owner[1]["files"]:
-        if sha256_of(dest) != owner[1]["files"][rel]:
-            raise OutputError(f"refusing to overwrite {dest}: it changed since jobsim wrote "
-                              "it; move your copy away or choose another file")
-    elif not ours(dest):
-        raise OutputError(f"refusing to overwrite {dest}: jobsim did not write it; move it "
-                          "away or choose another file")
-
-
-def write_file(dest: str | Path, writer: Callable[[Path], None],
-               ours: Callable[[Path], bool]) -> Path:
-    """Write the one file ``dest`` (``writer(tmp)`` writes it; an atomic rename puts it in
-    place) where ``check_file`` allows it, and list it in its folder's manifest, if the
-    folder has one (a run folder: ``jobsim view`` adds its page there)."""
-    dest = Path(dest)
-    check_file(dest, ours)
-    tmp = dest.parent / f".{dest.name}.{os.getpid()}.tmp"
-    try:
-        writer(tmp)
-        with held():  # the file and its line in its folder's manifest, or neither
-            os.replace(tmp, dest)
-            owner = _owner(dest)
-            if owner is not None:
-                folder, manifest = owner
-                files = dict(manifest["files"])
-                files[dest.relative_to(folder).as_posix()] = sha256_of(dest)
-                _write_manifest(folder, manifest["kind"], files, manifest.get("dirs", []))
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    return dest

@@ -30,7 +30,7 @@ def _ours(path: Path) -> bool:
 
 
 def _view(args: argparse.Namespace) -> int:
-    from ..base import outdir
+    from ..base import outdir, outfile
     from ..output.view import FILE, ViewError, folder_page
 
     folder = Path(args.run_dir)
@@ -39,9 +39,9 @@ def _view(args: argparse.Namespace) -> int:
         if args.out is None and not folder.is_dir():
             raise ViewError(f"{folder}: not a folder (give the run folder that jobsim run "
                             "wrote)")
-        outdir.check_file(out, _ours)  # before the work, not after it
+        outfile.check_file(out, _ours)  # before the work, not after it
         text = folder_page(folder)
-        outdir.write_file(out, lambda p: p.write_text(text, encoding="utf-8"), _ours)
+        outfile.write_file(out, lambda p: p.write_text(text, encoding="utf-8"), _ours)
     except (ViewError, outdir.OutputError) as exc:
         print(f"jobsim: {exc}", file=sys.stderr)
         return BAD_INPUT
