@@ -27,17 +27,26 @@ The public API, for notebooks and scripts (the command line is ``jobsim``):
 from __future__ import annotations
 
 import os
-import sys
+import importlib
+from typing import Any
 
 from .base.outdir import version
-from .api import analyse, histories, jobs_frame, narrate, run, trace_frame
-from .output import plots
-from .tools.bench import erlang_c_wait, mean_ci, mmc_scenario
-from .output.report import Analysis, write
-from .format.scenario import from_dict, load, load_variants, loads, with_handler
-from .executor.context import Context, HandlerError, JobFailed
-from .executor.service_spec import Reply
-from .sim.world import RunResult
+
+#: the public names and the modules they come from, imported at first use: ``import
+#: jobsim`` (and every ``jobsim`` command) pays only for what it touches — pandas,
+#: matplotlib and Bokeh cost 1.3 CPU s to import, and a bad flag needs none of them
+_FROM = {
+    "analyse": ".api", "histories": ".api", "jobs_frame": ".api", "narrate": ".api",
+    "run": ".api", "trace_frame": ".api",
+    "erlang_c_wait": ".tools.bench", "mean_ci": ".tools.bench", "mmc_scenario": ".tools.bench",
+    "Analysis": ".output.report", "write": ".output.report",
+    "from_dict": ".format.scenario", "load": ".format.scenario",
+    "load_variants": ".format.scenario", "loads": ".format.scenario",
+    "with_handler": ".format.scenario",
+    "Context": ".executor.context", "HandlerError": ".executor.context",
+    "JobFailed": ".executor.context", "Reply": ".executor.service_spec",
+    "RunResult": ".sim.world",
+}
 
 __all__ = ["Analysis", "Context", "HandlerError", "JobFailed", "Reply", "RunResult",
            "__version__", "analyse", "erlang_c_wait", "fast", "from_dict", "histories",
@@ -46,8 +55,19 @@ __all__ = ["Analysis", "Context", "HandlerError", "JobFailed", "Reply", "RunResu
 
 
 __version__ = version()
-# ``import jobsim.plots`` works too: the figures live in ``output.plots``
-sys.modules.setdefault(f"{__name__}.plots", plots)
+
+
+def __getattr__(name: str) -> Any:
+    """A public name, imported at its first use (``_FROM``); ``plots`` is the figures'
+    module (``output.plots``; ``import jobsim.plots`` gives it too)."""
+    if name == "plots":
+        value: Any = importlib.import_module(".output.plots", __name__)
+    elif name in _FROM:
+        value = getattr(importlib.import_module(_FROM[name], __name__), name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
 
 
 def __dir__() -> list[str]:

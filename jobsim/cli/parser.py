@@ -248,7 +248,7 @@ def _budget_args(p: argparse.ArgumentParser) -> None:
 
 
 def _cache_arg(p: argparse.ArgumentParser, what: str, then: str) -> None:
-    from ..tools.sweep.disk import DEFAULT_CACHE_LIMIT
+    from ..sim.cost.budget import DEFAULT_CACHE_LIMIT
 
     p.add_argument("--cache-limit", type=_size, default=DEFAULT_CACHE_LIMIT, metavar="SIZE",
                    help=f"the most disk the {what}'s cache (<out>/cache) may take, e.g. 5GB; "

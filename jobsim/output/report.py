@@ -45,7 +45,6 @@ from ..sim.world import RunResult
 # the printed summary (``text``), also imported from here by the command line and the tests
 from .text import (MAX_NODES_SHOWN, format_seconds, format_summary,  # noqa: F401
                    format_violation, node_cell, node_lines)
-from .figures import compared
 from .run_files import write_run
 from .words import explanation, sentences
 
@@ -342,6 +341,8 @@ def write(analyses: list[Analysis] | Analysis, out: str | Path, with_plots: bool
                              f"{a.name}/" if variants else "")
             plots_of[a.name] = [(t, f"{a.name}/{p}" if variants and p else p) for t, p in made]
         if variants and with_plots:
+            from .figures import compared  # matplotlib: not for ``--no-plots``
+
             with phase(phases, "plots"):
                 compared(analyses, tmp, plots_of, steps)
         if variants or over_seeds is not None:

@@ -18,7 +18,6 @@ from ..base.printable import printable
 from ..base.progress import step
 from .columns import trace_columns
 from .csvtext import write_csv
-from .figures import run_plots
 from .service_report import jobs_with_services, python_note
 from .text import format_violation
 
@@ -58,5 +57,7 @@ def write_run(a: Any, folder: Path, with_plots: bool, phases: Any = None,
         del tdf
     if not with_plots:
         return []
+    from .figures import run_plots  # matplotlib: not for ``--no-plots``
+
     with phase(phases, "plots"):
         return run_plots(a, jobs, folder, steps, prefix)

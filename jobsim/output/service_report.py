@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from . import plots
 from ..analysis import services
 from ..analysis.expect import NO_FIGURE, figure
 from ..analysis.metrics import jobs_frame
@@ -118,6 +117,8 @@ def compared_loads(analyses: list[Analysis], folder: Path,
                    steps: Any = None) -> list[tuple[str, str]]:
     """One picture per service, a panel per variant, on one time axis; ``steps``
     (``base.progress.Steps``) is told each file as it begins."""
+    from . import plots  # matplotlib: imported by what draws, not by ``--no-plots``
+
     made = []
     names = list(dict.fromkeys(n for a in analyses for n in a.summary.get("services", {})))
     end = max(_shown(a) for a in analyses)

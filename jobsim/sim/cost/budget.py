@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 #: the default budget: about a minute or two of simulation on a laptop
 DEFAULT_EVENTS = 20_000_000
 DEFAULT_MEMORY = 4 * 1024 ** 3
+#: a sweep's or a hunt's cache bound unless ``--cache-limit`` says otherwise (here, not in
+#: ``tools.sweep.disk``, so that the command line's parser reads it without the sweep)
+DEFAULT_CACHE_LIMIT = 1024 ** 3
 #: the largest budget the command line takes
 MAX_EVENTS = 10 ** 12
 MAX_MEMORY = 1024 ** 5

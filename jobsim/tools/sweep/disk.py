@@ -17,10 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from ...base.errors import Problem, ScenarioError
-from ...sim.cost.budget import _bytes
+from ...sim.cost.budget import DEFAULT_CACHE_LIMIT, _bytes
 
-#: the cache's bound unless ``--cache-limit`` says otherwise
-DEFAULT_CACHE_LIMIT = 1024 ** 3
 #: a file takes whole blocks of the disk
 BLOCK = 4096
 #: the space left free besides the cache: the tables, plots and reports written at the end

@@ -15,7 +15,6 @@ from ...base import outdir
 from ...base.durations import parse_duration
 from ...base.printable import printable
 from ...output.csvtext import printable_frame
-from ...output import plots
 from .grid import Axis
 from .tables import BOOTSTRAP, SweepResult
 
@@ -72,6 +71,8 @@ def _write(folder: outdir.Folder, result: SweepResult, figures: list[str],
     axes = result.axes
     made = []
     if axes:
+        from ...output import plots  # matplotlib: imported by what draws, not by the import
+        #                              of the sweep (``jobsim run`` reads its pool)
         x_axis = axes[0]
         others = axes[1:]
         for f in figures:
@@ -196,5 +197,7 @@ def _band_plot(points: pd.DataFrame, x_axis: Axis, others: tuple[Axis, ...], fig
         series.append((label, x, g[figure].to_numpy(dtype=float),
                        g[figure + ".lo"].to_numpy(dtype=float),
                        g[figure + ".hi"].to_numpy(dtype=float)))
+    from ...output import plots
+
     return plots.sweep_bands(series, _unit(x_axis.path, xs_raw), _unit(figure),
                              [str(v) for v in xs_raw] if categorical else None, name)

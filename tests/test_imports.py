@@ -1,0 +1,56 @@
+"""A command pays only for what it uses: ``import jobsim`` imports neither pandas nor
+matplotlib nor Bokeh (the public names come at first use), a bad flag is answered before
+any of them, and ``jobsim run --no-plots --no-view`` draws nothing and imports neither
+matplotlib nor Bokeh. Each in a fresh interpreter (this process has them all)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+HEAVY = ("pandas", "matplotlib", "bokeh")
+
+
+def _imported_by(code: str, tmp_path: Path) -> dict:
+    probe = (f"import sys, json\n{code}\n"
+             f"print(json.dumps({{m: m in sys.modules for m in {HEAVY!r}}}))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         cwd=tmp_path, env={"PYTHONPATH": str(ROOT), "JOBSIM_PROGRESS": "0",
+                                            "PATH": "/usr/bin:/bin"}, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_import_jobsim_imports_no_heavy_library(tmp_path):
+    assert _imported_by("import jobsim", tmp_path) == dict.fromkeys(HEAVY, False)
+
+
+def test_the_public_names_still_come_at_first_use(tmp_path):
+    got = _imported_by("import jobsim, jobsim.plots\n"
+                       "assert jobsim.plots is sys.modules['jobsim.output.plots']\n"
+                       "from jobsim import run, write, Analysis, plots\n"
+                       "assert sorted(dir(jobsim)) == sorted(jobsim.__all__)\n"
+                       "assert all(getattr(jobsim, n) is not None for n in jobsim.__all__)",
+                       tmp_path)
+    assert got == {"pandas": True, "matplotlib": True, "bokeh": False}  # the page's only
+
+
+def test_a_bad_flag_is_answered_without_them(tmp_path):
+    got = _imported_by("from jobsim.cli import main\n"
+                       "import contextlib, io\n"
+                       "with contextlib.redirect_stderr(io.StringIO()):\n"
+                       "    assert main(['run', '--no-such-flag']) == 2", tmp_path)
+    assert got == dict.fromkeys(HEAVY, False)
+
+
+def test_a_run_without_plots_imports_no_plotting_library(tmp_path):
+    lesson = ROOT / "scenarios" / "lesson.yaml"
+    got = _imported_by("from jobsim.cli import main\n"
+                       "import contextlib, io\n"
+                       "with contextlib.redirect_stdout(io.StringIO()):\n"
+                       f"    assert main(['run', {str(lesson)!r}, '--out', 'o', '--quiet', "
+                       "'--no-plots', '--no-view']) == 0", tmp_path)
+    assert got == {"pandas": True, "matplotlib": False, "bokeh": False}
+    assert not list((tmp_path / "o").glob("*.png")) and (tmp_path / "o" / "report.md").exists()
