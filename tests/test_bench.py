@@ -239,3 +239,37 @@ def test_the_report_case_states_the_simulations_share_and_the_peak_memory():
     assert peak.ratio is not None and 0.0 < peak.ratio < 1.0 and peak.value.endswith("(the most of 3 runs)")
     assert share.meets is None and peak.meets is None and share.verdict == "information"
     assert sum("run " in line and "simulate" in line for line in lines) == 3
+
+
+def test_the_everyday_case_measures_commands_and_reads_their_phases():
+    """``jobsim run`` as a command in a fresh process: its CPU is the child's (read by
+    ``os.wait4``), its phases those ``--timings`` wrote; the case's figures are ratios with
+    their spread, and below full size the run-size figures are information."""
+    from jobsim.tools.bench_everyday import case, everyday_run, in_command, timings
+    from jobsim.tools.bench_suite import Settings
+
+    got = in_command(Side("everyday 50", 50, everyday_run, (50,), timings), 3)
+    assert got.cpu > 0 and got.peak_mb > 0
+    t = got.result
+    assert set(t["cpu"]) == {"simulate", "analysis", "csv", "plots", "page", "other"}
+    assert 0 < t["simulate_share"] < 1 and t["after_over_simulate"] > 0
+    assert t["after_over_simulate"] == pytest.approx(
+        sum(t["cpu"][p] for p in ("analysis", "csv", "plots", "page", "other")) /
+        t["cpu"]["simulate"])
+
+    def measure(side, seed):  # runs nothing: the lesson costs 4, the rest 2 (and 1 to simulate)
+        if side.fn is everyday_run:
+            return Sample(2.0 + seed / 100, side.units, {
+                "cpu": {"simulate": 1.0, "analysis": 0.5, "csv": 0.5, "plots": 0.5,
+                        "page": seed / 10, "other": 0.0}, "simulate_share": 0.4,
+                "after_over_simulate": 1.5 + seed / 10})
+        return Sample(4.0 if side.label == "jobsim run lesson" else 2.0, side.units)
+
+    lines = []
+    figs = case(Settings(scale=100, say=lines.append, measure=measure, seed=1))
+    assert [f.target for f in figs] == ["≤ 3", "≤ 2", "≤ 1", "≤ 1"]
+    lesson, variants, small, big = figs
+    assert lesson.ratio == 2.0 and lesson.meets and variants.ratio == 1.0 and variants.meets
+    assert small.ratio == pytest.approx(1.7) and small.spread == pytest.approx((1.6, 1.8))
+    assert small.meets is None and "information" in small.note  # 200 jobs, not 20,000
+    assert sum("after/simulate" in line for line in lines) == 6

@@ -19,7 +19,11 @@ The cases:
   events whether it waited behind 10 rows or 100,000, so it should cost the same);
 - ``report``: ``jobsim run`` of the full model at 1,000,000 jobs with its whole report, in
   a fresh child: the simulation's share of the run's wall time (≥ 0.5) and the child's peak
-  memory (< 1.5 GB) — against the run itself and an absolute limit, not a baseline.
+  memory (< 1.5 GB) — against the run itself and an absolute limit, not a baseline;
+- ``everyday``: ``jobsim run`` as a command, as a user waits for it (``bench_everyday``): the
+  lesson beside ``import pandas`` (≤ 3×), the challenge's variants beside their runs and one
+  report through the API (≤ 2×), and at 20,000 and 200,000 jobs with a service the CPU after
+  the simulation over the simulation's (≤ 1), with each phase's CPU.
 """
 
 from __future__ import annotations
@@ -296,6 +300,13 @@ def report_case(s: Settings) -> list[Figure]:
 
 LIMIT_MB = 1500  # the report run's memory limit
 
+
+def everyday_case(s: Settings) -> list[Figure]:
+    """``jobsim run`` as a user runs it (``bench_everyday``)."""
+    from .bench_everyday import case
+
+    return case(s)
+
 #: the suite's cases in the order they run: (key for ``--only``, the case)
 CASES: list[tuple[str, Callable[[Settings], list[Figure]]]] = [
     ("mmc", mmc_case),
@@ -305,6 +316,7 @@ CASES: list[tuple[str, Callable[[Settings], list[Figure]]]] = [
     ("idle", idle_case),
     ("backlog", backlog_case),
     ("report", report_case),
+    ("everyday", everyday_case),
 ]
 KEYS = tuple(key for key, _ in CASES)
 
