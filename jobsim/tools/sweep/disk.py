@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ...base.errors import Problem, ScenarioError
-from ...sim.cost.budget import DEFAULT_CACHE_LIMIT, _bytes
+from ...sim.cost.budget import DEFAULT_CACHE_LIMIT, _bytes  # noqa: F401 - the sweep's
 
 #: a file takes whole blocks of the disk
 BLOCK = 4096
