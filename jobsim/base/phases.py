@@ -45,6 +45,7 @@ class Phases:
         #: the process's peak memory when the phase last ended: where the peak was reached
         self._peak: dict[str, float | None] = {}
         self._open = False
+        self._elsewhere = 0.0
 
     @contextmanager
     def of(self, name: str) -> Iterator[None]:
@@ -61,8 +62,17 @@ class Phases:
             self._peak[name] = peak_mb()
             self._open = False
 
+    def add(self, name: str, wall: float, cpu: float) -> None:
+        """Seconds spent on phase ``name`` elsewhere: ``cpu`` in a child process (the
+        page's), ``wall`` this process's wait for it."""
+        self._wall[name] = self._wall.get(name, 0.0) + wall
+        self._cpu[name] = self._cpu.get(name, 0.0) + cpu
+        self._elsewhere += cpu  # the command's CPU: this process's and its children's
+        self._peak[name] = peak_mb()
+
     def figures(self) -> dict[str, Any]:
-        wall, cpu = time.perf_counter() - self._t0, time.process_time() - self._c0
+        wall = time.perf_counter() - self._t0
+        cpu = time.process_time() - self._c0 + self._elsewhere
         phases = {n: {"wall_s": round(self._wall[n], 6), "cpu_s": round(self._cpu[n], 6),
                       "peak_rss_mb_at_end": _mb(self._peak.get(n))} for n in self._wall}
         phases["other"] = {"wall_s": round(max(0.0, wall - sum(self._wall.values())), 6),

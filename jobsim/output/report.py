@@ -45,6 +45,7 @@ from ..sim.world import RunResult
 # the printed summary (``text``), also imported from here by the command line and the tests
 from .text import (MAX_NODES_SHOWN, format_seconds, format_summary,  # noqa: F401
                    format_violation, node_cell, node_lines)
+from .page_child import PageError
 from .run_files import write_run
 from .words import explanation, sentences
 
@@ -58,7 +59,7 @@ def check_target(out: str | Path) -> None:
     before a long run, so that a refusal comes first, not after the work."""
     try:
         outdir.check(Path(out), KIND)
-    except outdir.OutputError as exc:
+    except (outdir.OutputError, PageError) as exc:
         raise ReportError(str(exc)) from None
 
 
@@ -333,6 +334,25 @@ def write(analyses: list[Analysis] | Analysis, out: str | Path, with_plots: bool
     check_target(out)
 
     def fill(tmp: Path) -> None:
+        page = None
+        if (with_plots if with_view is None else with_view) and not view_left_out(analyses):
+            from .page_child import Page
+            from .view import FILE
+
+            step(steps, f"{FILE} ({sum(int(a.summary['executions']) for a in analyses):,} "
+                        "executions)")
+            page = Page(analyses, tmp / FILE)
+            page.begin()  # in a child, beside the files below, where cores allow
+        try:
+            _fill(tmp)
+            if page is not None:
+                page.finish(phases)
+                memory.release()
+        finally:
+            if page is not None:
+                page.stop()
+
+    def _fill(tmp: Path) -> None:
         variants = analyses[0].result.scenario.variant is not None
         plots_of: dict[str, list[tuple[str, str]]] = {}
         for a in analyses:
@@ -355,17 +375,9 @@ def write(analyses: list[Analysis] | Analysis, out: str | Path, with_plots: bool
         (tmp / "report.md").write_text(printable(markdown(analyses, plots_of, over_seeds),
                                                  lines=True),
                                        encoding="utf-8")  # no name's control character raw
-        if (with_plots if with_view is None else with_view) and not view_left_out(analyses):
-            from .view import FILE, analyses_page
-
-            with phase(phases, "page"):
-                step(steps, f"{FILE} ({sum(int(a.summary['executions']) for a in analyses):,} "
-                            "executions)")
-                (tmp / FILE).write_text(analyses_page(analyses), encoding="utf-8")
-                memory.release()
 
     try:
         outdir.replace(out, KIND, fill)
-    except outdir.OutputError as exc:
+    except (outdir.OutputError, PageError) as exc:
         raise ReportError(str(exc)) from None
     return out

@@ -1,0 +1,54 @@
+"""view.html built in a child process beside the report's other files (where fork and a
+second core are there): the same bytes as built in the process itself, its CPU counted as
+the page's, and a failure there a clear error with nothing left behind."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from jobsim.cli import main
+from jobsim.output import page_child
+
+ROOT = Path(__file__).resolve().parents[1]
+CHALLENGE = ROOT / "scenarios" / "challenge.yaml"
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.skipif(not page_child.parallel(), reason="no fork or one core: always serial")
+def test_the_page_built_in_a_child_is_the_same_bytes(tmp_path, monkeypatch):
+    args = ["run", str(CHALLENGE), "--quiet", "--set", "workload.streams.0.count=20"]
+    monkeypatch.setenv("JOBSIM_PARALLEL", "0")
+    assert not page_child.parallel()
+    assert main(args + ["--out", str(tmp_path / "serial")]) in (0, 1)
+    monkeypatch.setenv("JOBSIM_PARALLEL", "1")
+    timings = tmp_path / "t.json"
+    assert main(args + ["--out", str(tmp_path / "child"), "--timings", str(timings)]) in (0, 1)
+    serial, child = _files(tmp_path / "serial"), _files(tmp_path / "child")
+    assert "view.html" in child and serial == child
+    figures = json.loads(timings.read_text())
+    page = figures["phases"]["page"]
+    # the child's CPU is the page's, and the command's: the rest is not made negative
+    assert page["cpu_s"] > 0 and figures["phases"]["other"]["cpu_s"] >= 0
+    assert figures["cpu_s"] >= sum(p["cpu_s"] for p in figures["phases"].values()) - 1e-3
+
+
+@pytest.mark.skipif(not page_child.parallel(), reason="no fork or one core: always serial")
+def test_a_page_that_fails_in_its_child_is_a_clear_error_and_nothing_is_written(
+        tmp_path, monkeypatch, capsys):
+    def broken(analyses, path):
+        raise RuntimeError("the page broke")
+
+    monkeypatch.setattr(page_child, "_build", broken)
+    out = tmp_path / "out"
+    assert main(["run", str(ROOT / "scenarios" / "lesson.yaml"), "--quiet", "--out",
+                 str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "view.html could not be built" in err and "RuntimeError: the page broke" in err
+    assert not out.exists() and not list(tmp_path.iterdir())  # no temporary folder either
