@@ -21,11 +21,14 @@ from typing import Any
 
 def parallel() -> bool:
     """Whether the page may be built in a child process: fork is there, more than one core
-    is this process's, ``JOBSIM_PARALLEL`` is not ``0``, and this is no Jupyter kernel (a
-    forked kernel's child would share its sockets and output threads)."""
+    is this process's, ``JOBSIM_PARALLEL`` is not ``0``, and this is neither a Jupyter kernel
+    (a forked kernel's child would share its sockets and output threads) nor a pool's
+    worker (which may have no children)."""
     import multiprocessing
 
     if os.environ.get("JOBSIM_PARALLEL", "1").strip() in ("0", "") or "ipykernel" in sys.modules:
+        return False
+    if multiprocessing.current_process().daemon:  # a pool's worker may have no children
         return False
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
         (os.cpu_count() or 1)
