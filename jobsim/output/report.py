@@ -361,9 +361,9 @@ def write(analyses: list[Analysis] | Analysis, out: str | Path, with_plots: bool
                              f"{a.name}/" if variants else "")
             plots_of[a.name] = [(t, f"{a.name}/{p}" if variants and p else p) for t, p in made]
         if variants and with_plots:
-            from .figures import compared  # matplotlib: not for ``--no-plots``
+            with phase(phases, "plots"):  # matplotlib: not for ``--no-plots``
+                from .figures import compared
 
-            with phase(phases, "plots"):
                 compared(analyses, tmp, plots_of, steps)
         if variants or over_seeds is not None:
             top = combined_summary(analyses)

@@ -57,7 +57,7 @@ def write_run(a: Any, folder: Path, with_plots: bool, phases: Any = None,
         del tdf
     if not with_plots:
         return []
-    from .figures import run_plots  # matplotlib: not for ``--no-plots``
+    with phase(phases, "plots"):  # matplotlib's import among them: not for ``--no-plots``
+        from .figures import run_plots
 
-    with phase(phases, "plots"):
         return run_plots(a, jobs, folder, steps, prefix)
