@@ -13,6 +13,7 @@ import pytest
 
 from jobsim.base.progress import Bar, Steps
 from jobsim.cli import main
+from jobsim.output import page_child
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -50,8 +51,10 @@ def _run(tmp_path: Path, capsys, *extra: str) -> tuple[int, str, Path]:
     return status, capsys.readouterr().err, out
 
 
-def test_a_log_gets_a_line_for_each_phase(tmp_path, capsys, monkeypatch):
+@pytest.mark.parametrize("parallel", ["1", "0"])
+def test_a_log_gets_a_line_for_each_phase(tmp_path, capsys, monkeypatch, parallel):
     monkeypatch.delenv("JOBSIM_PROGRESS", raising=False)
+    monkeypatch.setenv("JOBSIM_PARALLEL", parallel)
     timings = tmp_path / "timings.json"
     status, err, out = _run(tmp_path, capsys, "--timings", str(timings))
     assert status == 0, err
@@ -72,11 +75,18 @@ def test_a_log_gets_a_line_for_each_phase(tmp_path, capsys, monkeypatch):
     for png in pngs:  # each plot its own line, in the order written
         assert said(f"report: {png}"), (png, err)
     assert said("report: report.md") and said("report: view.html (")
-    assert re.search(r"^report: \d+ files written to .+ in \d+\.\d s$", lines[-1]), lines[-1]
-    # the page first: it is built beside the other files, in a child where cores allow
+    written = re.search(r"^report: (\d+) files written to .+ in \d+\.\d s$", lines[-1])
+    assert written, lines[-1]
+    on_disk = [p for p in out.rglob("*") if p.is_file() and p.name != ".jobsim-manifest.json"]
+    assert int(written.group(1)) == len(on_disk), (lines[-1], sorted(map(str, on_disk)))
+    # the page is said when it begins: first where a child builds it beside the other
+    # files, last where it is built here after them
+    page_first = page_child.parallel()
     order = [next(i for i, line in enumerate(lines) if t in line)
              for t in ("simulating", "analysing", "view.html", "trace.csv", "report.md",
                        "files written")]
+    if not page_first:
+        order = order[:2] + order[3:5] + order[2:3] + order[5:]
     assert order == sorted(order), err
     noisy = [line for line in lines if NOISE.search(line)]
     assert not noisy, noisy
@@ -122,5 +132,5 @@ def test_steps_on_a_terminal_count_and_name_the_step(monkeypatch):
     steps.bar.refresh()
     text = term.getvalue()
     steps.close("done")
-    assert "report: 3 files" in text and "timeline.png" in text, text
-    assert "done" not in term.getvalue()  # a terminal's bar goes; the closing line is a log's
+    assert "report: file 3" in text and "timeline.png" in text, text
+    assert term.getvalue().endswith("report: done\n")  # the bar goes, the closing line stays

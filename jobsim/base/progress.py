@@ -163,7 +163,8 @@ class Steps:
             from tqdm import tqdm
 
             self.bar = tqdm(file=stream_of(self.stream), mininterval=0.2, dynamic_ncols=True,
-                            bar_format="{desc}: {n_fmt} {unit} [{elapsed}]{postfix}",
+                            bar_format="{desc}: " + unit.rstrip("s") + " {n_fmt} "
+                                       "[{elapsed}]{postfix}",
                             **kwargs)
         else:
             self.lines = True
@@ -180,13 +181,15 @@ class Steps:
             self.bar.update(n)
 
     def close(self, text: str | None = None) -> None:
-        if self.lines and text:
-            self.stream.write(f"{self.desc}: {printable(text)}\n")
-            self.stream.flush()
-        self.lines = False
+        """The bar goes; ``text``, if any, stays as a line (in a log and on a terminal)."""
+        shown = self.lines or self.bar is not None
         if self.bar is not None:
             self.bar.close()
             self.bar = None
+        if shown and text:
+            self.stream.write(f"{self.desc}: {printable(text)}\n")
+            self.stream.flush()
+        self.lines = False
 
 
 def step(steps: Steps | None, what: str, n: int = 1) -> None:

@@ -20,6 +20,7 @@ from .status import BAD_INPUT, FAILED, OK, stopped
 
 
 def _run(args: argparse.Namespace) -> int:
+    from ..base import outdir
     from ..base.outdir import OutputError, ignored_dir, unmake
     from ..base.phases import Phases, TimingsError, check_file, write_file
     from ..format import scenario as scenario_mod
@@ -72,8 +73,10 @@ def _run(args: argparse.Namespace) -> int:
             write(analyses, out, with_plots=not args.no_plots, phases=phases,
                   with_view=not args.no_view, over_seeds=seeds, steps=steps)
             written = True
-            steps.close(f"{steps.begun} files written to {out} in "
-                        f"{time.monotonic() - began:.1f} s")
+            took = time.monotonic() - began
+            files = len((outdir.read_manifest(out) or {}).get("files", {}))
+            steps.close(f"{files} files written to {out} in " +
+                        (f"{took:.1f} s" if took >= 0.05 else "under 0.1 s"))
         finally:
             steps.close()
         lines = told(analyses, out, args.quiet)

@@ -62,8 +62,9 @@ class Page:
     """The page of ``analyses`` into ``path``: begun in a child (``begin``) where
     ``parallel()``, finished (``finish``) after the report's other files."""
 
-    def __init__(self, analyses: list[Any], path: Path):
+    def __init__(self, analyses: list[Any], path: Path, steps: Any = None, what: str = ""):
         self.analyses, self.path = analyses, path
+        self.steps, self.what = steps, what  # told when the page is begun
         self.proc: Any = None
         self.receive: Any = None
 
@@ -80,12 +81,16 @@ class Page:
                                 daemon=True)
         self.proc.start()
         send.close()
+        if self.steps is not None:
+            self.steps.step(self.what)
 
     def finish(self, phases: Any = None) -> None:
         """The page written: the child's, waited for, or built here now."""
         if self.proc is None:
             from ..base.phases import phase
 
+            if self.steps is not None:
+                self.steps.step(self.what)
             with phase(phases, "page"):
                 _build(self.analyses, self.path)
             return

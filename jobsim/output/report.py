@@ -339,9 +339,8 @@ def write(analyses: list[Analysis] | Analysis, out: str | Path, with_plots: bool
             from .page_child import Page
             from .view import FILE
 
-            step(steps, f"{FILE} ({sum(int(a.summary['executions']) for a in analyses):,} "
-                        "executions)")
-            page = Page(analyses, tmp / FILE)
+            n = sum(int(a.summary['executions']) for a in analyses)
+            page = Page(analyses, tmp / FILE, steps, f"{FILE} ({n:,} executions)")
             page.begin()  # in a child, beside the files below, where cores allow
         try:
             _fill(tmp)
