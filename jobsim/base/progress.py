@@ -78,14 +78,9 @@ class Bar:
             kwargs["unit_scale"] = scale
         if unit == "%":  # a share of a whole: no rate (``154.43%/s`` says nothing)
             kwargs["bar_format"] = "{desc}: {n_fmt}%|{bar}| [{elapsed}<{remaining}{postfix}]"
-        if _in_notebook():
-            try:
-                from tqdm.notebook import tqdm as notebook_tqdm
-
-                self.bar = notebook_tqdm(**kwargs)
-                return
-            except Exception:  # noqa: BLE001 - no ipywidgets: fall back to text
-                pass
+        self.bar = _notebook_bar(kwargs)
+        if self.bar is not None:
+            return
         from tqdm import tqdm
 
         if self.tty:
@@ -130,6 +125,18 @@ class Bar:
         self.close()
 
 
+def _notebook_bar(kwargs: dict[str, Any]) -> Any:
+    """tqdm's widget in a notebook (None elsewhere, or without ipywidgets: text then)."""
+    if not _in_notebook():
+        return None
+    try:
+        from tqdm.notebook import tqdm as notebook_tqdm
+
+        return notebook_tqdm(**kwargs)
+    except Exception:  # noqa: BLE001 - no ipywidgets: fall back to text
+        return None
+
+
 def _is_widget(bar: Any) -> bool:
     return type(bar).__module__.startswith("tqdm.notebook")
 
@@ -147,18 +154,12 @@ class Steps:
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self.bar: Any = None
         self.lines = False
-        self.begun = 0
         if not (show and enabled()):
             return
         kwargs: dict[str, Any] = dict(desc=self.desc, unit=unit, leave=False, total=None)
-        if _in_notebook():
-            try:
-                from tqdm.notebook import tqdm as notebook_tqdm
-
-                self.bar = notebook_tqdm(**kwargs)
-                return
-            except Exception:  # noqa: BLE001 - no ipywidgets: fall back to text
-                pass
+        self.bar = _notebook_bar(kwargs)
+        if self.bar is not None:
+            return
         if self.tty:
             from tqdm import tqdm
 
@@ -172,7 +173,6 @@ class Steps:
     def step(self, what: str, n: int = 1) -> None:
         """The next step begins: ``what`` it does, ``n`` of the unit (two files, say)."""
         what = printable(what)
-        self.begun += n
         if self.lines:
             self.stream.write(f"{self.desc}: {what}\n")
             self.stream.flush()

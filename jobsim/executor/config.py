@@ -299,6 +299,12 @@ class Scenario:
     epoch_ms: int = EPOCH_MS
 
     @property
+    def job_count(self) -> int:
+        """The jobs the file creates: its listed jobs, its streams' and its schedules'."""
+        return (len(self.jobs) + sum(s.count for s in self.streams)
+                + sum(r.count for r in self.recurring))
+
+    @property
     def end(self) -> float:
         """The latest instant the run may reach."""
         return self.until if self.until is not None else self.horizon

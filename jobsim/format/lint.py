@@ -341,7 +341,7 @@ def _mixed_global_lock(run: _Run) -> Iterator[Found]:
 
 def _idle_nodes(run: _Run) -> Iterator[Found]:
     sc, nodes = run.sc, run.nodes
-    jobs = len(sc.jobs) + sum(s.count for s in sc.streams) + sum(r.count for r in sc.recurring)
+    jobs = sc.job_count
     if len(nodes) > jobs and not any(f.kind in NODE_FAULTS for f in sc.faults):
         idle = len(nodes) - jobs
         yield ("more-nodes-than-jobs", "nodes",

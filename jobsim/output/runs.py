@@ -46,8 +46,7 @@ def run_variants(runs: Sequence[Any], guards: Sequence[Any], *, quiet: bool = Fa
 
 def _what(sc: Any) -> str:
     """What a run simulates, in a few words: its jobs and how long."""
-    jobs = len(sc.jobs) + sum(st.count for st in sc.streams) + \
-        sum(r.count for r in sc.recurring)
+    jobs = sc.job_count
     until = "until drained" if sc.until is None else f"for {sc.until:,.0f} s"
     return f"{jobs:,} jobs {until}" if jobs else until
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from ..analysis import services
+from ..base.progress import step
 from ..analysis.expect import NO_FIGURE, figure
 from ..analysis.metrics import jobs_frame
 
@@ -131,8 +132,7 @@ def compared_loads(analyses: list[Analysis], folder: Path,
                                                      min(end, a.result.end_time)),
                                   references(a.result.scenario.services.get(name)))
         file = f"service_load_{i + 1}.png"
-        if steps is not None:
-            steps.step(file)
+        step(steps, file)
         plots.save(plots.service_load(panels, f"load on {name}, by variant"), folder / file)
         made.append((f"load on {name} by variant", file))
     return made

@@ -67,8 +67,7 @@ def run_watched(world: World, finish: simpy.Event,
     """``env.run(until=finish)`` in chunks of events, calling ``progress`` and ``guard``
     between them; they observe only, so the trace is the same with or without them."""
     env, sc = world.env, world.scenario
-    total = (len(sc.jobs) + sum(s.count for s in sc.streams)
-             + sum(r.count for r in sc.recurring))
+    total = sc.job_count
     finish.callbacks.append(StopSimulation.callback)
     n = 0
     queue = env._queue  # type: ignore[attr-defined]
