@@ -39,7 +39,7 @@ from ..base.trace import K, pack
 from .service_spec import Reply
 
 if TYPE_CHECKING:
-    from .node import Node
+    from .parts.host import Host
 
 
 class JobFailed(Exception):
@@ -70,7 +70,7 @@ class Context:
 
     __slots__ = ("_node", "handler", "job", "attempt", "said", "calls", "token")
 
-    def __init__(self, node: Node, handler: str, job: int, attempt: int, token: int = 0):
+    def __init__(self, node: Host, handler: str, job: int, attempt: int, token: int = 0):
         self._node, self.handler, self.job, self.attempt = node, handler, job, attempt
         #: the run's fencing token (the row's lock generation at its claim); every call
         #: carries it, and a service with ``fencing`` refuses one older than it has seen
@@ -150,7 +150,7 @@ class Context:
                                 repr(idempotency_key))
         key = None if idempotency_key is None else (
             (self.job,) if idempotency_key == "job" else (self.job, self.attempt))
-        says = node.world._says[self.handler] if effect and not self.said else None
+        says = node.world.says[self.handler] if effect and not self.said else None
         call = self._call(services[service].call(node.code, self.job, self.attempt, timeout,
                                                  life=node.life, effect=says, key=key,
                                                  token=self.token),
@@ -176,4 +176,4 @@ class Context:
         self.said = True
         node = self._node
         node.trace.put(pack(node.env.now, K["side_effect"], node.code, self.job, self.attempt,
-                         0, 0, 0, float("nan"), node.world._says[self.handler]))
+                         0, 0, 0, float("nan"), node.world.says[self.handler]))

@@ -54,11 +54,11 @@ from .parts.polls import Grid, Sleep
 from .parts.unacquire import reject as reject_job
 
 if TYPE_CHECKING:
-    from ..sim.world import World
+    from .parts.host import Cluster
 
 
 class Node:
-    def __init__(self, world: "World", name: str, cfg: ExecutorConfig,
+    def __init__(self, world: Cluster, name: str, cfg: ExecutorConfig,
                  start_at: float | None = None):
         self.world = world
         self.env = world.env
@@ -89,17 +89,17 @@ class Node:
         # With the global acquire lock held, Flowable locks in bulk without REV_: a SELECT,
         # then one UPDATE … WHERE ID_ IN (…) (read_then_write, made safe by the lock).
         strategy = "read_then_write" if cfg.global_lock else cfg.acquisition
-        self._acquire = ACQUIRE[strategy] if dialect == "atomic" else \
+        self.acquire = ACQUIRE[strategy] if dialect == "atomic" else \
             STRATEGIES[dialect][strategy]
-        self._instant = INSTANT.get(strategy) if world.db.instant else None
-        self._strategy_text = world.trace.text(strategy)
+        self.instant = INSTANT.get(strategy) if world.db.instant else None
+        self.strategy_text = world.trace.text(strategy)
         self.timer_table = world.scenario.executor.timer_table
-        self._timer_text = world.trace.text(strategy + " timer_job") if self.timer_table else -1
+        self.timer_text = world.trace.text(strategy + " timer_job") if self.timer_table else -1
         #: timers this node's timer loop locked, to move to the job table
-        self._timers_locked: list[int] = []
+        self.timers_locked: list[int] = []
         #: jobs handed to a full local queue, to unacquire (Flowable)
-        self._rejects: list[int] = []
-        self._reject_wake: simpy.Event | None = None
+        self.rejects: list[int] = []
+        self.reject_wake: simpy.Event | None = None
         self.rejected = 0
         #: (job id, handler, kind, the row's ``fetched`` at this node's claim of it)
         self.queue: deque[tuple[int, str, str, int]] = deque()
@@ -114,16 +114,16 @@ class Node:
         #: crashed (a service then ends them with nobody waiting)
         self.life = [False]
         self._procs: list[simpy.Process] = []
-        self._paused: simpy.Event | None = None
+        self.paused: simpy.Event | None = None
         #: per acquisition loop (job table, timer table): the event its next tick fires
-        self._ticks: dict[str, simpy.Event] = {}
+        self.tick_events: dict[str, simpy.Event] = {}
         #: on the fake clock, the tick's timer round while it runs (the job round waits)
-        self._timer_round: simpy.Event | None = None
-        self._slot = None
+        self.timer_round: simpy.Event | None = None
+        self.slot = None
         self.polls = 0
         self.polls_skipped = 0
         #: per acquisition loop (job table, timer table): its idle sleep, if asleep
-        self._sleeps: dict[str, Sleep] = {}
+        self.sleeps: dict[str, Sleep] = {}
         self._grids: dict[str, Grid] = {}
 
     # --- life ------------------------------------------------------------------------------
@@ -137,8 +137,8 @@ class Node:
             if self.world.boundary is not None:
                 handles = self.world.boundary.routes(handles)
             self.db.store.routes[self.name] = handles
-        self._on_locked = self._listener()
-        self.db.lock_listeners[self.name] = self._on_locked
+        self.on_locked = self._listener()
+        self.db.lock_listeners[self.name] = self.on_locked
         self._procs = [env.process(body) for body in processes(self)]
         for proc in self._procs:  # a body runs until it ends or the node crashes
             proc.callbacks.append(_ended_by_crash)
@@ -162,10 +162,10 @@ class Node:
         self.idle.clear()
         self.running.clear()
         self.memory.clear()
-        self._timers_locked.clear()
-        self._rejects.clear()
-        self._ticks = {}
-        self._slot = self._paused = self._reject_wake = self._timer_round = None
+        self.timers_locked.clear()
+        self.rejects.clear()
+        self.tick_events = {}
+        self.slot = self.paused = self.reject_wake = self.timer_round = None
         self.trace.add(self.env.now, K["node_crashed"], self.code, a=lost_runs, b=lost_queued)
         self.world.check_drained()
 
@@ -179,25 +179,25 @@ class Node:
 
     def pause(self, length: float) -> None:
         """Stop the world for ``length`` seconds."""
-        if not self.alive or self._paused is not None:
+        if not self.alive or self.paused is not None:
             return
-        self._paused = self.env.event()
+        self.paused = self.env.event()
         self.trace.add(self.env.now, K["node_paused"], self.code, x=length)
-        for sleep in self._sleeps.values():
+        for sleep in self.sleeps.values():
             sleep.nudge()  # its next poll waits for the pause to end, as a simulated one
-        self.env.process(self._resume_after(length, self._paused))
+        self.env.process(self._resume_after(length, self.paused))
 
     def _resume_after(self, length: float, ev: simpy.Event) -> Generator[Any, Any, None]:
         yield self.env.timeout(length)
-        if self._paused is ev:
-            self._paused = None
+        if self.paused is ev:
+            self.paused = None
             self.trace.add(self.env.now, K["node_resumed"], self.code)
             ev.succeed()
 
     def tick(self) -> None:
         """Run one acquisition round now (the fake clock), in each acquisition loop waiting
         for it: the job table's and, with a timer table, the timer table's."""
-        ticks, self._ticks = self._ticks, {}
+        ticks, self.tick_events = self.tick_events, {}
         for table in (TIMER, JOB):  # due timers first: moved, they may run this tick
             ev = ticks.get(table)
             if ev is not None:
@@ -206,9 +206,9 @@ class Node:
     def finish(self, end: float) -> None:
         """At the end of the run (or a crash): count the polls an idle node slept through
         until now (the sleep itself never finishes)."""
-        for table in sorted(self._sleeps):
-            self._sleeps[table].stop()
-        self._sleeps.clear()
+        for table in sorted(self.sleeps):
+            self.sleeps[table].stop()
+        self.sleeps.clear()
 
     def first_poll(self) -> float:
         """Seconds from the loop's start to its first poll: the pinned start, the system's
@@ -231,7 +231,7 @@ class Node:
 
     # --- the local queue and its threads ---------------------------------------------------
 
-    def _free(self) -> int:
+    def free(self) -> int:
         """Rows the next claim may ask for: free local-queue slots, or idle threads (no queue)."""
         if self.cfg.claim_when == "empty" and (self.queue or len(self.idle) < self.cfg.threads):
             return 0  # the lesson's loop claims only once it holds nothing
@@ -244,13 +244,13 @@ class Node:
         through the statement path, which reads this node's clock, and an idle node polls
         rather than counts the polls that could not find anything (that count assumes one
         clock for all)."""
-        self._instant = None
+        self.instant = None
         self.exact_idle = False
 
-    def _slot_freed(self) -> Any:
-        if self._slot is None:
-            self._slot = self.env.event()
-        return self._slot
+    def slot_freed(self) -> Any:
+        if self.slot is None:
+            self.slot = self.env.event()
+        return self.slot
 
     def _listener(self) -> Callable[[list], None]:
         """The hand-off of claimed rows, made once per start and bound as the database's
@@ -279,7 +279,7 @@ class Node:
                 put(pack(now, k_locked, code, lk.id, 0, prev, int(lk.previous_valid), deadline,
                       lk.lock_until, -1))
                 if timers and rows[lk.id].table == TIMER:
-                    self._timers_locked.append(lk.id)
+                    self.timers_locked.append(lk.id)
                     continue
                 item = (lk.id, lk.handler, lk.kind, lk.fetched)
                 if idle:
@@ -294,17 +294,17 @@ class Node:
     def hint(self, row: Any) -> None:
         """Flowable's hint path: a job this node's transaction created was inserted locked by
         it; on commit it goes straight to the local pool."""
-        self._on_locked([Locked(row.id, None, False, row.lock_until, row.handler, row.kind,
+        self.on_locked([Locked(row.id, None, False, row.lock_until, row.handler, row.kind,
                                 row.fetched)])
 
-    def _trace_attempt(self, att: Attempt, text: int | None = None) -> None:
+    def trace_attempt(self, att: Attempt, text: int | None = None) -> None:
         """Trace the attempt as a whole (its rows were traced as they were locked)."""
         self.world.lost_races += att.lost
         self.trace.put(pack(self.env.now, K["acquire"], self.code, -1, att.errors, att.asked,
                          len(att.locked), att.lost, att.latency,
-                         self._strategy_text if text is None else text))
+                         self.strategy_text if text is None else text))
 
-    def _failed(self, statement: str, job: int = -1, attempt: int = 0) -> None:
+    def failed(self, statement: str, job: int = -1, attempt: int = 0) -> None:
         self.trace.add(self.env.now, K["statement_failed"], self.code, job, attempt,
                        text=self.trace.text(statement))
 

@@ -60,17 +60,17 @@ def plain_insert(world: "World", handler: str, kind: str, priority: int,
     """``world.create`` for a client's insert with nothing else to it (no id, name, node,
     queue or failure; not a timer of a timer table, no boundary timer: ``plain`` in
     ``stream``), the hot path of a stream: the same row, the same records."""
-    jid = world._next_id
-    world._next_id += 1
+    jid = world.next_id
+    world.next_id += 1
     now = world.env._now
-    row = Row(jid, kind, handler, priority, now, now + due_in, world._retries[handler])
+    row = Row(jid, kind, handler, priority, now, now + due_in, world.retries[handler])
     world.store.insert_new(row)
     world.db.commits += 1
     world.created += 1
     world.live += 1
     trace = world.trace
     trace.put(pack(now, K_CREATED, -1, jid, 0, int(kind == "timer"), priority, -1, row.due,
-                   world._htext[handler]))
+                   world.handler_texts[handler]))
     if len(trace._buf) > COMPACT_BYTES:
         trace.compact()
     world.db.touch(insert=True)

@@ -101,22 +101,22 @@ class World:
                          for name, spec in scenario.services.items()}
         self.process_handlers = frozenset(n for n, h in self.handlers.items() if h.process)
         self.lost_races = 0
-        self._hstreams: dict[str, Stream] = {}
+        self.handler_streams: dict[str, Stream] = {}
         self._jstreams: dict[str, Stream] = {}
         self._named: dict[str, Stream] = {}
-        self._htext = {name: self.trace.text(name) for name in scenario.handlers}
-        self._says = {name: self.trace.text(h.says) for name, h in self.handlers.items()}
-        self._retries = {name: scenario.initial_retries(name) for name in scenario.handlers}
-        self._next_id = 1 + max((j.id for j in scenario.jobs if j.id is not None), default=0)
+        self.handler_texts = {name: self.trace.text(name) for name in scenario.handlers}
+        self.says = {name: self.trace.text(h.says) for name, h in self.handlers.items()}
+        self.retries = {name: scenario.initial_retries(name) for name in scenario.handlers}
+        self.next_id = 1 + max((j.id for j in scenario.jobs if j.id is not None), default=0)
         self._timer_table = scenario.executor.timer_table
         #: explicit id -> the job that holds it: the id itself, or the latest task submitted
         #: again under it once the one before was gone (an idempotent submit's lookup)
         self._holders: dict[int, int] = {}
         self._sources = 0
         #: what the recurring schedules wait for; the worker skips ``finished`` when no
-        #: schedule waits for a job's end (``_waiters`` empty)
+        #: schedule waits for a job's end (``waiters`` empty)
         self.waits = Waits(self)
-        self._waiters = self.waits.ends
+        self.waiters = self.waits.ends
         self._timers: list[tuple[float, int, bool]] = []
         self._boundaries = {n: h.boundary for n, h in scenario.handlers.items() if h.boundary}
         #: job name -> id, for operations that name a job
@@ -139,9 +139,9 @@ class World:
         return self._by_name[name]
 
     def handler_stream(self, name: str) -> Stream:
-        s = self._hstreams.get(name)
+        s = self.handler_streams.get(name)
         if s is None:
-            s = self._hstreams[name] = self.streams.stream(f"handler/{name}")
+            s = self.handler_streams[name] = self.streams.stream(f"handler/{name}")
         return s
 
     def named_stream(self, name: str) -> Stream:
@@ -168,18 +168,18 @@ class World:
         idempotent submit (see the module's doc)."""
         reused = None
         if jid is None:
-            jid = self._next_id
-            self._next_id += 1
+            jid = self.next_id
+            self.next_id += 1
         else:
             holder = self._holders.get(jid)
             if holder is not None and self.store.get(holder) is not None:
                 return _submit_ignored(self, holder, handler, name)
             if holder is not None:  # the id's task is gone: a new one, numbered afresh
-                reused, jid = jid, self._next_id
-                self._next_id += 1
+                reused, jid = jid, self.next_id
+                self.next_id += 1
             self._holders[jid if reused is None else reused] = jid
         now = self.env.now
-        row = Row(jid, kind, handler, priority, now, now + due_in, self._retries[handler],
+        row = Row(jid, kind, handler, priority, now, now + due_in, self.retries[handler],
                   queue)
         if name is not None:
             self.names[name] = jid
@@ -201,9 +201,9 @@ class World:
         self.db.commits += 1  # a client's INSERT commits too (SQLite's snapshots see it)
         self.created += 1
         self.live += 1
-        trace = self.trace
+        trace, text = self.trace, self.handler_texts[handler]
         trace.put(pack(now, K_CREATED, -1, jid, 0, int(kind == "timer"), priority,
-                       -1 if name is None else trace.text(name), row.due, self._htext[handler]))
+                       -1 if name is None else trace.text(name), row.due, text))
         if reused is not None:
             trace.add(now, K["resubmitted"], job=jid, a=reused)
         if failed is not None:

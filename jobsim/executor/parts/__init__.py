@@ -40,12 +40,12 @@ from .unacquire import unacquirer
 from .worker import worker
 
 if TYPE_CHECKING:
-    from ..node import Node
+    from .host import Host
 
 Body = Generator[Any, Any, None]
 
 #: (part, whether a node runs it, its process bodies) in the order a node starts them
-PARTS: tuple[tuple[str, Callable[["Node"], bool], Callable[["Node"], Iterable[Body]]], ...] = (
+PARTS: tuple[tuple[str, Callable[["Host"], bool], Callable[["Host"], Iterable[Body]]], ...] = (
     ("acquisition loop (jobs)", lambda node: True, lambda node: [loop(node, JOB)]),
     ("acquisition loop (timers)", lambda node: node.timer_table,
      lambda node: [loop(node, TIMER)]),
@@ -60,13 +60,13 @@ PARTS: tuple[tuple[str, Callable[["Node"], bool], Callable[["Node"], Iterable[Bo
 )
 
 
-def processes(node: Node) -> Iterator[Body]:
+def processes(node: Host) -> Iterator[Body]:
     """The process bodies of ``node``'s parts, in order."""
     for _, runs, bodies in PARTS:
         if runs(node):
             yield from bodies(node)
 
 
-def parts_of(node: Node) -> list[str]:
+def parts_of(node: Host) -> list[str]:
     """The names of the parts ``node`` runs (for the docs and the tests)."""
     return [name for name, runs, _ in PARTS if runs(node)]

@@ -3,11 +3,11 @@
 It re-polls at once when a batch came back full. It wakes by ``poll`` (every
 ``poll_interval``), by ``notify`` (also at every insert and whenever a thread frees a slot), by
 ``long_poll`` (its empty request held by the server until a row becomes claimable, see
-``polls.py``) or by ``ticks`` (the fake clock: one round per tick). Its first poll comes after the node's start,
-its ``initial_delay`` and its phase (``Node.first_poll``). With a timer table a second loop
-claims due timers and moves them to the job table. When a poll finds nothing and nothing can
-change its answer before a later poll, the node sleeps through the polls that would find
-nothing: they are counted, not simulated, so an idle month costs a handful of events — and
+``polls.py``) or by ``ticks`` (the fake clock: one round per tick). Its first poll comes after
+the node's start, its ``initial_delay`` and its phase (``Host.first_poll``). With a timer table
+a second loop claims due timers and moves them to the job table. When a poll finds nothing and
+nothing can change its answer before a later poll, the node sleeps through the polls that would
+find nothing: they are counted, not simulated, so an idle month costs a handful of events — and
 the trace is the one of simulating them (``polls.py``: the grid, the ranks, the sleep).
 Flowable's global acquire lock and its wait after a refused batch are steps of this loop when
 the settings ask for them.
@@ -27,7 +27,7 @@ from .polls import RESUME, Sleep, rank, wake_at
 from .timers import move as move_timers
 
 if TYPE_CHECKING:
-    from ..node import Node
+    from .host import Host
 
 
 #: whether a notify node's insert polls may run as a callback of its sleep (``fast`` in
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 FAST_POLL = True
 
 
-def loop(node: Node, table: str = JOB) -> Generator[Any, Any, None]:
+def loop(node: Host, table: str = JOB) -> Generator[Any, Any, None]:
     env, cfg = node.env, node.cfg
     if cfg.wakeup == "ticks":
         if node.start_at:
@@ -44,18 +44,18 @@ def loop(node: Node, table: str = JOB) -> Generator[Any, Any, None]:
         # one shared event left the job table's loop waiting forever (and the timer
         # loop claiming job rows, so that no timer ever came due)
         while True:
-            node._ticks[table] = ev = env.event()
+            node.tick_events[table] = ev = env.event()
             yield ev
             if table == TIMER:  # a tick runs its timer round first ...
-                node._timer_round = done = env.event()
-            elif node._timer_round is not None:
-                yield node._timer_round  # ... so that a timer it moves runs at this tick
-            if node._paused is not None:
-                yield node._paused
-            if table == TIMER or node._free() > 0:  # one acquire statement per tick
+                node.timer_round = done = env.event()
+            elif node.timer_round is not None:
+                yield node.timer_round  # ... so that a timer it moves runs at this tick
+            if node.paused is not None:
+                yield node.paused
+            if table == TIMER or node.free() > 0:  # one acquire statement per tick
                 yield from claim_round(node, table)
             if table == TIMER:
-                node._timer_round = None
+                node.timer_round = None
                 done.succeed()
         return
     timers = table == TIMER
@@ -69,11 +69,11 @@ def loop(node: Node, table: str = JOB) -> Generator[Any, Any, None]:
     keep_grid = node.instant_polls  # an empty poll took no time: the grid goes on
     on_grid = False  # the last wake-up was the grid's (not an insert's, not a wait's)
     answered = False  # long_poll: the server answered the held request (it had work)
-    instant, acquire, me, queue = node._instant, node._acquire, node.name, node.queue
+    instant, acquire, me, queue = node.instant, node.acquire, node.name, node.queue
     batch, size, lock_time, trace_attempt = (cfg.batch_size, cfg.queue_size,
-                                             cfg.lock_time, node._trace_attempt)
+                                             cfg.lock_time, node.trace_attempt)
     put, k_acquire, code = node.trace.put, K["acquire"], node.code
-    strategy_text = node._timer_text if timers else node._strategy_text
+    strategy_text = node.timer_text if timers else node.strategy_text
     global_lock = cfg.global_lock
     watch_rejects, rejected = cfg.on_queue_full == "unacquire", 0
     sized = bool(size) and not timers
@@ -83,7 +83,7 @@ def loop(node: Node, table: str = JOB) -> Generator[Any, Any, None]:
         instant = None  # the timer table goes through the statement path
     fast = None
     plain_claim = instant is guarded_update_now
-    claim, hand = store.claim, node._on_locked
+    claim, hand = store.claim, node.on_locked
     if (FAST_POLL and notify and instant is not None and not global_lock and not watch_rejects
             and not drain):
         def fast(sleep: Sleep, m: int) -> None:
@@ -96,7 +96,7 @@ def loop(node: Node, table: str = JOB) -> Generator[Any, Any, None]:
                 sleep.count(m)
             grid.k = m
             world.rank_now = (env._now, salt)
-            while node._paused is None:
+            while node.paused is None:
                 free = size - len(queue) if sized else len(node.idle) - len(queue)
                 if free <= 0:
                     break
@@ -129,8 +129,8 @@ def loop(node: Node, table: str = JOB) -> Generator[Any, Any, None]:
     if ev.processed:
         world.rank_now = (first, salt)
     while True:
-        if node._paused is not None:
-            yield node._paused
+        if node.paused is not None:
+            yield node.paused
             on_grid = False
         if drain and (queue or len(node.idle) < cfg.threads):
             free = 0  # it holds a job still: claim once it holds nothing
@@ -140,7 +140,7 @@ def loop(node: Node, table: str = JOB) -> Generator[Any, Any, None]:
             free = batch if timers else len(node.idle) - len(queue)
         if free <= 0:
             if notify or long or not size or drain:  # fetch again when a thread frees
-                yield node._slot_freed()
+                yield node.slot_freed()
             else:
                 yield env.timeout(cfg.queue_full_wait)
             on_grid = False
@@ -164,13 +164,13 @@ def loop(node: Node, table: str = JOB) -> Generator[Any, Any, None]:
                 if global_lock:
                     yield from release_global_lock(node, table)
             except StatementFailed:
-                node._failed("acquire")
+                node.failed("acquire")
                 yield env.timeout(cfg.poll_interval)
                 on_grid = False
                 continue
             if att.locked or not reply:
                 trace_attempt(att, strategy_text)
-            if timers and node._timers_locked:
+            if timers and node.timers_locked:
                 yield from move_timers(node)
             if att.errors:
                 # 40001 / SQLITE_BUSY: retry at once (after others); Flowable's
@@ -203,10 +203,10 @@ def loop(node: Node, table: str = JOB) -> Generator[Any, Any, None]:
             soonest = store.next_eligible(now, table) if exact else None
             counting = exact and (soonest is None or soonest > nxt or long)
             # Idle: sleep through the polls that cannot find anything (polls.py)
-            sleep = node._sleeps[table] = Sleep(node, table, grid, notify, soonest, counting,
+            sleep = node.sleeps[table] = Sleep(node, table, grid, notify, soonest, counting,
                                                 long, fast)
             m = yield sleep.wake
-            del node._sleeps[table]
+            del node.sleeps[table]
             if m is None:
                 return  # the node crashed, or the run ended
             if m is RESUME:  # its insert poll ran in the sleep (``fast``), up to a step
@@ -227,15 +227,15 @@ def loop(node: Node, table: str = JOB) -> Generator[Any, Any, None]:
         world.rank_now = (env.now, salt)
 
 
-def claim_round(node: Node, table: str = JOB) -> Generator[Any, Any, tuple[int, int]]:
+def claim_round(node: Host, table: str = JOB) -> Generator[Any, Any, tuple[int, int]]:
     """One acquisition attempt on ``table``; returns (asked, got). Timers are not bounded
     by the local queue: the timer loop moves what it locked to the job table (as a poll
     of the timer table does), where they reach the pool only while it has room."""
     timers = table == TIMER
-    n = node.cfg.batch_size if timers else min(node.cfg.batch_size, node._free())
+    n = node.cfg.batch_size if timers else min(node.cfg.batch_size, node.free())
     node.polls += 1
-    if node._instant is not None and not timers:
-        locked = node._instant(node.db, node.name, n, node.cfg.lock_time)
+    if node.instant is not None and not timers:
+        locked = node.instant(node.db, node.name, n, node.cfg.lock_time)
         att = Attempt(n, locked, 0, 1, 0.0)
     else:
         try:
@@ -243,14 +243,14 @@ def claim_round(node: Node, table: str = JOB) -> Generator[Any, Any, tuple[int, 
             # (a bulk UPDATE without REV_) is safe only under the lock
             if node.cfg.global_lock and not (yield from take_global_lock(node, table)):
                 return n, 0  # the lock was busy all along: this round claims nothing
-            att = yield from node._acquire(node.db, node.name, n, node.cfg.lock_time,
+            att = yield from node.acquire(node.db, node.name, n, node.cfg.lock_time,
                                            table=table)
             if node.cfg.global_lock:
                 yield from release_global_lock(node, table)
         except StatementFailed:
-            node._failed("acquire")
+            node.failed("acquire")
             return n, 0
-    node._trace_attempt(att, node._timer_text if timers else None)
-    if timers and node._timers_locked:
+    node.trace_attempt(att, node.timer_text if timers else None)
+    if timers and node.timers_locked:
         yield from move_timers(node)
     return att.asked, len(att.locked)

@@ -41,8 +41,7 @@ from ...database.rows import ACQUIRABLE, TIMER, Row
 from ..handlers import Handler
 
 if TYPE_CHECKING:
-    from ...sim.world import World
-    from ..node import Node
+    from .host import Cluster, Host
 
 Complete = Callable[[float, int, int], tuple[bool, int]]
 
@@ -77,13 +76,13 @@ class BoundaryTimers:
         return handles | {self.keys[h] for h in handles if h in self.keys}
 
 
-def create(world: World, task: Row, after: float, interrupting: bool) -> None:
+def create(world: Cluster, task: Row, after: float, interrupting: bool) -> None:
     """Insert the task's boundary timer: a timer job due ``after`` from now, unlocked in the
     timer table (never hinted: it is not due), told by a ``job_created`` of kind 2."""
     b, trace, now = world.boundary, world.trace, world.env.now
     assert b is not None
-    tid = world._next_id
-    world._next_id += 1
+    tid = world.next_id
+    world.next_id += 1
     due = now + after
     world.store.insert(Row(tid, "timer", b.keys[task.handler], task.priority, now, due,
                            task.retries), TIMER)
@@ -92,10 +91,10 @@ def create(world: World, task: Row, after: float, interrupting: bool) -> None:
     world.created += 1
     world.live += 1
     trace.put(pack(now, K["job_created"], -1, tid, 0, KIND_CODE, task.priority, -1, due,
-                world._htext[task.handler]))
+                world.handler_texts[task.handler]))
 
 
-def completer(node: Node, complete: Complete) -> Complete:
+def completer(node: Host, complete: Complete) -> Complete:
     """``complete`` (the worker's DELETE of a job it ran), and in the same statement what
     goes with it: a timer job's boundary event fires; a task's boundary timer is deleted
     with the task's activity."""

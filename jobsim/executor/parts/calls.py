@@ -4,11 +4,11 @@ no SimPy process per run.
 
 Each ends the execution as the drawn runs do, with its ``exec_end``, and returns whether it
 succeeded and its error. A worker's own timeout (``worker_timeout``) races the whole run: the
-step it cuts short ends the run there with "processing took too long" (a call still in
-flight stays with the service: it does not know the caller left, and a call that is the
-run's side effect takes effect there all the same: ``executor/services.py``). A stalled node's thread
-goes on after each step only when the pause ends; if the worker's timeout passed meanwhile,
-the run ends there, timed out, before its next step.
+step it cuts short ends the run there with "processing took too long" (a call still in flight
+stays with the service: it does not know the caller left, and a call that is the run's side
+effect takes effect there all the same: ``executor/services.py``). A stalled node's thread goes
+on after each step only when the pause ends; if the worker's timeout passed meanwhile, the run
+ends there, timed out, before its next step.
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ from ..context import Context, HandlerError, JobFailed, not_an_event
 from ..handlers import TIMED_OUT, Call, Handler
 
 if TYPE_CHECKING:
-    from ..node import Node
+    from .host import Host
 
 
-def run_process(node: Node, hname: str, jid: int, attempt: int, stream: Any,
+def run_process(node: Host, hname: str, jid: int, attempt: int, stream: Any,
                 token: int = 0) -> Generator[Any, Any, tuple[bool, str | None]]:
     """The run of a process handler, told by its ``exec_end``; (ok, error). ``token``: the
     run's fencing token (the row's lock generation at its claim), which its calls carry."""
@@ -43,13 +43,13 @@ def run_process(node: Node, hname: str, jid: int, attempt: int, stream: Any,
     trace = node.trace
     # no step carried the side effect: it is at the end (or at the commit: the worker's)
     at_end = ok and not said and not h.at_commit
-    text = world._says[hname] if at_end else (-1 if ok else trace.text(error or ""))
+    text = world.says[hname] if at_end else (-1 if ok else trace.text(error or ""))
     trace.put(pack(env.now, K["exec_end"], node.code, jid, attempt, int(ok), int(at_end), 0,
                 math.nan, text))
     return ok, error
 
 
-def _steps(node: Node, h: Handler, jid: int, attempt: int, stream: Any,
+def _steps(node: Host, h: Handler, jid: int, attempt: int, stream: Any,
            deadline: float, token: int) -> Generator[Any, Any, tuple[bool, str | None, bool]]:
     env, services = node.env, node.world.services
     steps = h.steps or ()
@@ -72,32 +72,32 @@ def _steps(node: Node, h: Handler, jid: int, attempt: int, stream: Any,
                 if admitted is None:
                     return False, f"{step.service} circuit open", said
                 trial = admitted
-            says = node.world._says[h.name] if i == effect else None
+            says = node.world.says[h.name] if i == effect else None
             reply = yield from services[step.service].call(
                 node.code, jid, attempt, t, cut, node.life, says,
                 idempotency_key(step.idempotency_key, jid, attempt), token)
             if breaker is not None:
                 breaker.answered(env.now, reply.ok, trial)
-            if node._paused is not None:
-                yield node._paused
+            if node.paused is not None:
+                yield node.paused
             if not reply.ok:  # cut by the worker's timeout: "processing took too long"
                 return False, reply.error, said
             if i == effect:
                 said = True  # a replayed answer: the effect was the first call's
                 if reply.outcome != "replayed":
                     node.trace.put(pack(env.now, K["side_effect"], node.code, jid, attempt, 0,
-                                     0, 0, math.nan, node.world._says[h.name]))
+                                     0, 0, math.nan, node.world.says[h.name]))
         else:
             d = step.duration.sample(stream)
             if d > left:
                 yield env.timeout(left)
-                if node._paused is not None:
-                    yield node._paused
+                if node.paused is not None:
+                    yield node.paused
                 return False, TIMED_OUT, said
             if d > 0:
                 yield env.timeout(d)
-                if node._paused is not None:
-                    yield node._paused
+                if node.paused is not None:
+                    yield node.paused
     return True, None, said
 
 
@@ -126,7 +126,7 @@ class _Breaker:
         self.failures, self.open_until, self.trial = 0, -1.0, False
 
     @staticmethod
-    def of(node: Node, step: Call) -> _Breaker:
+    def of(node: Host, step: Call) -> _Breaker:
         """The node's breaker of this service (kept in its memory: lost in a crash)."""
         states = node.memory.setdefault("", {})
         b = states.get(step.service)
@@ -159,7 +159,7 @@ class _Breaker:
                 self.failures, self.open_until = 0, now + self.open_for
 
 
-def _python(node: Node, h: Handler, jid: int, attempt: int, deadline: float,
+def _python(node: Host, h: Handler, jid: int, attempt: int, deadline: float,
             token: int = 0) -> Generator[Any, Any, tuple[bool, str | None, bool]]:
     """Drive the handler's generator: each event it yields, the worker waits for (raced
     against the worker's timeout); what the event gives (or raises) goes back in."""
@@ -208,7 +208,7 @@ def _python(node: Node, h: Handler, jid: int, attempt: int, deadline: float,
                 raise  # the node crashed: the run is gone
             except Exception as e:  # the event failed: the handler may catch it
                 error = e
-            if node._paused is not None:
-                yield node._paused
+            if node.paused is not None:
+                yield node.paused
     finally:
         gen.close()

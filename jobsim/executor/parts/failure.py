@@ -21,10 +21,10 @@ from ..retry import Decision
 from .serial import next_in_queue
 
 if TYPE_CHECKING:
-    from ..node import Node
+    from .host import Host
 
 
-def fail(node: Node, jid: int, hname: str, attempt: int, error: str,
+def fail(node: Host, jid: int, hname: str, attempt: int, error: str,
           fetched: int = 0) -> Generator[Any, Any, None]:
     world, store, me = node.world, node.world.store, node.name
     owner = me if node.cfg.complete_guard == "owner" else None
@@ -44,12 +44,12 @@ def fail(node: Node, jid: int, hname: str, attempt: int, error: str,
         # the worker waits before it fails the job, by the retries the job has used
         # (``attempt = 3 - job.retries``); the job stays its own meanwhile
         row = store.get(jid)
-        used = world._retries[hname] - row.retries if row is not None else attempt - 1
+        used = world.retries[hname] - row.retries if row is not None else attempt - 1
         waited = handler.fail_wait.delay(max(used, 0) + 1, stream)
         if waited > 0:
             yield node.env.timeout(waited)
-            if node._paused is not None:
-                yield node._paused
+            if node.paused is not None:
+                yield node.paused
 
     def apply(now: float) -> tuple[str, int, float]:
         row = store.get(jid)
@@ -88,7 +88,7 @@ def fail(node: Node, jid: int, hname: str, attempt: int, error: str,
     try:
         (what, left, due), _ = yield from node.db.run(me, apply, wakes=True, rows=(jid,))
     except StatementFailed:
-        node._failed("fail", jid, attempt)
+        node.failed("fail", jid, attempt)
         return
     trace, now, text = node.trace, node.env.now, node.trace.text(error)
     wait_ms = round(waited * 1000.0)

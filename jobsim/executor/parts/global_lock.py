@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any
 from ...database.store import TIMER
 
 if TYPE_CHECKING:
-    from ..node import Node
+    from .host import Host
 
 
-def take(node: Node, table: str) -> Generator[Any, Any, bool]:
+def take(node: Host, table: str) -> Generator[Any, Any, bool]:
     """Flowable's global acquire lock (a row of ACT_GE_PROPERTY, updated optimistically;
     one for async jobs, one for timers): poll every ``global_lock_poll`` for up to
     ``global_lock_wait``; a holder older than ``global_lock_force`` (a crashed node) is
@@ -40,7 +40,7 @@ def take(node: Node, table: str) -> Generator[Any, Any, bool]:
         yield env.timeout(cfg.global_lock_poll)
 
 
-def release(node: Node, table: str) -> Generator[Any, Any, None]:
+def release(node: Host, table: str) -> Generator[Any, Any, None]:
     locks, me = node.db.global_locks, node.name
     name = "acquireTimerJobsLock" if table == TIMER else "acquireAsyncJobsLock"
 

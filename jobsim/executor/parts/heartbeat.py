@@ -12,15 +12,15 @@ from ...base.trace import K
 from ...database.db import StatementFailed
 
 if TYPE_CHECKING:
-    from ..node import Node
+    from .host import Host
 
 
-def heartbeat(node: Node) -> Generator[Any, Any, None]:
+def heartbeat(node: Host) -> Generator[Any, Any, None]:
     env, cfg, store, me = node.env, node.cfg, node.world.store, node.name
     while True:
         yield env.timeout(cfg.heartbeat)
-        if node._paused is not None:
-            yield node._paused
+        if node.paused is not None:
+            yield node.paused
         held = set(node.running)
         if cfg.heartbeat_scope == "held":  # also the jobs waiting in the local queue
             held.update(item[0] for item in node.queue)
@@ -32,7 +32,7 @@ def heartbeat(node: Node) -> Generator[Any, Any, None]:
                 me, lambda now: (store.extend(ids, me, now + cfg.lock_time),
                                  now + cfg.lock_time), rows=ids)
         except StatementFailed:
-            node._failed("heartbeat")
+            node.failed("heartbeat")
             continue
         extended, until = done
         for jid in extended:

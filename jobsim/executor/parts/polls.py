@@ -48,7 +48,7 @@ from ...base.trace import K
 from ...database.db import Signal
 
 if TYPE_CHECKING:
-    from ..node import Node
+    from .host import Host
 
 #: the priority of a poll's wake-up before its rank (SimPy: URGENT 0, NORMAL 1)
 POLL = 2
@@ -138,7 +138,7 @@ class Sleep:
                  "_timer_at", "_woken", "_fast", "_counting", "_long", "_answer_gen",
                  "_answer_at", "_poll")
 
-    def __init__(self, node: Node, table: str, grid: Grid, notify: bool,
+    def __init__(self, node: Host, table: str, grid: Grid, notify: bool,
                  soonest: float | None, counting: bool, long: bool = False,
                  fast: Callable[[Sleep, int], None] | None = None):
         self.node, self.table, self.grid, self.notify = node, table, grid, notify
@@ -172,7 +172,7 @@ class Sleep:
                 self._answer(at)
         if not counting:
             soonest = grid.at(grid.k)
-        elif soonest is None and node._paused is None:
+        elif soonest is None and node.paused is None:
             return  # nothing to aim at: only a change wakes it
         self._aim(soonest)
 
@@ -202,7 +202,7 @@ class Sleep:
         the node is paused, at the next pending poll (it waits for the pause to end). A wake-up
         already set for that very poll stays (many changes within one interval cost one)."""
         node = self.node
-        if node._paused is not None:
+        if node.paused is not None:
             soonest = node.env.now
         if soonest is None or soonest >= node.world.scenario.end:
             self._target, self._target_at = -1, math.inf

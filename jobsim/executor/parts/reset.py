@@ -12,10 +12,10 @@ from ...database.db import StatementFailed
 from ...database.store import DEADLETTER
 
 if TYPE_CHECKING:
-    from ..node import Node
+    from .host import Host
 
 
-def reset_expired(node: Node) -> Generator[Any, Any, None]:
+def reset_expired(node: Host) -> Generator[Any, Any, None]:
     """Every ``reset_interval``: find rows whose lock expired, a page of ``reset_page``
     at a time, and unlock them, until a page comes back empty (Flowable's
     ResetExpiredJobsRunnable; retries untouched). When executions are counted at fetch
@@ -24,8 +24,8 @@ def reset_expired(node: Node) -> Generator[Any, Any, None]:
     reason = trace.text("lock expired (reset)")
     while True:
         yield env.timeout(cfg.reset_interval)
-        if node._paused is not None:
-            yield node._paused
+        if node.paused is not None:
+            yield node.paused
         while True:
             try:
                 ids, _ = yield from node.db.run(
@@ -50,7 +50,7 @@ def reset_expired(node: Node) -> Generator[Any, Any, None]:
 
                 done, _ = yield from node.db.run(me, reset, wakes=True, rows=ids)
             except StatementFailed:
-                node._failed("reset expired")
+                node.failed("reset expired")
                 break
             now = env.now
             for rid, discarded in done:

@@ -8,10 +8,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..node import Node
+    from .host import Host
 
 
-def next_in_queue(node: Node, queue: str, now: float) -> None:
+def next_in_queue(node: Host, queue: str, now: float) -> None:
     """A task of a serial queue ended here: this node takes the queue's next waiting
     task in the same statement, as failsafe-executor's queue poller runs them one after
     another; if none is set aside, the queue is free for any claim (wake idle nodes)."""

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 from ...database.db import StatementFailed
 
 if TYPE_CHECKING:
-    from ..node import Node
+    from .host import Host
 
 
-def stager(node: Node) -> Generator[Any, Any, None]:
+def stager(node: Host) -> Generator[Any, Any, None]:
     env, cfg, store, db, me = node.env, node.cfg, node.db.store, node.db, node.name
 
     def waiting(now: float) -> bool:
@@ -28,12 +28,12 @@ def stager(node: Node) -> Generator[Any, Any, None]:
 
     while True:
         yield env.timeout(cfg.stager_interval)
-        if node._paused is not None:
-            yield node._paused
+        if node.paused is not None:
+            yield node.paused
         try:
             found, _ = yield from db.run(me, waiting)
         except StatementFailed:
-            node._failed("stage")
+            node.failed("stage")
             continue
         if found:
             db.touch(insert=True)

@@ -13,14 +13,14 @@ from ...database.db import StatementFailed
 from ...database.store import JOB, TIMER
 
 if TYPE_CHECKING:
-    from ..node import Node
+    from .host import Host
 
 
-def move(node: Node) -> Generator[Any, Any, None]:
+def move(node: Host) -> Generator[Any, Any, None]:
     """Move the timers this node locked to the job table (delete + insert, one statement
     here): each goes in locked by this node and straight to its pool while the pool has
     room (the hint), else unlocked for any node's acquisition."""
-    ids, node._timers_locked = node._timers_locked, []
+    ids, node.timers_locked = node.timers_locked, []
     store, me, cfg = node.db.store, node.name, node.cfg
 
     def move(now: float) -> list[tuple[int, float, bool]]:
@@ -41,7 +41,7 @@ def move(node: Node) -> Generator[Any, Any, None]:
     try:
         moved, _ = yield from node.db.run(me, move, wakes=True, rows=ids)
     except StatementFailed:
-        node._failed("move timers")
+        node.failed("move timers")
         return
     now, trace = node.env.now, node.trace
     for rid, due, hinted in moved:

@@ -12,33 +12,33 @@ from ...base.trace import K
 from ...database.db import StatementFailed
 
 if TYPE_CHECKING:
-    from ..node import Node
+    from .host import Host
 
 
-def reject(node: Node, jid: int) -> None:
+def reject(node: Host, jid: int) -> None:
     """The pool refused the job (RejectedExecutionException): unacquire it in a new
     transaction, without re-hinting; any node's acquisition takes it later."""
     node.rejected += 1
-    node._rejects.append(jid)
-    ev, node._reject_wake = node._reject_wake, None
+    node.rejects.append(jid)
+    ev, node.reject_wake = node.reject_wake, None
     if ev is not None:
         ev.succeed()
 
 
-def unacquirer(node: Node) -> Generator[Any, Any, None]:
+def unacquirer(node: Host) -> Generator[Any, Any, None]:
     """Unacquire rejected jobs (one statement for those pending at once)."""
     env, store, me, text = node.env, node.db.store, node.name, node.trace.text("queue full")
     while True:
-        if not node._rejects:
-            node._reject_wake = env.event()
-            yield node._reject_wake
-        ids, node._rejects = node._rejects, []
+        if not node.rejects:
+            node.reject_wake = env.event()
+            yield node.reject_wake
+        ids, node.rejects = node.rejects, []
         try:
             done, _ = yield from node.db.run(
                 me, lambda now: [rid for rid in ids if store.unlock(rid, me)], wakes=True,
                 rows=ids)
         except StatementFailed:
-            node._failed("unacquire")
+            node.failed("unacquire")
             continue
         for rid in done:
             node.trace.add(env.now, K["unlocked"], node.code, rid, text=text)

@@ -17,10 +17,10 @@ from .failure import fail
 from .serial import next_in_queue
 
 if TYPE_CHECKING:
-    from ..node import Node
+    from .host import Host
 
 
-def worker(node: Node, thread: int) -> Generator[Any, Any, None]:
+def worker(node: Host, thread: int) -> Generator[Any, Any, None]:
     """A worker thread: take the next job from the local queue and execute it.
 
     This loop is the hottest code of a run, so it is written out in one piece: the
@@ -39,7 +39,7 @@ def worker(node: Node, thread: int) -> Generator[Any, Any, None]:
     # operator's move/retry released, or that was fetched again since, is a no-op.
     by_fetch = store.count_at_fetch
     inf, nan = math.inf, math.nan
-    hstreams, says = world._hstreams, world._says
+    hstreams, says = world.handler_streams, world.says
     track = node.track_running
     procs = world.process_handlers  # runs that are processes: they call services
     draws = {name: h.drawer() for name, h in handlers.items()}
@@ -85,18 +85,18 @@ def worker(node: Node, thread: int) -> Generator[Any, Any, None]:
     while True:
         if queue:
             jid, hname, kind, fetched = queue.popleft()
-            slot, node._slot = node._slot, None
+            slot, node.slot = node.slot, None
             if slot is not None:
                 slot.succeed()
         else:
             ev = env.event()
             idle.append(ev)
-            slot, node._slot = node._slot, None
+            slot, node.slot = node.slot, None
             if slot is not None:  # an idle thread is room too (no local queue)
                 slot.succeed()
             jid, hname, kind, fetched = yield ev
-        if node._paused is not None:  # a stalled node starts nothing until it resumes
-            yield node._paused
+        if node.paused is not None:  # a stalled node starts nothing until it resumes
+            yield node.paused
         attempt = executions.get(jid, 0) + 1
         executions[jid] = attempt
         put(pack(env._now, k_start, code, jid, attempt, thread, 0, 0, nan, -1))
@@ -117,23 +117,23 @@ def worker(node: Node, thread: int) -> Generator[Any, Any, None]:
                 if side_at < duration:
                     if side_at > 0:
                         yield sleep(env, side_at)
-                        if node._paused is not None:
-                            yield node._paused
+                        if node.paused is not None:
+                            yield node.paused
                     if fence and hname in fence and refused(jid, attempt, hname, fetched):
                         ok, error = False, "stale fencing token"
                     else:
                         put(pack(env._now, k_side, code, jid, attempt, 0, 0, 0, nan,
                                  says[hname]))
                     yield sleep(env, duration - side_at)
-                    if node._paused is not None:
-                        yield node._paused
+                    if node.paused is not None:
+                        yield node.paused
                     put(pack(env._now, k_end, code, jid, attempt, int(ok), 0, 0, nan,
                              -1 if ok else stale_text))
                 else:
                     if duration > 0:
                         yield sleep(env, duration)
-                        if node._paused is not None:
-                            yield node._paused
+                        if node.paused is not None:
+                            yield node.paused
                     if fence and hname in fence and refused(jid, attempt, hname, fetched):
                         ok, error = False, "stale fencing token"
                         put(pack(env._now, k_end, code, jid, attempt, 0, 0, 0, nan, stale_text))
@@ -145,8 +145,8 @@ def worker(node: Node, thread: int) -> Generator[Any, Any, None]:
             else:
                 if duration > 0:
                     yield sleep(env, duration)
-                    if node._paused is not None:
-                        yield node._paused
+                    if node.paused is not None:
+                        yield node.paused
                 put(pack(env._now, k_end, code, jid, attempt, 0, 0, 0, nan, trace.text(error)))
         # The execution counts as running (for a crash, a heartbeat and the drain) until
         # its completion or failure statement has returned.
@@ -177,7 +177,7 @@ def worker(node: Node, thread: int) -> Generator[Any, Any, None]:
                 except StatementFailed:
                     res = None
             if res is None:
-                node._failed("complete", jid, attempt)
+                node.failed("complete", jid, attempt)
             else:
                 deleted, other = res
                 if deleted and commit and hname in commit:  # committed with the deletion
@@ -186,7 +186,7 @@ def worker(node: Node, thread: int) -> Generator[Any, Any, None]:
                          nan, -1))
                 if deleted:
                     world.live -= 1
-                    if world._waiters:
+                    if world.waiters:
                         world.finished(jid)
         world.in_flight -= 1
         if track:
