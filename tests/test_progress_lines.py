@@ -134,3 +134,22 @@ def test_steps_on_a_terminal_count_and_name_the_step(monkeypatch):
     steps.close("done")
     assert "report: file 3" in text and "timeline.png" in text, text
     assert term.getvalue().endswith("report: done\n")  # the bar goes, the closing line stays
+
+
+def test_a_drained_runs_progress_moves_while_its_jobs_retry():
+    """Jobs that fail and retry end only late in a run until drained: its progress counts
+    the executions started against the estimate's, so it moves while no job has ended yet,
+    never goes back, stays under 100 % until the run ends, and ends at 100 %."""
+    from jobsim.format.scenario import load_variants
+    from jobsim.sim.world import World
+
+    sc = next(s for s in load_variants(ROOT / "scenarios" / "retry_storm.yaml")
+              if s.variant == "exponential")
+    world = World(sc)
+    seen: list[tuple[float, int]] = []
+    world.run(progress=lambda f, t: seen.append((f, world.created - world.live)))
+    fractions = [f for f, _ in seen]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+    assert all(f <= 0.99 for f in fractions[:-1])
+    while_none_ended = [f for f, ended in seen if ended == 0]
+    assert while_none_ended and max(while_none_ended) > 0.25, seen[:10]

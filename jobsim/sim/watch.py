@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 import simpy
 from simpy.core import StopSimulation
 
+from .cost import estimate
+
 if TYPE_CHECKING:
     from .world import World
 
@@ -65,9 +67,18 @@ def run_watched(world: World, finish: simpy.Event,
                 progress: Callable[[float, float], None] | None,
                 guard: Callable[[int, float], None] | None) -> None:
     """``env.run(until=finish)`` in chunks of events, calling ``progress`` and ``guard``
-    between them; they observe only, so the trace is the same with or without them."""
+    between them; they observe only, so the trace is the same with or without them.
+
+    The fraction told is the simulated time over ``until``; a run until drained has no end
+    time, so its fraction is the larger of the jobs ended and the executions started over
+    the executions the cost estimate expects (held under 99 % until the run ends): jobs
+    that all fail and retry end only late in the run, and a bar of ended jobs sat at 0 %
+    while they ran again and again."""
     env, sc = world.env, world.scenario
     total = sc.job_count
+    expected = 0.0
+    if progress is not None and sc.until is None:
+        expected = estimate(sc).executions
     finish.callbacks.append(StopSimulation.callback)
     n = 0
     queue = env._queue  # type: ignore[attr-defined]
@@ -85,6 +96,8 @@ def run_watched(world: World, finish: simpy.Event,
                     fraction = env.now / sc.until
                 else:
                     fraction = (world.created - world.live) / total if total else 0.0
+                    if expected >= 1:
+                        fraction = max(fraction, min(0.99, world.started / expected))
                 progress(fraction, env.now)
     except StopSimulation:
         pass

@@ -126,6 +126,8 @@ class World:
         self.live = 0
         #: executions running anywhere: a drained run also waits for duplicates in flight
         self.in_flight = 0
+        #: executions started (a drained run's progress: ``watch.run_watched``)
+        self.started = 0
         self._stop = self.env.event()
         self.nodes = [Node(self, n.name, n.executor, n.start_at) for n in scenario.nodes]
         timing = dict(scenario.db.timing)

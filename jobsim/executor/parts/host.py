@@ -63,10 +63,12 @@ class Cluster(Protocol):
     waiters: dict[int, simpy.Event]
     #: the next job id a row created in the run takes
     next_id: int
-    #: jobs created; jobs not yet ended; executions running; claims that lost a race
+    #: jobs created; jobs not yet ended; executions running and started; claims that lost
+    #: a race
     created: int
     live: int
     in_flight: int
+    started: int
     lost_races: int
     #: whether idle nodes may count empty polls; whether faults are scheduled; whether the
     #: nodes' clocks disagree

@@ -101,6 +101,7 @@ def worker(node: Host, thread: int) -> Generator[Any, Any, None]:
         executions[jid] = attempt
         put(pack(env._now, k_start, code, jid, attempt, thread, 0, 0, nan, -1))
         world.in_flight += 1
+        world.started += 1
         if track:
             running[jid] = running.get(jid, 0) + 1
         stream = hstreams.get(hname) or world.handler_stream(hname)
