@@ -98,10 +98,19 @@ def test_quiet_says_nothing(tmp_path, capsys, monkeypatch):
     assert status == 0 and err == "", err
 
 
-def test_progress_off_says_nothing(tmp_path, capsys, monkeypatch):
-    monkeypatch.setenv("JOBSIM_PROGRESS", "0")
+@pytest.mark.parametrize("off", ["0", "false", "False", "no", "off", " OFF "])
+def test_progress_off_says_nothing(tmp_path, capsys, monkeypatch, off):
+    monkeypatch.setenv("JOBSIM_PROGRESS", off)
     status, err, _ = _run(tmp_path, capsys)
     assert status == 0 and err == "", err
+
+
+@pytest.mark.parametrize("on", ["1", "true", "yes"])
+def test_progress_on_is_any_other_word(monkeypatch, on):
+    from jobsim.base.progress import enabled
+
+    monkeypatch.setenv("JOBSIM_PROGRESS", on)
+    assert enabled(default=False)
 
 
 @pytest.mark.parametrize("n", [33.879999999999995, 1 / 3 * 100, 99.99999999999])

@@ -356,6 +356,22 @@ def test_run_with_a_bad_seed_flag_exits_2_without_traceback(out, capsys, seed):
     assert_nothing_written(out)
 
 
+@pytest.mark.parametrize("argv, says", [
+    (["run", "--nope"], "unrecognized arguments: --nope; the following arguments are required"),
+    (["run", "--nope=1", "--quiet"], "unrecognized arguments: --nope=1;"),
+    (["sweep", "--nope"], "unrecognized arguments: --nope;"),
+    (["run"], "jobsim run: the following arguments are required: scenario"),
+])
+def test_an_unknown_flag_is_named_before_the_missing_scenario(capsys, argv, says):
+    """argparse asks for the missing scenario before it names a flag it does not know: the
+    flag (the likelier mistake) is named, with what is missing."""
+    status = main(argv)
+    err = capsys.readouterr().err
+    assert status == 2 and says in err and "Traceback" not in err, err
+    if argv == ["run"]:
+        assert "unrecognized" not in err
+
+
 def test_run_with_an_unhashable_key_exits_2_without_traceback(tmp_path, out, capsys):
     path = write(tmp_path, edited(append="? [a, b]\n: 1\n"))
     try:

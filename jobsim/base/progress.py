@@ -48,10 +48,14 @@ def _in_notebook() -> bool:
     return ip is not None and type(ip).__name__ == "ZMQInteractiveShell"
 
 
+#: what ``JOBSIM_PROGRESS`` may say to turn progress off (any case)
+OFF = ("", "0", "false", "no", "off")
+
+
 def enabled(default: bool = True) -> bool:
     flag = os.environ.get("JOBSIM_PROGRESS")
     if flag is not None:
-        return flag not in ("", "0")
+        return flag.strip().lower() not in OFF
     return default
 
 

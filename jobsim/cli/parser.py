@@ -21,8 +21,31 @@ class _Parser(argparse.ArgumentParser):
         kwargs.setdefault("formatter_class", _Defaults)
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
 
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[no-untyped-def]
+        import sys
+
+        self._words = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
+
     def error(self, message: str) -> None:  # type: ignore[override]
+        if message.startswith("the following arguments are required"):
+            # argparse asks for the missing argument before it names a flag it does not know
+            # (``jobsim run --nope``): the flag is the mistake to name first
+            unknown = self._unknown_flags()
+            if unknown:
+                message = f"unrecognized arguments: {' '.join(unknown)}; {message}"
         raise _UsageError(f"{self.prog}: {message}")
+
+    def _unknown_flags(self) -> list[str]:
+        out = []
+        for word in getattr(self, "_words", []):
+            if word == "--":
+                break
+            if (word.startswith("-") and word != "-"
+                    and not self._negative_number_matcher.match(word)
+                    and word.split("=", 1)[0] not in self._option_string_actions):
+                out.append(word)
+        return out
 
 
 class _Defaults(argparse.HelpFormatter):
