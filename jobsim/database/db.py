@@ -55,15 +55,17 @@ def delay(env: simpy.Environment, seconds: float) -> simpy.Event:
 
 class Signal:
     """A one-shot notice (``changed()``): its callbacks are called, in order, at the write
-    itself, with the signal (``value``: whether the write was an insert). No SimPy event is
-    scheduled for it: what a callback does — aim a sleep, schedule a poll — happens at the
-    instant of the write in any case."""
+    itself, with the signal (``value``: whether the write was an insert; ``ready``: whether
+    it was the insert of a job-table row eligible at once). No SimPy event is scheduled for
+    it: what a callback does — aim a sleep, schedule a poll — happens at the instant of the
+    write in any case."""
 
-    __slots__ = ("callbacks", "value")
+    __slots__ = ("callbacks", "value", "ready")
 
     def __init__(self) -> None:
         self.callbacks: list[Callable[[Signal], None]] = []
         self.value = False
+        self.ready = False
 
 
 class StatementFailed(Exception):
@@ -248,13 +250,14 @@ class Database:
             self._changed = Signal()
         return self._changed
 
-    def touch(self, insert: bool = False) -> None:
-        """Give ``changed()`` (its value says whether the change was an insert) and, for an
-        insert, fire ``inserted()``."""
+    def touch(self, insert: bool = False, ready: bool = False) -> None:
+        """Give ``changed()`` (its value says whether the change was an insert, ``ready``
+        whether of a job-table row eligible at once) and, for an insert, fire
+        ``inserted()``."""
         sig = self._changed
         if sig is not None:
             self._changed = None  # a callback that asks again registers on a new one
-            sig.value = insert
+            sig.value, sig.ready = insert, ready
             for callback in sig.callbacks:
                 callback(sig)
         if insert:

@@ -73,7 +73,7 @@ def plain_insert(world: "World", handler: str, kind: str, priority: int,
                    world.handler_texts[handler]))
     if len(trace._buf) > COMPACT_BYTES:
         trace.compact()
-    world.db.touch(insert=True)
+    world.db.touch(True, due_in <= 0.0)  # a row due now is eligible at once
     return jid
 
 

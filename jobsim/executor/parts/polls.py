@@ -46,6 +46,7 @@ from simpy.events import PENDING
 from ...base.rng import Stream
 from ...base.trace import K
 from ...database.db import Signal
+from ...database.store import JOB
 
 if TYPE_CHECKING:
     from .host import Host
@@ -273,6 +274,13 @@ class Sleep:
             self._inserted()  # an insert wakes a notify node
             return
         node = self.node
+        if (ev.ready and self._counting and not self._long and self.table == JOB
+                and self._target >= 0 and self._target == self.pending()):
+            # a row eligible now makes the first poll to come the aim (``_aim(now)``): it
+            # is the aim already, so nothing moves (the busy cluster's common case: an
+            # insert reaches every sleeping node)
+            node.db.changed().callbacks.append(self._changed)
+            return
         soonest = node.db.store.next_eligible(node.env.now, self.table) \
             if self._counting or self._long else None
         if self._long and soonest is not None:
