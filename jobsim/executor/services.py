@@ -67,6 +67,7 @@ import simpy
 
 from ..base.rng import Stream
 from ..base.trace import K, Trace, pack
+from ..database.db import delay
 from .service_spec import (ABANDONED, BROWNOUT, CONFLICT, CUT, DOWN, ERROR,  # noqa: F401
                            FENCED, LEFT_CRASH, LEFT_TIMEOUT, LIMITED, OK, OUTCOMES, REFUSED,
                            REPLAYED, STATES, TIMEOUT, UP, Brownout, Outage, Reply, ServiceSpec)
@@ -160,7 +161,7 @@ class Service:
         if timeout is not None:
             c.deadline = now + timeout
             code = CUT if cut else TIMEOUT
-            env.timeout(timeout).callbacks.append(lambda _e: self._answer(c, code))
+            delay(env, timeout).callbacks.append(lambda _e: self._answer(c, code))
         if self.rate:
             self._limit(c, now)
         else:
@@ -201,7 +202,7 @@ class Service:
                 return
             self.tokens = tokens - 1.0
             c.waits = True
-            self.env.timeout(wait).callbacks.append(lambda _e: self._admit(c))
+            delay(self.env, wait).callbacks.append(lambda _e: self._admit(c))
 
     def _admit(self, c: _Call) -> None:
         if c.ev.triggered and not c.queued:  # its caller gave up while it waited for a
@@ -239,7 +240,7 @@ class Service:
                 c.key = None  # not the key's owner: its end changes nothing remembered
             else:
                 self.keys[c.key] = -1.0  # in progress
-        self.env.timeout(latency).callbacks.append(lambda _e: self._done(c, code))
+        delay(self.env, latency).callbacks.append(lambda _e: self._done(c, code))
 
     def _done(self, c: _Call, code: int) -> None:
         self.busy -= 1

@@ -22,6 +22,7 @@ import simpy
 
 from ...base.trace import K, pack
 from ...base.errors import ScenarioError
+from ...database.db import delay
 from ..context import Context, HandlerError, JobFailed, not_an_event
 from ..handlers import TIMED_OUT, Call, Handler
 
@@ -90,12 +91,12 @@ def _steps(node: Host, h: Handler, jid: int, attempt: int, stream: Any,
         else:
             d = step.duration.sample(stream)
             if d > left:
-                yield env.timeout(left)
+                yield delay(env, left)
                 if node.paused is not None:
                     yield node.paused
                 return False, TIMED_OUT, said
             if d > 0:
-                yield env.timeout(d)
+                yield delay(env, d)
                 if node.paused is not None:
                     yield node.paused
     return True, None, said
