@@ -122,12 +122,10 @@ class World:
         #: job name -> id, for operations that name a job
         self.names: dict[str, int] = {}
         self._timer_wake: simpy.Event | None = None
-        self.created = 0
-        self.live = 0
-        #: executions running anywhere: a drained run also waits for duplicates in flight
-        self.in_flight = 0
-        #: executions started (a drained run's progress: ``watch.run_watched``)
-        self.started = 0
+        self.created = self.live = 0
+        #: executions running anywhere (a drained run also waits for duplicates in flight),
+        #: and started (a drained run's progress: ``watch.run_watched``)
+        self.in_flight = self.started = 0
         self._stop = self.env.event()
         self.nodes = [Node(self, n.name, n.executor, n.start_at) for n in scenario.nodes]
         timing = dict(scenario.db.timing)
