@@ -7,6 +7,7 @@ A usage error (an unknown flag, a bad value) raises ``_UsageError`` instead of e
 from __future__ import annotations
 
 import argparse
+import sys
 
 from .values import (_at_least, _at_least_two, _bench_cases, _bounded, _events, _positive,
                      _seed, _size, _window)
@@ -20,10 +21,10 @@ class _Parser(argparse.ArgumentParser):
     def __init__(self, *args: object, **kwargs: object) -> None:
         kwargs.setdefault("formatter_class", _Defaults)
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        #: the words this parser was last given (to name a flag it does not know)
+        self._words: list[str] = []
 
     def parse_known_args(self, args=None, namespace=None):  # type: ignore[no-untyped-def]
-        import sys
-
         self._words = list(sys.argv[1:] if args is None else args)
         return super().parse_known_args(args, namespace)
 
@@ -38,7 +39,7 @@ class _Parser(argparse.ArgumentParser):
 
     def _unknown_flags(self) -> list[str]:
         out = []
-        for word in getattr(self, "_words", []):
+        for word in self._words:
             if word == "--":
                 break
             if (word.startswith("-") and word != "-"
