@@ -54,3 +54,17 @@ def test_a_run_without_plots_imports_no_plotting_library(tmp_path):
                        "'--no-plots', '--no-view']) == 0", tmp_path)
     assert got == {"pandas": True, "matplotlib": False, "bokeh": False}
     assert not list((tmp_path / "o").glob("*.png")) and (tmp_path / "o" / "report.md").exists()
+
+
+def test_the_page_imports_no_matplotlib(tmp_path):
+    """The interactive page (built in a child process beside the plots, or by ``jobsim
+    view``) draws from ``plotdata``, never from the static figures' modules: building it
+    costs no matplotlib import."""
+    lesson = ROOT / "scenarios" / "lesson.yaml"
+    got = _imported_by("from jobsim.format import scenario\n"
+                       "from jobsim.output.report import analyse\n"
+                       "from jobsim.sim.world import run\n"
+                       "from jobsim.output.view import analyses_page\n"
+                       f"a = analyse(run(scenario.load({str(lesson)!r})))\n"
+                       "assert '<html' in analyses_page([a])", tmp_path)
+    assert got == {"pandas": True, "matplotlib": False, "bokeh": True}

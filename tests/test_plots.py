@@ -429,10 +429,10 @@ def test_a_lock_extended_is_one_lock_not_a_spike():
 
 @pytest.mark.parametrize("seed", [1, 2, 3, None])
 def test_a_thinned_depth_series_keeps_every_bins_ends_lowest_and_highest(seed):
-    """``depth._thin``: each time bin keeps its first and last points, its first lowest and
+    """``plotdata.thin``: each time bin keeps its first and last points, its first lowest and
     its last highest (what a pixel column draws); the rest are dropped. ``None``: a fresh
     seed, printed for a replay."""
-    from jobsim.output.plots.depth import _thin
+    from jobsim.output.plotdata import thin
     import random
     seed = random.randrange(2 ** 32) if seed is None else seed
     print("seed", seed)
@@ -441,7 +441,7 @@ def test_a_thinned_depth_series_keeps_every_bins_ends_lowest_and_highest(seed):
     t = np.sort(rng.choice(rng.uniform(0, 100, n // 3 + 1), n))  # instants shared by events
     v = np.cumsum(rng.integers(-1, 2, n))
     for bins in (1, 7, 64):
-        tk, vk = _thin(t, v, 0.0, 100.0, above=0, bins=bins)
+        tk, vk = thin(t, v, 0.0, 100.0, above=0, bins=bins)
         b = np.clip((t / 100.0 * bins).astype(np.int64), 0, bins - 1)
         keep = set()
         for k in np.unique(b):

@@ -77,11 +77,6 @@ def _bars(ax: Axes, left: np.ndarray, width: np.ndarray, y: np.ndarray,
     return coll
 
 
-def _kind_is(df: pd.DataFrame, name: str) -> np.ndarray:
-    """Rows of ``df`` of one event kind (works for categorical and plain-string kinds)."""
-    return (df["kind"] == name).to_numpy(dtype=bool)
-
-
 def _seconds(v: float, _pos: Any = None) -> str:
     """A tick label in seconds: ``0.001``, ``0.25``, ``30``, ``1e+04``."""
     return f"{v:g}"

@@ -2,14 +2,13 @@
 nodes' crashes, restarts, down time and pauses.
 
 The steps: pair the trace's ``exec_start`` and ``exec_end`` events into executions
-(``_executions``), keep an evenly spaced subset when there are too many, draw the bars
-(``_draw_executions``), the down time and pauses (``_draw_spans``, from ``_spans``) and the
+(``pair_executions``), keep an evenly spaced subset when there are too many, draw the bars
+(``_draw_executions``), the down time and pauses (``_draw_spans``, from ``node_spans``) and the
 crash and restart markers (``_draw_markers``), then the axes, title and legend.
 """
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from typing import Any
 
@@ -19,9 +18,10 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
+from ..plotdata import (evenly_spaced, kind_is, node_names, node_spans, node_strings,
+                        pair_executions)
 from .common import (_CRASH, _DOWN, _FAILED, _OK, _OPEN, _PAUSE, _RESTART, SECONDS, _bars,
-                     _figure, _job_rows, _kind_is, _no_data, _plural, _seconds, _trace_rows,
-                     headline)
+                     _figure, _job_rows, _no_data, _plural, _seconds, _trace_rows, headline)
 from .timeline_marks import (COLOURINGS, class_colours, class_of, classes,
                              draw_acquisitions, legend_classes, side_by_side)
 
@@ -35,93 +35,6 @@ _STYLES = {
     "open": dict(facecolor="white", edgecolor=_OPEN, hatch="////", linewidth=0.6,
                  label="no end (hung or crashed)"),
 }
-
-
-def _executions(df: pd.DataFrame, t_end: float) -> pd.DataFrame:
-    """Executions as rows (node, job, attempt, thread, start, end, status) in start order;
-    status is ``ok``, ``failed`` or ``open`` (no exec_end: lost to a crash — it ends at the
-    crash — or hung — it runs to ``t_end``)."""
-    cols = ["node", "job", "attempt"]
-    starts = df.loc[_kind_is(df, "exec_start"), cols + ["time", "a"]]
-    ex = starts.rename(columns={"time": "start", "a": "thread"}).reset_index(drop=True)
-    # each start's end: the first exec_end of the same node, job and attempt (a left join)
-    ends = df.loc[_kind_is(df, "exec_end"), cols + ["time", "a"]]
-    key = _keys([pd.factorize(pd.concat([ex["node"], ends["node"]], ignore_index=True))[0],
-                 np.r_[ex["job"].to_numpy(), ends["job"].to_numpy()],
-                 np.r_[ex["attempt"].to_numpy(), ends["attempt"].to_numpy()]])
-    start_key, end_key = key[:len(ex)], key[len(ex):]
-    first = np.full(int(key.max()) + 1 if len(key) else 0, len(end_key), np.int64)
-    np.minimum.at(first, end_key, np.arange(len(end_key)))  # each key's first end
-    match = first[start_key] if len(ex) else np.zeros(0, np.int64)
-    found = match < len(end_key)
-    at = np.minimum(match, max(len(end_key) - 1, 0))
-    for name, col in (("end", "time"), ("ok", "a")):
-        ex[name] = np.where(found, ends[col].to_numpy(dtype=float)[at], np.nan) \
-            if len(ends) else np.nan
-    opened = ex["end"].isna().to_numpy()
-    ok = ex["ok"].to_numpy(dtype=float) == 1
-    # coded, not a string per execution (pandas would copy a million of them into Arrow)
-    ex["status"] = pd.Categorical.from_codes(np.where(opened, 2, np.where(ok, 0, 1)),
-                                             categories=["ok", "failed", "open"])
-    # An execution without an end stops at its node's next crash (it died there), or runs
-    # to the end of the trace (hung).
-    crashes = df.loc[_kind_is(df, "node_crashed"), ["node", "time"]]
-    ends_at = np.full(len(ex), t_end)
-    if len(crashes) and opened.any():
-        by_node: dict[str, np.ndarray] = {
-            n: np.sort(g["time"].to_numpy(dtype=float)) for n, g in crashes.groupby("node")}
-        for i in np.flatnonzero(opened):
-            times = by_node.get(ex.at[i, "node"])
-            if times is not None:
-                k = np.searchsorted(times, ex.at[i, "start"], side="left")
-                if k < len(times):
-                    ends_at[i] = times[k]
-    ex["end"] = ex["end"].fillna(pd.Series(ends_at, index=ex.index))
-    # a duplicate: a run of a job after an earlier run of it that did not fail (it succeeded,
-    # or was still running, or died in a crash) — the runs the analysis counts twice
-    kept = (ex["status"] != "failed").astype(np.int64)
-    ex["duplicate"] = (kept.groupby(ex["job"]).cumsum() - kept).to_numpy() > 0
-    return ex.reset_index(drop=True)
-
-
-def _keys(columns: list[np.ndarray]) -> np.ndarray:
-    """A dense code per distinct row of the integer ``columns`` (0, 1, ...)."""
-    key = np.zeros(len(columns[0]), np.int64)
-    room = 1
-    for c in columns:
-        c = c.astype(np.int64) - (int(c.min()) if len(c) else 0)
-        width = int(c.max()) + 1 if len(c) else 1
-        if room * width >= 2 ** 62:  # too wide for one integer: code the rows themselves
-            return np.unique(np.stack(columns), axis=1, return_inverse=True)[1].reshape(-1)
-        key, room = key * width + c, room * width
-    return pd.factorize(key)[0]
-
-
-def _spans(df: pd.DataFrame, node: np.ndarray, begin: str, finish: str, t_end: float,
-           length_from_x: bool) -> list[tuple[str, float, float]]:
-    """(node, start, end) spans opened by ``begin`` events and closed by the node's next
-    ``finish`` event (or by ``x`` when ``length_from_x`` and it is a number), else by
-    ``t_end``."""
-    out: list[tuple[str, float, float]] = []
-    sel = np.flatnonzero(_kind_is(df, begin) | _kind_is(df, finish))
-    times = df["time"].to_numpy(dtype=float)[sel]
-    xs = df["x"].to_numpy(dtype=float)[sel]
-    is_begin = _kind_is(df, begin)[sel]
-    open_at: dict[str, int] = {}
-    for i, n in enumerate(node[sel].tolist()):
-        if is_begin[i]:
-            if n in open_at:  # a second begin without a finish: close the first here
-                j = open_at.pop(n)
-                out.append((n, times[j], times[i]))
-            if length_from_x and not math.isnan(xs[i]):
-                out.append((n, times[i], min(times[i] + xs[i], t_end)))
-            else:
-                open_at[n] = i
-        elif n in open_at:
-            j = open_at.pop(n)
-            out.append((n, times[j], times[i]))
-    out.extend((n, times[j], t_end) for n, j in sorted(open_at.items()))
-    return out
 
 
 def node_timeline(trace_df: pd.DataFrame, max_bars: int = 2000, colour: str = "outcome",
@@ -162,12 +75,12 @@ def node_timeline(trace_df: pd.DataFrame, max_bars: int = 2000, colour: str = "o
     times_f = times[np.isfinite(times)]
     t0, t_end = float(times_f.min()), float(times_f.max())
     span = max(t_end - t0, 1e-9)
-    names = _node_names(trace_df["node"])
+    names = node_names(trace_df["node"])
     # only the events drawn, with their node names (a big trace has millions of others)
     columns = [c for c in _COLUMNS if c in trace_df.columns]
     drawn = trace_df["kind"].isin(_DRAWN).to_numpy(dtype=bool)
     df = trace_df.loc[drawn, columns]
-    node = _node_strings(df["node"])
+    node = node_strings(df["node"])
     times = df["time"].to_numpy(dtype=float)
     if not names:
         fig, ax = _figure(10.0, 3.0)
@@ -178,12 +91,12 @@ def node_timeline(trace_df: pd.DataFrame, max_bars: int = 2000, colour: str = "o
     marked = ["acquire"] + (["job_created"] if colour == "priority" else [])
     df_marks = trace_df.loc[trace_df["kind"].isin(marked).to_numpy(dtype=bool),
                             [c for c in ("time", "kind", "node", "job", "b") if c in columns]]
-    node_marks = _node_strings(df_marks["node"])
+    node_marks = node_strings(df_marks["node"])
     by = classes(df_marks, jobs, colour)
     # the frame's own categorical node names where it has them (no string per event)
-    ex = _executions(df if isinstance(df["node"].dtype, pd.CategoricalDtype) else
+    ex = pair_executions(df if isinstance(df["node"].dtype, pd.CategoricalDtype) else
                      df.assign(node=node), t_end)
-    shown = _evenly_spaced(ex, max_bars)
+    shown = evenly_spaced(ex, max_bars)
     height = min(12.0, 2.2 + 0.75 * len(names))
     fig, ax = _figure(11.0, height)
     handles = _draw_executions(ax, ex, shown, row, span, by)
@@ -215,35 +128,6 @@ _DRAWN = ["exec_start", "exec_end", "node_crashed", "node_restarted", "node_paus
 
 #: the columns of the trace the timeline reads
 _COLUMNS = ("time", "kind", "node", "job", "attempt", "a", "b", "x")
-
-
-def _node_strings(node: pd.Series) -> np.ndarray:
-    """The node names as an object array ("" for none); from a categorical, each name one
-    shared string (not a string object per event)."""
-    if isinstance(node.dtype, pd.CategoricalDtype):
-        names = np.array([str(c) for c in node.cat.categories] + [""], dtype=object)
-        codes = node.cat.codes.to_numpy()
-        return names[np.where(codes < 0, len(names) - 1, codes)]
-    return node.fillna("").astype(str).to_numpy(dtype=object)
-
-
-def _node_names(node: pd.Series) -> list[str]:
-    """The node names the events name, sorted."""
-    if isinstance(node.dtype, pd.CategoricalDtype):
-        used = node.cat.categories[np.unique(node.cat.codes[node.cat.codes >= 0])]
-        return sorted(n for n in used.astype(str) if n)
-    return sorted({n for n in node.fillna("").astype(str).tolist() if n})
-
-
-def _evenly_spaced(ex: pd.DataFrame, max_bars: int) -> pd.DataFrame:
-    """The executions to draw: all of them, or with more than ``max_bars`` an evenly spaced
-    subset in start order."""
-    n_exec = len(ex)
-    max_bars = max(1, int(max_bars))
-    if n_exec > max_bars:
-        pick = np.unique(np.linspace(0, n_exec - 1, max_bars).round().astype(np.int64))
-        return ex.iloc[pick]
-    return ex
 
 
 def _draw_executions(ax: Axes, ex: pd.DataFrame, shown: pd.DataFrame, row: dict[str, int],
@@ -310,8 +194,8 @@ def _draw_spans(ax: Axes, df: pd.DataFrame, node: np.ndarray, row: dict[str, int
     row."""
     handles: list[Any] = []
     # Crashes (and the time the node is down), restarts, pauses.
-    down = _spans(df, node, "node_crashed", "node_restarted", t_end, length_from_x=False)
-    pauses = _spans(df, node, "node_paused", "node_resumed", t_end, length_from_x=True)
+    down = node_spans(df, node, "node_crashed", "node_restarted", t_end, length_from_x=False)
+    pauses = node_spans(df, node, "node_paused", "node_resumed", t_end, length_from_x=True)
     for spans, color, alpha, label in ((down, _DOWN, 0.25, "down (crash → restart)"),
                                        (pauses, _PAUSE, 0.45, "paused")):
         spans = [s for s in spans if s[0] in row]
@@ -333,12 +217,12 @@ def _draw_markers(ax: Axes, df: pd.DataFrame, node: np.ndarray, times: np.ndarra
     purple stars, and stale effects a fencing token refused as white squares, on their node's
     row."""
     handles: list[Any] = []
-    crashed = _kind_is(df, "node_crashed")
-    restarted = _kind_is(df, "node_restarted")
-    rejected = _kind_is(df, "completed") & (df["a"].to_numpy() == 0) & \
+    crashed = kind_is(df, "node_crashed")
+    restarted = kind_is(df, "node_restarted")
+    rejected = kind_is(df, "completed") & (df["a"].to_numpy() == 0) & \
         (df["b"].to_numpy() > 0)
-    late = _kind_is(df, "side_effect") & (df["a"].to_numpy() > 0)
-    fenced = _kind_is(df, "effect_refused")
+    late = kind_is(df, "side_effect") & (df["a"].to_numpy() > 0)
+    fenced = kind_is(df, "effect_refused")
     for mask, marker, color, size, label in ((crashed, "X", _CRASH, 11, "crash"),
                                              (restarted, "^", _RESTART, 9, "restart"),
                                              (rejected, "D", "black", 6,

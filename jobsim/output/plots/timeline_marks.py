@@ -11,7 +11,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 
 from ...executor.config import TIMELINE_COLOURS
-from .common import _kind_is
+from ..plotdata import kind_is
 
 #: how a timeline may colour its executions (``report.timeline_colour`` in a scenario)
 COLOURINGS = TIMELINE_COLOURS
@@ -29,7 +29,7 @@ def draw_acquisitions(ax: Axes, df: pd.DataFrame, node: np.ndarray, row: dict[st
     rows (a claim) a dark triangle, an empty one (it found nothing it could lock) a hollow
     circle. Beyond ``max_ticks`` of a kind, an evenly spaced
     subset is drawn and its legend entry says how many of how many."""
-    acq = _kind_is(df, "acquire") & (node != "")
+    acq = kind_is(df, "acquire") & (node != "")
     got = df["b"].to_numpy()
     times = df["time"].to_numpy(dtype=float)
     handles = []
@@ -68,7 +68,7 @@ def classes(df: pd.DataFrame, jobs: pd.DataFrame | None, colour: str
     classes' labels in order); priorities from the trace's ``job_created`` (b), handlers
     from ``jobs`` (``jobs_frame``'s id and handler). None when there is nothing to class by."""
     if colour == "priority":
-        made = df.loc[_kind_is(df, "job_created"), ["job", "b"]]
+        made = df.loc[kind_is(df, "job_created"), ["job", "b"]]
         ids, values = made["job"].to_numpy(), made["b"].to_numpy()
         fmt = "priority {}".format
     elif colour == "handler" and jobs is not None and len(jobs):

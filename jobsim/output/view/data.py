@@ -1,13 +1,13 @@
 """What the view draws, worked out from a trace: the executions with their outcome, the
 nodes' spans and instants, the lock expiries, the table depth, and the jobs' stories.
 
-The notions are the report's own: an execution is the static timeline's (``plots.timeline``
-pairs ``exec_start`` with ``exec_end`` and ends a run without an end at its node's next
-crash); a duplicate is an execution ``history`` counts as one (its ``exec_start``); a
+The notions are the report's own, drawn from the same code as the static figures
+(``plotdata``, which needs no matplotlib): an execution is the timeline's (``exec_start``
+paired with ``exec_end``, a run without an end ending at its node's next crash); a duplicate is an execution ``history`` counts as one (its ``exec_start``); a
 rejected completion is a ``completed`` event that deleted nothing while the row was
 another's (``a=0``, ``b≠0``: what ``history`` counts as ``completions_rejected``); a lock
 holds until its ``lock_until`` unless the job's next lock event comes first (the depth
-plot's ``_lock_series``): when none does, the lock expired there. The table depth is the
+plot's ``lock_series``): when none does, the lock expired there. The table depth is the
 depth plot's series.
 
 Everything is keyed by names, never by the trace's codes (nodes sorted by name, handlers
@@ -27,9 +27,8 @@ import pandas as pd
 from ...analysis.stories import Histories
 from ...base.printable import printable
 from ..columns import plot_frame
-from ..plots.depth import _gone, _lock_series, _step_series, _thin
-from ..plots.timeline import (_evenly_spaced, _executions, _node_names, _node_strings,
-                              _spans)
+from ..plotdata import (evenly_spaced, gone_rows, lock_series, node_names, node_spans,
+                        node_strings, pair_executions, step_series, thin)
 from .events import acquisitions, effects, instants, service_tables
 from .note import lock_note, takeovers
 
@@ -100,12 +99,12 @@ def run_data(trace, hist: Histories, summary: dict, variant: str | None) -> RunD
     times = tdf["time"].to_numpy(dtype=float)
     finite = times[np.isfinite(times)]
     t0, t_end = (float(finite.min()), float(finite.max())) if len(finite) else (0.0, 1.0)
-    node_all = _node_strings(tdf["node"])
-    names = _node_names(tdf["node"])
+    node_all = node_strings(tdf["node"])
+    names = node_names(tdf["node"])
     ex = _classified(tdf, node_all, t_end, hist)
     ex_all = ex[["node", "job", "attempt", "thread"]]
     cats_all = ex["cat"].to_numpy()
-    ex = _evenly_spaced(ex, MAX_EXECUTIONS).reset_index(drop=True)
+    ex = evenly_spaced(ex, MAX_EXECUTIONS).reset_index(drop=True)
     lanes, y = _lanes(names, ex)
     title = f"{summary.get('scenario', '?')} · seed {summary.get('seed', '?')}"
     if variant is not None:
@@ -154,7 +153,7 @@ def _classified(tdf: pd.DataFrame, node_all: np.ndarray, t_end: float,
     drawn = tdf["kind"].isin(["exec_start", "exec_end", "node_crashed"]).to_numpy(bool)
     df = tdf.loc[drawn, ["time", "kind", "job", "attempt", "a", "x"]]
     node = node_all[drawn]
-    ex = _executions(df.assign(node=node), t_end)
+    ex = pair_executions(df.assign(node=node), t_end)
     seqs = df.index.to_numpy()[(df["kind"] == "exec_start").to_numpy(bool)]
     dups = np.array(sorted({d.seq for d in hist.duplicates if d.what == "execution"}),
                     np.int64)
@@ -223,7 +222,7 @@ def _spans_and_marks(tdf: pd.DataFrame, node_all: np.ndarray, node_code: dict[st
     for k, (begin, finish, from_x) in enumerate((
             ("node_crashed", "node_restarted", False), ("node_paused", "node_resumed", True),
             ("partition", "partition_healed", False))):
-        spans += [(k, n, a, b) for n, a, b in _spans(df, node, begin, finish, t_end, from_x)
+        spans += [(k, n, a, b) for n, a, b in node_spans(df, node, begin, finish, t_end, from_x)
                   if n in lanes]
     spans.sort(key=lambda s: (s[0], s[1], s[2]))
 
@@ -257,9 +256,9 @@ def _expiries(tdf: pd.DataFrame, node_all: np.ndarray, t_end: float
               ) -> list[tuple[str, float, int]]:
     """(holder, instant, job) of each lock that expired: a ``locked`` or ``lock_extended``
     whose ``lock_until`` came before the job's next lock event (the depth plot's notion of a
-    live lock, ``_lock_series``), within the run."""
+    live lock, ``lock_series``), within the run."""
     holds = (tdf["kind"].isin(["locked", "lock_extended"])).to_numpy(bool)
-    sel = holds | (tdf["kind"].isin(["retry_scheduled", "unlocked"]).to_numpy(bool)) | _gone(
+    sel = holds | (tdf["kind"].isin(["retry_scheduled", "unlocked"]).to_numpy(bool)) | gone_rows(
         tdf)
     idx = np.flatnonzero(sel)
     job = tdf["job"].to_numpy()[idx]
@@ -278,17 +277,17 @@ def _depth(tdf: pd.DataFrame, t0: float, t_end: float) -> dict[str, np.ndarray]:
     kind = tdf["kind"]
     times = tdf["time"].to_numpy(float)
     created = (kind == "job_created").to_numpy(bool)
-    gone = _gone(tdf)
+    gone = gone_rows(tdf)
     sel = created | gone
-    parts = [_step_series(times[sel], np.where(created[sel], 1, -1), t0, t_end)]
+    parts = [step_series(times[sel], np.where(created[sel], 1, -1), t0, t_end)]
     starts, ends = (kind == "exec_start").to_numpy(bool), (kind == "exec_end").to_numpy(bool)
     crashes = (kind == "node_crashed").to_numpy(bool)
     sel = starts | ends | crashes
     step = np.where(starts[sel], 1, np.where(ends[sel], -1, -tdf["a"].to_numpy()[sel]))
-    parts += [_lock_series(tdf, t0, t_end), _step_series(times[sel], step, t0, t_end)]
+    parts += [lock_series(tdf, t0, t_end), step_series(times[sel], step, t0, t_end)]
     out: dict[str, list[np.ndarray]] = {"series": [], "time": [], "value": []}
     for k, (t, v) in enumerate((parts[0], parts[1], parts[2])):
-        t, v = _thin(t, v, t0, t_end, above=THIN_ABOVE, bins=THIN_BINS)
+        t, v = thin(t, v, t0, t_end, above=THIN_ABOVE, bins=THIN_BINS)
         out["series"].append(np.full(len(t), k, np.int8))
         out["time"].append(np.asarray(t, float))
         out["value"].append(np.asarray(v, np.int32))
