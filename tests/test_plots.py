@@ -468,3 +468,19 @@ def test_variants_with_the_same_start_delays_are_each_seen_and_said_to_be_the_sa
     patterns = [lines[n]._unscaled_dash_pattern for n in (labels[0], labels[1], labels[3])]
     assert [p[0] for p in patterns] == [0.0, 4.0, 8.0]
     assert all(p[1] == patterns[0][1] for p in patterns), patterns
+
+
+def test_save_writes_the_bytes_savefig_writes_and_leaves_the_figure_as_it_was(lesson,
+                                                                              tmp_path):
+    """``plots.save`` draws a figure once (``savefig`` draws a laid-out figure twice): the
+    PNG is byte for byte ``savefig``'s at ``DPI``, and the figure keeps its resolution and
+    canvas (a notebook may show it after)."""
+    tdf = trace_frame(lesson.result.trace)
+    for draw in (lambda: plots.node_timeline(tdf), lambda: plots.table_depth(tdf),
+                 lambda: plots.latency_cdf(lesson)):
+        fig = draw()
+        canvas, dpi = fig.canvas, fig.dpi
+        plots.save(fig, tmp_path / "once.png")
+        assert fig.canvas is canvas and fig.dpi == dpi
+        draw().savefig(tmp_path / "twice.png", dpi=plots.DPI, format="png")
+        assert (tmp_path / "once.png").read_bytes() == (tmp_path / "twice.png").read_bytes()
