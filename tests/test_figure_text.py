@@ -126,14 +126,16 @@ def _calls(tree, name):
 
 
 def test_every_png_jobsim_writes_is_a_figure_drawn_here():
-    """Every PNG-producing call in the package: ``savefig`` only in ``plots.save`` (and the
-    hunt's fault map, drawn by the hunt's tests), and ``plots.save`` of the figures above."""
+    """Every PNG-producing call in the package: ``savefig`` or ``print_png`` only in
+    ``plots.save`` (and the hunt's fault map, drawn by the hunt's tests), and ``plots.save``
+    of the figures above."""
     savers, drawers = {}, set()
     for path in sorted((ROOT / "jobsim").rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         rel = path.relative_to(ROOT).as_posix()
-        if _calls(tree, "savefig"):
-            savers[rel] = len(_calls(tree, "savefig"))
+        writes = _calls(tree, "savefig") + _calls(tree, "print_png")
+        if writes:
+            savers[rel] = len(writes)
         for call in _calls(tree, "save"):
             if getattr(call.func, "value", None) is not None and \
                     getattr(call.func.value, "id", "") == "plots":
