@@ -3,14 +3,15 @@ line, legend, figures and story panel; the figures' JSON items and the name tabl
 ``<script type="application/json">`` blocks that the page's script embeds.
 
 Nothing in it depends on the clock, the process or the machine: the same runs give the
-same bytes (``figures.stable_ids`` renumbers Bokeh's model ids; the element ids are the
-tabs' numbers).
+same bytes (``bokeh_doc`` numbers the models in the order they appear; the element ids
+are the tabs' numbers).
 """
 
 from __future__ import annotations
 
 import html
 import json
+from pathlib import Path
 from typing import Any
 
 from ...base.printable import printable
@@ -27,11 +28,20 @@ GENERATOR = '<meta name="generator" content="jobsim view">'
 
 
 def bokeh_js() -> list[str]:
-    """BokehJS's core and WebGL bundles, as text to inline (no CDN, no server)."""
-    from bokeh.resources import Resources
+    """BokehJS's core and WebGL bundles (minified), as text to inline (no CDN, no server),
+    read from the installed Bokeh's files as ``bokeh.resources.Resources`` inlines them,
+    without importing Bokeh's Python side (``bokeh_doc`` writes the figures)."""
+    from importlib.util import find_spec
 
-    return list(Resources(mode="inline", components=["bokeh", "bokeh-gl"],
-                          log_level="warn").js_raw)
+    spec = find_spec("bokeh")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("Bokeh is not installed: view.html inlines its BokehJS")
+    js = Path(list(spec.submodule_search_locations)[0]) / "server" / "static" / "js"
+    out = []
+    for name in ("bokeh.min.js", "bokeh-gl.min.js"):
+        text = (js / name).read_bytes().decode("utf-8")
+        out.append(f"/* BEGIN {name} */\n{text}\n/* END {name} */")
+    return out + ['Bokeh.set_log_level("warn");']
 
 
 def _json(value: Any) -> str:
