@@ -26,10 +26,10 @@ def table_depth(trace_df: pd.DataFrame) -> Figure:
     deleted, ``dead_lettered``, ``withdrawn`` and ``cancelled``). Locked: rows whose lock
     is live (see ``plotdata.lock_series``; a crashed node's locks stay until they expire).
     Running: ``exec_start`` minus ``exec_end`` minus the runs a ``node_crashed`` event says
-    were lost (its ``a``); a hung execution keeps counting. Step plots, one value per instant, and where a series rose
-    higher within one instant (a lock taken and released, a run begun and ended at once:
-    the lesson's fake clock does all its work so), a spike up to that value with its top
-    marked; integer ticks. Node crashes, if any, are dashed red vertical lines.
+    were lost (its ``a``); a hung execution keeps counting. Step plots, one value per
+    instant, and where a series rose higher within one instant (a lock taken and released,
+    a run begun and ended at once: the lesson's fake clock does all its work so), a spike up
+    to that value with its top marked; integer ticks. Node crashes, if any, are dashed red vertical lines.
     """
     title = "jobs in the table, locked and running, over simulated time"
     fig, ax = _figure(10.0, 5.0)

@@ -3,8 +3,9 @@ nodes' spans and instants, the lock expiries, the table depth, and the jobs' sto
 
 The notions are the report's own, drawn from the same code as the static figures
 (``plotdata``, which needs no matplotlib): an execution is the timeline's (``exec_start``
-paired with ``exec_end``, a run without an end ending at its node's next crash); a duplicate is an execution ``history`` counts as one (its ``exec_start``); a
-rejected completion is a ``completed`` event that deleted nothing while the row was
+paired with ``exec_end``, a run without an end ending at its node's next crash); a
+duplicate is an execution ``history`` counts as one (its ``exec_start``); a rejected
+completion is a ``completed`` event that deleted nothing while the row was
 another's (``a=0``, ``b≠0``: what ``history`` counts as ``completions_rejected``); a lock
 holds until its ``lock_until`` unless the job's next lock event comes first (the depth
 plot's ``lock_series``): when none does, the lock expired there. The table depth is the
