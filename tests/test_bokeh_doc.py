@@ -104,3 +104,11 @@ def test_the_inlined_bokehjs_is_what_bokeh_inlines():
 
     assert bokeh_js() == list(Resources(mode="inline", components=["bokeh", "bokeh-gl"],
                                         log_level="warn").js_raw)
+
+
+def test_the_columns_written_binary_are_bokehs():
+    from bokeh.util.serialization import BINARY_ARRAY_TYPES
+
+    from jobsim.output.view.bokeh_doc import _BINARY
+
+    assert set(_BINARY) == set(BINARY_ARRAY_TYPES)

@@ -29,6 +29,9 @@ import numpy as np
 
 #: the gzip level Bokeh compresses arrays with (its default, ``BOKEH_COMPRESSION_LEVEL``)
 COMPRESSION = 2
+#: the column types Bokeh writes as binary arrays (its ``BINARY_ARRAY_TYPES``)
+_BINARY = frozenset(np.dtype(t) for t in (np.bool_, np.uint8, np.int8, np.uint16, np.int16,
+                                          np.uint32, np.int32, np.float32, np.float64))
 
 
 class Model:
@@ -107,12 +110,14 @@ def _encode(x: Any, ids: dict[int, str]) -> Any:
 def _ndarray(a: np.ndarray) -> dict[str, Any]:
     """A numeric column as Bokeh writes it (its ``transform_array``, then gzip at
     ``COMPRESSION`` with mtime 1, then base64)."""
-    if a.dtype == np.int64:
-        info = np.iinfo(np.int32)
-        if not np.any((a < info.min) | (info.max < a)):
-            a = a.astype(np.int32, casting="unsafe")
+    for wide, narrow in ((np.int64, np.int32), (np.uint64, np.uint32)):
+        if a.dtype == wide:
+            info = np.iinfo(narrow)
+            if not np.any((a < info.min) | (info.max < a)):
+                a = a.astype(narrow, casting="unsafe")
     a = np.ascontiguousarray(a)
-    if a.dtype.kind not in "biuf" or a.dtype.itemsize > 8 or a.dtype in (np.int64, np.uint64):
+    if a.dtype not in _BINARY:
+        # Bokeh would write such a column as a list of numbers; the page has none
         raise TypeError(f"a column of {a.dtype} cannot be written as a binary array")
     data = base64.b64encode(gzip.compress(a.tobytes(), mtime=1,
                                           compresslevel=COMPRESSION)).decode("utf-8")
@@ -223,12 +228,16 @@ class Figure:
     def __init__(self, height: int, x_range: Model, y_range: Model | None = None,
                  name: str | None = None, title: str | None = None,
                  x_axis_label: str | None = None, y_axis_label: str | None = None,
-                 save: bool = False) -> None:
+                 y_labels: dict[float, str] | None = None, save: bool = False) -> None:
+        """``y_labels``: ticks at these values, labelled with these texts, and no
+        horizontal grid (the timeline's rows) instead of numbers."""
         self.height, self.x_range, self.name, self.title = height, x_range, name, title
         self.y_range = y_range if y_range is not None else Model("DataRange1d")
         self.xaxis = _axis(x_axis_label)
-        self.yaxis = _axis(y_axis_label)
-        self.ygrid_visible = True
+        self.yaxis = _axis(y_axis_label) if y_labels is None else _axis(
+            y_axis_label, Model("FixedTicker", ticks=list(y_labels), minor_ticks=[]),
+            Map(y_labels))
+        self.ygrid_visible = y_labels is None
         self.wheel = Model("WheelZoomTool", dimensions="width", renderers="auto")
         self.tools = [Model("PanTool", dimensions="width"), self.wheel, _box_zoom(),
                       Model("ResetTool")] + ([Model("SaveTool")] if save else [])

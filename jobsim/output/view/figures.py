@@ -65,13 +65,10 @@ def _timeline(run: RunData, key: str) -> bk.Figure:
     x_range = bk.Model("Range1d", start=run.t0 - pad, end=run.t_end + pad,
                        bounds=[run.t0 - span * 0.1, run.t_end + span * 0.1])
     height = int(min(520, max(180, 60 + 16 * (bottom + 1))))  # 16 px a lane, at most 520
-    p = bk.Figure(height, x_range, bk.Model("Range1d", start=bottom + 0.8, end=-0.8),
-                  name=f"timeline-{key}", save=True)
-    p.ygrid_visible = False
     centres = {n: y0 + (k - 1) / 2 for n, (y0, k) in run.lanes.items()}
-    p.yaxis = bk._axis(None, bk.Model("FixedTicker", ticks=list(centres.values()),
-                                      minor_ticks=[]),
-                       bk.Map({float(c): n for n, c in centres.items()}))
+    p = bk.Figure(height, x_range, bk.Model("Range1d", start=bottom + 0.8, end=-0.8),
+                  name=f"timeline-{key}", y_labels={float(c): n for n, c in centres.items()},
+                  save=True)
     tables = {t: _source(run.tables[t], f"{t}-{key}")
               for t in ("executions", "spans", "marks", "jobs", "claims", "retries",
                         "acquisitions")}
