@@ -37,6 +37,9 @@ def kinds(lesson):
         yield f"timeline_{colour}", plots.node_timeline(lesson.result, colour=colour)
     yield "timeline_subset", plots.node_timeline(tdf, max_bars=3)
     yield "table_depth", plots.table_depth(tdf)
+    # a long name, an identical twin (dashed, said in its label) and a run with no jobs
+    yield "table_depth_by_variant", plots.table_depth_by_variant(
+        {long: tdf, "twin": tdf, "empty": tdf.iloc[:0]})
     yield "duplicates", plots.duplicates_by_cause([], None)
     yield "compare", plots.compare_bars(
         [long, "b", "never_ran_at_all", "fixed_40"], [1.5, None, None, 1e6],
@@ -84,6 +87,8 @@ def _load_kinds():
     cols, end = a.result.trace.arrays(), a.result.end_time
     load = load_series(cols, jobs_frame(a.histories), 32, end)
     yield "load_over_time", plots.load_over_time(load, (60.0, 240.0))
+    yield "load_by_variant", plots.load_by_variant(
+        {"a variant with a rather long name": load, "twin": load}, (60.0, 240.0))
     yield "poll_phases", plots.poll_phases(*phase_series(cols, a.result.trace.nodes, sc.nodes,
                                                          end))
 
@@ -94,7 +99,7 @@ def test_no_text_of_any_kind_of_figure_is_cut(lesson):
         assert isinstance(fig, Figure)
         assert text_outside(fig) == [], name
         seen.append(name)
-    assert len(seen) == 17
+    assert len(seen) == 19
 
 
 def test_the_check_sees_a_cut_title():
@@ -145,9 +150,9 @@ def test_every_png_jobsim_writes_is_a_figure_drawn_here():
                        "jobsim/tools/sweep/report.py"}
     # what they save: the plots' public figures, each drawn by kinds() above
     assert set(plots.__all__) - {"DPI", "save"} == {
-        "compare_bars", "duplicates_by_cause", "latency_cdf", "load_over_time",
-        "node_timeline", "poll_phases", "race_bars", "service_load", "start_delay_by_variant",
-        "sweep_bands", "table_depth"}
+        "compare_bars", "duplicates_by_cause", "latency_cdf", "load_by_variant",
+        "load_over_time", "node_timeline", "poll_phases", "race_bars", "service_load",
+        "start_delay_by_variant", "sweep_bands", "table_depth", "table_depth_by_variant"}
 
 
 def test_a_scenario_chooses_its_timeline_colours(tmp_path, monkeypatch):

@@ -29,12 +29,20 @@ def run_plots(a: Any, jobs: pd.DataFrame, folder: Path, steps: Any = None,
               prefix: str = "") -> list[tuple[str, str]]:
     """Each plot drawn, saved and let go before the next (a big run's figures hold millions
     of points); ``steps`` (``base.progress.Steps``) is told each file as it begins, named
-    with ``prefix``."""
+    with ``prefix``.
+
+    A variant's own plots (``a.result.scenario.variant`` set) are those of what happened
+    in it: its timeline and, where they apply, its double runs, its services' load and its
+    nodes' poll phases. Its start delays, table depth and load are drawn with the other
+    variants' on one figure each (``compared``): one figure a variant said the same thing
+    less well, and cost a variant run a report per variant."""
     tdf = plot_frame(a.result.trace)
-    made = [("latency CDF by priority", "latency_cdf.png", lambda: plots.latency_cdf(
-        counted_jobs(jobs, a.summary))),
-            ("per-node timeline", "timeline.png", lambda: plots.node_timeline(
-                tdf, colour=a.result.scenario.timeline_colour, jobs=jobs)),
+    alone = a.result.scenario.variant is None
+    made = [("per-node timeline", "timeline.png", lambda: plots.node_timeline(
+        tdf, colour=a.result.scenario.timeline_colour, jobs=jobs))]
+    if alone:
+        made = [("latency CDF by priority", "latency_cdf.png", lambda: plots.latency_cdf(
+            counted_jobs(jobs, a.summary)))] + made + [
             ("table depth over time", "table_depth.png", lambda: plots.table_depth(tdf))]
     if a.histories.duplicates:
         made.append(("double runs by cause", "duplicates.png",
@@ -42,7 +50,7 @@ def run_plots(a: Any, jobs: pd.DataFrame, folder: Path, steps: Any = None,
     if "services" in a.summary:
         made.append(("load on the services", "service_load.png",
                      lambda: plots.service_load(load_panels(a))))
-    made += _load_plots(a, jobs)
+    made += _load_plots(a, jobs, alone)
     for _, name, draw in made:
         step(steps, f"{prefix}{name}")
         fig = draw()
@@ -56,18 +64,32 @@ def run_plots(a: Any, jobs: pd.DataFrame, folder: Path, steps: Any = None,
 
 
 
-def _load_plots(a: Any, jobs: pd.DataFrame) -> list[tuple[str, str, Any]]:
-    """Load over time (a run of 20 jobs or more) and the nodes' poll phases (where the
-    report names an effect of theirs)."""
+#: the title of a load-over-time figure in report.md
+LOAD_TITLE = "load over time: busy threads, waiting jobs, start delay, statements/s"
+
+
+def _load(a: Any, jobs: pd.DataFrame) -> Any:
+    """Run ``a``'s load over time (``analysis.series.Load``), or None: a run of under 20
+    jobs has too few for one."""
+    if len(jobs) < 20:
+        return None
+    threads = sum(n.executor.threads for n in a.result.scenario.nodes)
+    return load_series(a.result.trace.arrays(), jobs, threads, a.result.end_time)
+
+
+def _window(a: Any) -> tuple[float, float] | None:
+    w = a.summary.get("window")
+    return (w["start"], w["end"]) if w else None
+
+
+def _load_plots(a: Any, jobs: pd.DataFrame, alone: bool) -> list[tuple[str, str, Any]]:
+    """Load over time (a run of 20 jobs or more, not a variant: ``compared`` draws the
+    variants') and the nodes' poll phases (where the report names an effect of theirs)."""
     sc, end, cols = a.result.scenario, a.result.end_time, a.result.trace.arrays()
     out = []
-    if len(jobs) >= 20:
-        threads = sum(n.executor.threads for n in sc.nodes)
-        w = a.summary.get("window")
-        window = (w["start"], w["end"]) if w else None
-        out.append(("load over time: busy threads, waiting jobs, start delay, statements/s",
-                    "load_over_time.png", lambda: plots.load_over_time(
-                        load_series(cols, jobs, threads, end), window)))
+    if alone and len(jobs) >= 20:
+        out.append((LOAD_TITLE, "load_over_time.png",
+                    lambda: plots.load_over_time(_load(a, jobs), _window(a))))
     # the phases' picture where the report names what they did (lock-step, or the work
     # they split unevenly)
     effects = a.summary.get("effects") or {}
@@ -132,4 +154,29 @@ def compared(analyses: list[Any], tmp: Path, plots_of: dict[str, list[tuple[str,
                 f"{a.name} has none" + (f" ({r})" if r else "")
                 for a, v, r in zip(analyses, values, reasons)
                 if v is None) + ".", ""))
+    plots_of[""] += _compared_runs(analyses, tmp, steps)
     plots_of[""] += compared_loads(analyses, tmp, steps)
+
+
+def _compared_runs(analyses: list[Any], tmp: Path, steps: Any) -> list[tuple[str, str]]:
+    """The variants' table depth over time on one figure, and their load over time (those
+    of 20 jobs or more) on another."""
+    made = []
+    step(steps, "table_depth.png")
+    fig = plots.table_depth_by_variant({a.name: plot_frame(a.result.trace)
+                                        for a in analyses})
+    plots.save(fig, tmp / "table_depth.png")
+    made.append(("table depth over time by variant", "table_depth.png"))
+    del fig
+    loads = {a.name: ld for a in analyses
+             if (ld := _load(a, jobs_frame(a.histories))) is not None}
+    if loads:
+        step(steps, "load_over_time.png")
+        windows = {_window(a) for a in analyses}
+        fig = plots.load_by_variant(loads, windows.pop() if len(windows) == 1 else None)
+        plots.save(fig, tmp / "load_over_time.png")
+        made.append((LOAD_TITLE.replace("load over time", "load over time by variant"),
+                     "load_over_time.png"))
+        del fig
+    memory.release()
+    return made

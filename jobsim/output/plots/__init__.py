@@ -26,16 +26,17 @@ from __future__ import annotations
 
 from .common import DPI, save
 from .comparisons import compare_bars, race_bars, sweep_bands
-from .depth import table_depth
+from .depth import table_depth, table_depth_by_variant
 from .duplicates import duplicates_by_cause
 from .latency import latency_cdf, start_delay_by_variant
-from .load import load_over_time, poll_phases
+from .load import load_by_variant, load_over_time, poll_phases
 from .services import service_load
 from .timeline import node_timeline
 
-__all__ = ["DPI", "compare_bars", "duplicates_by_cause", "latency_cdf", "load_over_time",
-           "node_timeline", "poll_phases", "race_bars", "save", "service_load",
-           "start_delay_by_variant", "sweep_bands", "table_depth"]
+__all__ = ["DPI", "compare_bars", "duplicates_by_cause", "latency_cdf", "load_by_variant",
+           "load_over_time", "node_timeline", "poll_phases", "race_bars", "save",
+           "service_load", "start_delay_by_variant", "sweep_bands", "table_depth",
+           "table_depth_by_variant"]
 
 
 def __dir__() -> list[str]:

@@ -90,6 +90,27 @@ def _bars(ax: Axes, left: np.ndarray, width: np.ndarray, y: np.ndarray,
     return coll
 
 
+def twins(keys: dict[str, bytes]) -> dict[str, list[str]]:
+    """Each variant's group of variants whose lines are the very same (the same ``key``:
+    the bytes of what is drawn), in the given order."""
+    groups: dict[bytes, list[str]] = {}
+    for name, key in keys.items():
+        groups.setdefault(key, []).append(name)
+    return {name: group for group in groups.values() for name in group}
+
+
+def twin_style(name: str, group: list[str]) -> Any:
+    """The line style of ``name`` among its ``group`` of identical lines: solid alone;
+    dashed in turn otherwise, so that each colour shows on the one line."""
+    k, g = group.index(name), len(group)
+    return "-" if g == 1 else (4.0 * k, (4.0, 4.0 * (g - 1)))
+
+
+def twin_words(name: str, group: list[str]) -> str:
+    """What a label adds for a line drawn by others too: "; the same as fifo"."""
+    return f"; the same as {group[0]}" if group[0] != name else ""
+
+
 def _seconds(v: float, _pos: Any = None) -> str:
     """A tick label in seconds: ``0.001``, ``0.25``, ``30``, ``1e+04``."""
     return f"{v:g}"

@@ -9,13 +9,22 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from ..plotdata import gone_rows, kind_is, lock_series, step_series, thin
-from .common import _CRASH, _figure, _no_data, _seconds, _trace_rows, headline
+from .common import (_CRASH, _figure, _no_data, _seconds, _trace_rows, headline, twin_style,
+                     twin_words, twins)
 
 
 def _spikes(t: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The tops of a step series' spikes: a point followed, at its instant, by a lower."""
     top = np.r_[(t[1:] == t[:-1]) & (v[1:] < v[:-1]), False]
     return t[top], v[top]
+
+
+def _in_table(df: pd.DataFrame, times: np.ndarray, created: np.ndarray, t0: float,
+              t_end: float) -> tuple[np.ndarray, np.ndarray]:
+    """The rows in the table over time (``job_created`` minus the terminal events), thinned
+    to what shows."""
+    sel = created | gone_rows(df)
+    return thin(*step_series(times[sel], np.where(created[sel], 1, -1), t0, t_end), t0, t_end)
 
 
 def table_depth(trace_df: pd.DataFrame) -> Figure:
@@ -44,11 +53,8 @@ def table_depth(trace_df: pd.DataFrame) -> Figure:
     if not created.any():
         return _no_data(fig, ax, title, "no jobs created")
     a = df["a"].to_numpy()
-    gone = gone_rows(df)
-    sel = created | gone
     # each series thinned as soon as it is made (its maximum and last value stay)
-    t_tab, v_tab = thin(*step_series(times[sel], np.where(created[sel], 1, -1), t0, t_end),
-                         t0, t_end)
+    t_tab, v_tab = _in_table(df, times, created, t0, t_end)
     starts, ends = kind_is(df, "exec_start"), kind_is(df, "exec_end")
     crashes = kind_is(df, "node_crashed")
     sel = starts | ends | crashes
@@ -90,4 +96,54 @@ def table_depth(trace_df: pd.DataFrame) -> Figure:
                           f"{int(v_lock.max())} locked, {int(v_run.max())} running; "
                           f"{int(v_tab[-1])} left at the end", 10.0))
     fig.legend(loc="outside lower center", ncol=2, fontsize=9, frameon=False)
+    return fig
+
+
+def table_depth_by_variant(traces: dict[str, pd.DataFrame]) -> Figure:
+    """Jobs in the table over time, one step line per variant (in the order given, in the
+    colours of the start-delay figure's lines; identical lines dashed in turn, their labels
+    saying so): which variant drains its table first, and where one holds a backlog that
+    another does not. A variant's own rows locked and executions running are in its tab of
+    the interactive page."""
+    title = "jobs in the table over simulated time, by variant"
+    fig, ax = _figure(10.0, 5.0)
+    series: dict[str, tuple[np.ndarray, np.ndarray] | None] = {}
+    for name, df in traces.items():
+        df = None if df is None else _trace_rows(df)
+        created = None if df is None or len(df) == 0 else kind_is(df, "job_created")
+        if created is None or not created.any():
+            series[name] = None
+            continue
+        times = df["time"].to_numpy(dtype=float)
+        finite = times[np.isfinite(times)]
+        series[name] = _in_table(df, times, created, float(finite.min()), float(finite.max()))
+    drawn = [s for s in series.values() if s is not None]
+    if not drawn:
+        return _no_data(fig, ax, title, "no jobs created")
+    groups = twins({name: b"" if s is None else s[0].tobytes() + b"|" + s[1].tobytes()
+                    for name, s in series.items()})
+    for i, (name, s) in enumerate(series.items()):
+        colour = f"C{i % 10}"
+        if s is None:
+            ax.plot([], [], color=colour, label=f"{name} (no jobs)")
+            continue
+        t, v = s
+        ax.step(t, v, where="post", color=colour, linewidth=1.6,
+                linestyle=twin_style(name, groups[name]),
+                label=f"{name} (peak {int(v.max())}, {int(v[-1])} left at the end"
+                      f"{twin_words(name, groups[name])})")
+    lo, hi = min(float(t[0]) for t, _ in drawn), max(float(t[-1]) for t, _ in drawn)
+    top = max(1, *(int(v.max()) for _, v in drawn))
+    margin = (hi - lo) * 0.01 + 1e-9
+    ax.set_xlim(lo - margin, hi + margin)
+    ax.set_ylim(-0.02 * top, top * 1.08)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.xaxis.set_major_formatter(FuncFormatter(_seconds))
+    ax.set_xlabel("simulated time (s)")
+    ax.set_ylabel("rows in the table (jobs)")
+    ax.grid(True, alpha=0.3)
+    ax.set_title(headline(title, "jobs", "created − done − dead-lettered − withdrawn − "
+                          "cancelled", 10.0))
+    fig.legend(loc="outside lower center", ncol=2 if len(traces) > 3 else 1, fontsize=9,
+               frameon=False)
     return fig

@@ -13,7 +13,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
-from .common import SECONDS, _figure, _job_rows, _no_data, _plural, _seconds, headline
+from .common import (SECONDS, _figure, _job_rows, _no_data, _plural, _seconds, headline,
+                     twin_style, twin_words, twins)
 
 
 def _delay_axis(ax: Axes, d_all: np.ndarray) -> None:
@@ -42,12 +43,12 @@ def _delay_axis(ax: Axes, d_all: np.ndarray) -> None:
 
 def _twins(delays: dict[str, np.ndarray]) -> dict[str, list[str]]:
     """Each variant's group of variants with the very same delays (in the given order)."""
-    groups: dict[bytes, list[str]] = {}
+    keys = {}
     for name, delay in delays.items():
         d = np.asarray(delay, dtype=float)
-        key = np.sort(d[~np.isnan(d)]).tobytes() + b"|" + str(int(np.isnan(d).sum())).encode()
-        groups.setdefault(key, []).append(name)
-    return {name: group for group in groups.values() for name in group}
+        keys[name] = np.sort(d[~np.isnan(d)]).tobytes() + b"|" + \
+            str(int(np.isnan(d).sum())).encode()
+    return twins(keys)
 
 
 def start_delay_by_variant(delays: dict[str, np.ndarray],
@@ -71,16 +72,13 @@ def start_delay_by_variant(delays: dict[str, np.ndarray],
         label = f"{name} ({_plural(len(d), 'job')}" + (f", {never} never started" if never
                                                        else "")
         group = twins[name]
-        label += (f"; the same as {group[0]})" if group[0] != name else ")")
+        label += twin_words(name, group) + ")"
         if len(d) == 0:
             ax.plot([], [], color="none", label=label)
             continue
         y = np.arange(1, len(d) + 1) / len(d)
-        # identical curves dashed in turn, so that each colour shows on the one line
-        k, g = group.index(name), len(group)
-        style = "-" if g == 1 else (4.0 * k, (4.0, 4.0 * (g - 1)))
         (line,) = ax.step(np.r_[d[0], d], np.r_[0.0, y], where="post", label=label,
-                          linewidth=1.6, linestyle=style)
+                          linewidth=1.6, linestyle=twin_style(name, group))
         drawn.append(d)
         for job, at in sorted(marks.get(name, {}).items()):
             frac = np.searchsorted(d, at, side="right") / len(d)

@@ -10,7 +10,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ...analysis.series import Load
-from .common import SECONDS, headline, with_unit
+from .common import SECONDS, _plural, headline, twin_style, twin_words, twins, with_unit
 
 
 def load_over_time(load: Load, window: tuple[float, float] | None = None) -> Figure:
@@ -66,6 +66,62 @@ def load_over_time(load: Load, window: tuple[float, float] | None = None) -> Fig
                     ax.axvspan(a, b, color="0.85", zorder=0, lw=0)
     fig.suptitle(headline("load over time", None, "grey: the warm-up and cool-down, left out "
                           "of the statistics" if window is not None else ""))
+    return fig
+
+
+def load_by_variant(loads: dict[str, Load],
+                    window: tuple[float, float] | None = None) -> Figure:
+    """The four panels of ``load_over_time`` with one line per variant (in the order given,
+    in the colours of the start-delay figure's lines): busy threads, waiting jobs, the mean
+    start delay and all statements per second, each the mean in its variant's bins.
+    ``window``: the statistics' (start, end), shaded as there, when every variant has the
+    same."""
+    fig = Figure(figsize=(9.0, 8.0), layout="constrained")
+    axes = fig.subplots(4, 1, sharex=True)
+    lo, hi = min(ld.edges[0] for ld in loads.values()), max(ld.edges[-1] for ld in loads.values())
+    groups = twins({name: b"|".join(np.asarray(x, dtype=float).tobytes() for x in (
+        ld.edges, ld.busy, ld.waiting, ld.delay_mean, ld.polls + ld.writes, [ld.threads]))
+        for name, ld in loads.items()})
+    for i, (name, ld) in enumerate(loads.items()):
+        mid = (ld.edges[:-1] + ld.edges[1:]) / 2
+        style = dict(color=f"C{i % 10}", linestyle=twin_style(name, groups[name]))
+        axes[0].plot(mid, ld.busy, drawstyle="steps-mid", lw=1.2, **style,
+                     label=f"{name} ({_plural(ld.threads, 'thread')}"
+                           f"{twin_words(name, groups[name])})")
+        axes[1].plot(mid, ld.waiting, drawstyle="steps-mid", lw=1.2, **style)
+        ok = ~np.isnan(ld.delay_mean)
+        axes[2].plot(mid[ok], ld.delay_mean[ok], lw=1.2, **style)
+        axes[3].plot(mid, ld.polls + ld.writes, lw=1, **style)
+    for threads in sorted({ld.threads for ld in loads.values()}):
+        axes[0].axhline(threads, color="0.3", ls="--", lw=1)
+    most = max(ld.threads for ld in loads.values())
+    axes[0].set_ylim(0, most * 1.15 or 1)
+    axes[0].set_ylabel(with_unit("busy", "threads"))
+    axes[0].set_title(headline("threads busy, the mean in each bin", "threads",
+                               "dashed: all of a variant's threads", fontsize=10), fontsize=10)
+    axes[1].set_ylabel(with_unit("waiting", "jobs"))
+    axes[1].set_title(headline("due jobs not yet started, the mean in each bin", "jobs",
+                               fontsize=10), fontsize=10)
+    axes[2].set_ylabel(with_unit("start delay", SECONDS))
+    axes[2].set_title(headline("mean start delay of the jobs that started, by start time",
+                               SECONDS, fontsize=10), fontsize=10)
+    axes[3].set_ylabel(with_unit("statements", "per s"))
+    axes[3].set_title(headline("database statements per second", "per s",
+                               "polls and writes", fontsize=10), fontsize=10)
+    for ax in axes[1:]:
+        ax.set_ylim(bottom=0)
+    axes[3].set_xlabel(with_unit("simulated time", SECONDS))
+    axes[3].set_xlim(lo, hi)
+    if window is not None:
+        for ax in axes:
+            for a, b in ((lo, window[0]), (window[1], hi)):
+                if b > a:
+                    ax.axvspan(a, b, color="0.85", zorder=0, lw=0)
+    fig.legend(loc="outside lower center", ncol=2 if len(loads) > 3 else 1, fontsize=9,
+               frameon=False)
+    fig.suptitle(headline("load over time, by variant", None,
+                          "grey: the warm-up and cool-down, left out of the statistics"
+                          if window is not None else ""))
     return fig
 
 
