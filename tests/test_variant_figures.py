@@ -53,6 +53,13 @@ def test_each_variants_depth_line_is_its_own_runs(runs):
     assert "the same as base" in lines["again"].get_label()
     assert lines["base"].get_linestyle() != "-" and lines["one-thread"].get_linestyle() == "-"
     assert [ln.get_color() for ln in lines.values()] == ["C0", "C1", "C2", "C3"]
+    # the first drawn widest: a line that a later one nearly covers shows at its edges
+    widths = [ln.get_linewidth() for ln in lines.values()]
+    assert widths == sorted(widths, reverse=True) and widths[0] > widths[-1]
+    # the legend's samples solid, whatever dash a line takes in turn with its twins
+    legend = fig.legends[0]
+    assert [h.get_linestyle() for h in legend.legend_handles] == ["-"] * 4
+    assert [t.get_text() for t in legend.get_texts()] == [ln.get_label() for ln in lines.values()]
 
 
 def test_a_variant_without_jobs_is_said_and_no_jobs_at_all_is_no_data(runs):
@@ -65,10 +72,11 @@ def test_a_variant_without_jobs_is_said_and_no_jobs_at_all_is_no_data(runs):
 
 def test_each_variants_load_lines_are_its_load(runs):
     loads = {}
+    end = max(a.result.end_time for a in runs)  # bins of one width
     for a in runs:
         threads = sum(n.executor.threads for n in a.result.scenario.nodes)
         loads[a.name] = load_series(a.result.trace.arrays(), jobs_frame(a.histories), threads,
-                                    a.result.end_time)
+                                    end)
     fig = plots.load_by_variant(loads, (2.0, 6.0))
     busy, waiting, delay, statements = fig.axes
     for ax in fig.axes:
@@ -80,9 +88,10 @@ def test_each_variants_load_lines_are_its_load(runs):
     for ln, ld in zip(drawn, loads.values()):
         assert np.array_equal(ln.get_ydata(), ld.busy)
     assert "one-thread (2 threads)" in [ln.get_label() for ln in drawn]  # 2 nodes × 1
-    # a dashed line at each cluster's threads: 2 and the default's (2 nodes × 4)
-    dashed = sorted({float(ln.get_ydata()[0]) for ln in busy.lines if ln.get_color() == "0.3"})
-    assert dashed == [2.0, 8.0]
+    # a dashed line at each variant's threads in its colour: 2 (2 nodes × 1) and 8
+    dashed = {(ln.get_color(), float(ln.get_ydata()[0])) for ln in busy.lines
+              if ln.get_linestyle() == "--" and len(ln.get_xdata()) == 2}
+    assert dashed == {("C0", 8.0), ("C1", 8.0), ("C2", 2.0), ("C3", 8.0)}
     for ln, ld in zip(statements.lines, loads.values()):
         assert np.array_equal(ln.get_ydata(), ld.polls + ld.writes)
 
@@ -107,6 +116,8 @@ def test_variants_all_too_small_for_a_load_figure_get_none(tmp_path):
     runs = [analyse(run(sc)) for sc in scenario.variants_of(doc)]
     out = write(runs, tmp_path / "o", with_view=False)
     assert sorted(p.name for p in out.glob("*.png")) == ["start_delay.png", "table_depth.png"]
+    assert "No variant has 20 jobs or more, so there is no plot of the load over time." in \
+        (out / "report.md").read_text(encoding="utf-8")
 
 
 def test_a_run_without_variants_keeps_its_own_figures(tmp_path):
@@ -114,3 +125,42 @@ def test_a_run_without_variants_keeps_its_own_figures(tmp_path):
     out = write(a, tmp_path / "o", with_view=False)
     assert sorted(p.name for p in out.glob("*.png")) == [
         "latency_cdf.png", "load_over_time.png", "table_depth.png", "timeline.png"]
+
+
+def test_a_variant_without_a_load_keeps_the_others_colours_and_is_named(runs):
+    """A variant of too few jobs for a load figure is named in its legend, and the variants
+    after it keep the colours they have in every other figure."""
+    loads = {}
+    for a in runs:
+        threads = sum(n.executor.threads for n in a.result.scenario.nodes)
+        loads[a.name] = load_series(a.result.trace.arrays(), jobs_frame(a.histories), threads,
+                                    a.result.end_time)
+    loads["again"] = None
+    fig = plots.load_by_variant(loads, None, {"again": 7})
+    texts = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert texts[1] == "again (7 jobs: too few for a load figure)"
+    colours = {ln.get_label().split(" (")[0]: ln.get_color() for ln in fig.axes[0].lines
+               if not ln.get_label().startswith("_")}
+    assert colours == {"base": "C0", "again": "C1", "one-thread": "C2", "few": "C3"}
+
+
+def test_more_than_ten_variants_each_have_a_colour_of_their_own(runs):
+    tdf = trace_frame(runs[2].result.trace)
+    fig = plots.table_depth_by_variant({f"v{i}": tdf.copy() for i in range(12)})
+    colours = [ln.get_color() for ln in fig.axes[0].lines]
+    assert len(colours) == 12 and len(set(colours)) == 12
+
+
+def test_a_variant_with_priority_classes_keeps_its_start_delays_by_class(tmp_path):
+    """The shared start-delay figure merges a variant's classes: a variant whose jobs have
+    more than one priority also gets its own CDF by class; one of a single class does not."""
+    doc = _doc()
+    doc["workload"]["streams"].append({"name": "urgent", "handler": "work", "rate": "1/s",
+                                       "count": 5, "priority": 10})
+    doc["variants"] = {"mixed": {"set": {}},
+                       "plain": {"set": {"workload.streams.1.priority": 0}}}
+    runs = [analyse(run(sc)) for sc in scenario.variants_of(doc)]
+    out = write(runs, tmp_path / "o", with_view=False)
+    assert sorted(p.name for p in (out / "mixed").glob("*.png")) == ["latency_cdf.png",
+                                                                    "timeline.png"]
+    assert sorted(p.name for p in (out / "plain").glob("*.png")) == ["timeline.png"]

@@ -32,18 +32,21 @@ def run_plots(a: Any, jobs: pd.DataFrame, folder: Path, steps: Any = None,
     with ``prefix``.
 
     A variant's own plots (``a.result.scenario.variant`` set) are those of what happened
-    in it: its timeline and, where they apply, its double runs, its services' load and its
-    nodes' poll phases. Its start delays, table depth and load are drawn with the other
-    variants' on one figure each (``compared``): one figure a variant said the same thing
-    less well, and cost a variant run a report per variant."""
+    in it: its timeline and, where they apply, its start delays by priority class, its
+    double runs, its services' load and its nodes' poll phases. Its start delays, table
+    depth and load are drawn with the other variants' on one figure each (``compared``):
+    one figure a variant said the same thing less well, and cost a variant run a report
+    per variant."""
     tdf = plot_frame(a.result.trace)
     alone = a.result.scenario.variant is None
     made = [("per-node timeline", "timeline.png", lambda: plots.node_timeline(
         tdf, colour=a.result.scenario.timeline_colour, jobs=jobs))]
+    if alone or jobs["priority"].nunique() > 1:  # a variant's: what the shared one merges
+        made.insert(0, ("latency CDF by priority", "latency_cdf.png",
+                        lambda: plots.latency_cdf(counted_jobs(jobs, a.summary))))
     if alone:
-        made = [("latency CDF by priority", "latency_cdf.png", lambda: plots.latency_cdf(
-            counted_jobs(jobs, a.summary)))] + made + [
-            ("table depth over time", "table_depth.png", lambda: plots.table_depth(tdf))]
+        made.append(("table depth over time", "table_depth.png",
+                     lambda: plots.table_depth(tdf)))
     if a.histories.duplicates:
         made.append(("double runs by cause", "duplicates.png",
                      lambda: plots.duplicates_by_cause(a.histories.duplicates, CAUSES)))
@@ -68,13 +71,18 @@ def run_plots(a: Any, jobs: pd.DataFrame, folder: Path, steps: Any = None,
 LOAD_TITLE = "load over time: busy threads, waiting jobs, start delay, statements/s"
 
 
-def _load(a: Any, jobs: pd.DataFrame) -> Any:
-    """Run ``a``'s load over time (``analysis.series.Load``), or None: a run of under 20
-    jobs has too few for one."""
-    if len(jobs) < 20:
+#: the jobs a run needs for a figure of its load over time
+LOAD_JOBS = 20
+
+
+def _load(a: Any, jobs: pd.DataFrame, end: float | None = None) -> Any:
+    """Run ``a``'s load over time (``analysis.series.Load``) in bins up to ``end`` (its own
+    end by default), or None: a run of under ``LOAD_JOBS`` jobs has too few for one."""
+    if len(jobs) < LOAD_JOBS:
         return None
     threads = sum(n.executor.threads for n in a.result.scenario.nodes)
-    return load_series(a.result.trace.arrays(), jobs, threads, a.result.end_time)
+    return load_series(a.result.trace.arrays(), jobs, threads,
+                       a.result.end_time if end is None else end)
 
 
 def _window(a: Any) -> tuple[float, float] | None:
@@ -87,7 +95,7 @@ def _load_plots(a: Any, jobs: pd.DataFrame, alone: bool) -> list[tuple[str, str,
     variants') and the nodes' poll phases (where the report names an effect of theirs)."""
     sc, end, cols = a.result.scenario, a.result.end_time, a.result.trace.arrays()
     out = []
-    if alone and len(jobs) >= 20:
+    if alone and len(jobs) >= LOAD_JOBS:
         out.append((LOAD_TITLE, "load_over_time.png",
                     lambda: plots.load_over_time(_load(a, jobs), _window(a))))
     # the phases' picture where the report names what they did (lock-step, or the work
@@ -160,7 +168,8 @@ def compared(analyses: list[Any], tmp: Path, plots_of: dict[str, list[tuple[str,
 
 def _compared_runs(analyses: list[Any], tmp: Path, steps: Any) -> list[tuple[str, str]]:
     """The variants' table depth over time on one figure, and their load over time (those
-    of 20 jobs or more) on another."""
+    of ``LOAD_JOBS`` jobs or more, in bins of one width: up to the latest end) on
+    another."""
     made = []
     step(steps, "table_depth.png")
     fig = plots.table_depth_by_variant({a.name: plot_frame(a.result.trace)
@@ -168,15 +177,20 @@ def _compared_runs(analyses: list[Any], tmp: Path, steps: Any) -> list[tuple[str
     plots.save(fig, tmp / "table_depth.png")
     made.append(("table depth over time by variant", "table_depth.png"))
     del fig
-    loads = {a.name: ld for a in analyses
-             if (ld := _load(a, jobs_frame(a.histories))) is not None}
-    if loads:
+    end = max(a.result.end_time for a in analyses)
+    jobs = {a.name: jobs_frame(a.histories) for a in analyses}
+    loads = {a.name: _load(a, jobs[a.name], end) for a in analyses}
+    if any(ld is not None for ld in loads.values()):
         step(steps, "load_over_time.png")
         windows = {_window(a) for a in analyses}
-        fig = plots.load_by_variant(loads, windows.pop() if len(windows) == 1 else None)
+        fig = plots.load_by_variant(loads, windows.pop() if len(windows) == 1 else None,
+                                    {name: len(j) for name, j in jobs.items()})
         plots.save(fig, tmp / "load_over_time.png")
         made.append((LOAD_TITLE.replace("load over time", "load over time by variant"),
                      "load_over_time.png"))
         del fig
+    else:
+        made.append((f"No variant has {LOAD_JOBS} jobs or more, so there is no plot of the "
+                     "load over time.", ""))
     memory.release()
     return made

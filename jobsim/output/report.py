@@ -272,19 +272,27 @@ def markdown(analyses: list[Analysis], plots_of: dict[str, list[tuple[str, str]]
     inv = [(k, f"invariants.{k}") for k in analyses[0].summary["invariants"]]
     out += ["## Invariants (violations; 0 = holds)", ""] + _table(analyses, inv) + [""]
     if plots_of.get(""):
-        out += ["## Compared", ""]
+        out += ["## Compared", "", _COMPARED, ""]
         out += [_shown(title, path) for title, path in plots_of[""]] + [""]
     for a in analyses:
         entries = plots_of.get(a.name, [])
         if entries:
             out += [f"## Plots: {a.name}" if sc.variant is not None else "## Plots", ""]
             out += [_shown(title, path) for title, path in entries] + [""]
-    out += ["## Files", "",
-            "`summary.json` (the figures), `jobs.csv` (one row per job), `trace.csv` (one row "
-            "per event), `scenario.yaml` (what was run), `view.html` (the run to explore in a "
-            "browser: `jobsim view` rebuilds it)"
-            + (", one folder per variant." if sc.variant is not None else "."), ""]
+    files = ("`summary.json` (the figures), `jobs.csv` (one row per job), `trace.csv` (one "
+             "row per event), `scenario.yaml` (what was run)")
+    page = "`view.html` (the run to explore in a browser: `jobsim view` rebuilds it)"
+    out += ["## Files", "", f"{files}, {page}." if sc.variant is None else
+            f"`summary.json` (every variant's figures), {page}; in each variant's folder, its "
+            f"own {files}.", ""]
     return "\n".join(out)
+
+
+#: what report.md says of the figures that set the variants side by side
+_COMPARED = ("Each figure below draws every variant, each in the same colour in all of them; "
+             "lines that are the very same are dashed in turn and labelled so. Each variant's "
+             "own timeline follows under its name, with its start delays by priority, double "
+             "runs, services' load or poll phases where it has them.")
 
 
 def _shown(title: str, path: str) -> str:

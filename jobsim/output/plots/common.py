@@ -111,6 +111,43 @@ def twin_words(name: str, group: list[str]) -> str:
     return f"; the same as {group[0]}" if group[0] != name else ""
 
 
+def variant_colours(n: int) -> list[str]:
+    """The colours of ``n`` variants, the same in every figure that sets them side by side:
+    matplotlib's ten (C0–C9) for up to ten, tab20's twenty for more."""
+    if n <= 10:
+        return [f"C{i}" for i in range(n)]
+    from matplotlib import colormaps
+    from matplotlib.colors import to_hex
+
+    tab20 = colormaps["tab20"]
+    return [to_hex(tab20(i % 20)) for i in range(n)]
+
+
+def variant_widths(n: int) -> list[float]:
+    """Line widths of ``n`` variants drawn one over the other: the first drawn widest, so
+    that a line a later one nearly covers still shows at its edges."""
+    return [round(1.3 + 1.7 * (n - 1 - i) / max(n - 1, 1), 2) for i in range(n)]
+
+
+def variant_legend(target: Any, lines: list[Any], **style: Any) -> Any:
+    """A legend of ``lines`` (on ``target``, an Axes or a Figure) whose samples are solid:
+    a line dashed in turn with its twins (``twin_style``) may show no dash within a
+    sample's length; its label says whose line it shares."""
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], color=ln.get_color(), linewidth=min(ln.get_linewidth(), 2.0))
+               for ln in lines]
+    return target.legend(handles, [ln.get_label() for ln in lines], **style)
+
+
+def legend_columns(labels: list[str], width: float, fontsize: float = 9.0) -> int:
+    """Two legend columns where two of the longest label fit a figure ``width`` inches
+    wide, else one."""
+    # DejaVu Sans: about half the font size a character, and half an inch for the sample
+    longest = max((len(t) for t in labels), default=0) * fontsize * 0.52 / 72 + 0.5
+    return 2 if len(labels) > 3 and 2 * longest < width - 0.4 else 1
+
+
 def _seconds(v: float, _pos: Any = None) -> str:
     """A tick label in seconds: ``0.001``, ``0.25``, ``30``, ``1e+04``."""
     return f"{v:g}"

@@ -9,8 +9,9 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from ..plotdata import gone_rows, kind_is, lock_series, step_series, thin
-from .common import (_CRASH, _figure, _no_data, _seconds, _trace_rows, headline, twin_style,
-                     twin_words, twins)
+from .common import (_CRASH, _figure, _no_data, _seconds, _trace_rows, headline,
+                     legend_columns, twin_style, twin_words, twins, variant_colours,
+                     variant_legend, variant_widths)
 
 
 def _spikes(t: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -100,14 +101,15 @@ def table_depth(trace_df: pd.DataFrame) -> Figure:
 
 
 def table_depth_by_variant(traces: dict[str, pd.DataFrame]) -> Figure:
-    """Jobs in the table over time, one step line per variant (in the order given, in the
-    colours of the start-delay figure's lines; identical lines dashed in turn, their labels
-    saying so): which variant drains its table first, and where one holds a backlog that
-    another does not. A variant's own rows locked and executions running are in its tab of
-    the interactive page."""
+    """Jobs in the table over time, one step line per variant (in the order given, each in
+    its colour of every figure that sets the variants side by side: ``variant_colours``;
+    the first drawn widest; identical lines dashed in turn, their labels saying so), and
+    each variant's node crashes as dashed vertical lines in its colour: which variant
+    drains its table first, and where one holds a backlog that another does not. A
+    variant's own rows locked and executions running are in its tab of the interactive
+    page."""
     title = "jobs in the table over simulated time, by variant"
-    fig, ax = _figure(10.0, 5.0)
-    series: dict[str, tuple[np.ndarray, np.ndarray] | None] = {}
+    series: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray] | None] = {}
     for name, df in traces.items():
         df = None if df is None else _trace_rows(df)
         created = None if df is None or len(df) == 0 else kind_is(df, "job_created")
@@ -116,24 +118,37 @@ def table_depth_by_variant(traces: dict[str, pd.DataFrame]) -> Figure:
             continue
         times = df["time"].to_numpy(dtype=float)
         finite = times[np.isfinite(times)]
-        series[name] = _in_table(df, times, created, float(finite.min()), float(finite.max()))
+        t, v = _in_table(df, times, created, float(finite.min()), float(finite.max()))
+        series[name] = (t, v, times[kind_is(df, "node_crashed")])
+    labels = {}
+    groups = twins({name: b"" if s is None else s[0].tobytes() + b"|" + s[1].tobytes()
+                    for name, s in series.items()})
+    for name, s in series.items():
+        labels[name] = f"{name} (no jobs)" if s is None else \
+            f"{name} (peak {int(s[1].max())}, {int(s[1][-1])} left at the end" \
+            f"{twin_words(name, groups[name])})"
+    ncol = legend_columns(list(labels.values()), 10.0)
+    rows = -(-len(labels) // ncol)
+    fig, ax = _figure(10.0, 5.0 + 0.18 * max(0, rows - 3))
     drawn = [s for s in series.values() if s is not None]
     if not drawn:
         return _no_data(fig, ax, title, "no jobs created")
-    groups = twins({name: b"" if s is None else s[0].tobytes() + b"|" + s[1].tobytes()
-                    for name, s in series.items()})
+    colours = variant_colours(len(series))
+    widths = variant_widths(len(series))
+    lines, crashed = [], False
     for i, (name, s) in enumerate(series.items()):
-        colour = f"C{i % 10}"
         if s is None:
-            ax.plot([], [], color=colour, label=f"{name} (no jobs)")
+            lines += ax.plot([], [], color=colours[i], label=labels[name])
             continue
-        t, v = s
-        ax.step(t, v, where="post", color=colour, linewidth=1.6,
-                linestyle=twin_style(name, groups[name]),
-                label=f"{name} (peak {int(v.max())}, {int(v[-1])} left at the end"
-                      f"{twin_words(name, groups[name])})")
-    lo, hi = min(float(t[0]) for t, _ in drawn), max(float(t[-1]) for t, _ in drawn)
-    top = max(1, *(int(v.max()) for _, v in drawn))
+        t, v, crashes = s
+        lines += ax.step(t, v, where="post", color=colours[i], linewidth=widths[i],
+                         linestyle=twin_style(name, groups[name]), label=labels[name])
+        if len(crashes):
+            crashed = True
+            ax.vlines(crashes, 0, 1, transform=ax.get_xaxis_transform(), colors=colours[i],
+                      linestyles="dashed", linewidth=1, alpha=0.8)
+    lo, hi = min(float(t[0]) for t, _, _ in drawn), max(float(t[-1]) for t, _, _ in drawn)
+    top = max(1, *(int(v.max()) for _, v, _ in drawn))
     margin = (hi - lo) * 0.01 + 1e-9
     ax.set_xlim(lo - margin, hi + margin)
     ax.set_ylim(-0.02 * top, top * 1.08)
@@ -142,8 +157,9 @@ def table_depth_by_variant(traces: dict[str, pd.DataFrame]) -> Figure:
     ax.set_xlabel("simulated time (s)")
     ax.set_ylabel("rows in the table (jobs)")
     ax.grid(True, alpha=0.3)
-    ax.set_title(headline(title, "jobs", "created − done − dead-lettered − withdrawn − "
-                          "cancelled", 10.0))
-    fig.legend(loc="outside lower center", ncol=2 if len(traces) > 3 else 1, fontsize=9,
-               frameon=False)
+    detail = "created − done − dead-lettered − withdrawn − cancelled" + (
+        " · vertical dashes: node crashes" if crashed else "")
+    ax.set_title(headline(title, "jobs", detail, 10.0))
+    variant_legend(fig, lines, loc="outside lower center", ncol=ncol, fontsize=9,
+                   frameon=False)
     return fig

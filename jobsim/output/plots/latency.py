@@ -14,7 +14,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from .common import (SECONDS, _figure, _job_rows, _no_data, _plural, _seconds, headline,
-                     twin_style, twin_words, twins)
+                     twin_style, twin_words, twins, variant_colours, variant_legend)
 
 
 def _delay_axis(ax: Axes, d_all: np.ndarray) -> None:
@@ -64,6 +64,8 @@ def start_delay_by_variant(delays: dict[str, np.ndarray],
     marks = marks or {}
     said: dict[str, list[str]] = {}
     twins = _twins(delays)
+    colours = dict(zip(delays, variant_colours(len(delays))))
+    drawn_lines = []
     for name, delay in delays.items():
         delay = np.asarray(delay, dtype=float)
         started = ~np.isnan(delay)
@@ -74,11 +76,13 @@ def start_delay_by_variant(delays: dict[str, np.ndarray],
         group = twins[name]
         label += twin_words(name, group) + ")"
         if len(d) == 0:
-            ax.plot([], [], color="none", label=label)
+            drawn_lines += ax.plot([], [], color="none", label=label)
             continue
         y = np.arange(1, len(d) + 1) / len(d)
         (line,) = ax.step(np.r_[d[0], d], np.r_[0.0, y], where="post", label=label,
-                          linewidth=1.6, linestyle=twin_style(name, group))
+                          linewidth=1.6, linestyle=twin_style(name, group),
+                          color=colours[name])
+        drawn_lines.append(line)
         drawn.append(d)
         for job, at in sorted(marks.get(name, {}).items()):
             frac = np.searchsorted(d, at, side="right") / len(d)
@@ -102,7 +106,7 @@ def start_delay_by_variant(delays: dict[str, np.ndarray],
     ax.set_ylim(0, 1.02)
     ax.grid(True, which="major", alpha=0.35)
     ax.set_title(title)
-    ax.legend(loc="lower right", fontsize=9)
+    variant_legend(ax, drawn_lines, loc="lower right", fontsize=9)
     return fig
 
 

@@ -10,7 +10,8 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ...analysis.series import Load
-from .common import SECONDS, _plural, headline, twin_style, twin_words, twins, with_unit
+from .common import (SECONDS, _plural, headline, legend_columns, twin_style, twin_words, twins,
+                     variant_colours, variant_legend, variant_widths, with_unit)
 
 
 def load_over_time(load: Load, window: tuple[float, float] | None = None) -> Figure:
@@ -69,36 +70,52 @@ def load_over_time(load: Load, window: tuple[float, float] | None = None) -> Fig
     return fig
 
 
-def load_by_variant(loads: dict[str, Load],
-                    window: tuple[float, float] | None = None) -> Figure:
-    """The four panels of ``load_over_time`` with one line per variant (in the order given,
-    in the colours of the start-delay figure's lines): busy threads, waiting jobs, the mean
-    start delay and all statements per second, each the mean in its variant's bins.
-    ``window``: the statistics' (start, end), shaded as there, when every variant has the
-    same."""
-    fig = Figure(figsize=(9.0, 8.0), layout="constrained")
-    axes = fig.subplots(4, 1, sharex=True)
-    lo, hi = min(ld.edges[0] for ld in loads.values()), max(ld.edges[-1] for ld in loads.values())
+def load_by_variant(loads: dict[str, Load | None], window: tuple[float, float] | None = None,
+                    few: dict[str, int] | None = None) -> Figure:
+    """The four panels of ``load_over_time`` with one line per variant: busy threads (and,
+    dashed, all of the variant's threads), waiting jobs, the mean start delay and all
+    statements per second, each the mean in its bin. Give the loads binned alike
+    (``load_series`` over one end) to compare bins. Variants in the order given, each in
+    its colour of every figure that sets them side by side (``variant_colours``; the
+    first drawn widest; identical lines dashed in turn, their labels saying so); a variant
+    whose load is None (``few``: its jobs, too few for one) is named in the legend.
+    ``window``: the statistics' (start, end), shaded, when every variant has the same."""
+    few = few or {}
+    drawn = {name: ld for name, ld in loads.items() if ld is not None}
     groups = twins({name: b"|".join(np.asarray(x, dtype=float).tobytes() for x in (
         ld.edges, ld.busy, ld.waiting, ld.delay_mean, ld.polls + ld.writes, [ld.threads]))
-        for name, ld in loads.items()})
+        for name, ld in drawn.items()})
+    labels = {name: f"{name} ({_plural(ld.threads, 'thread')}{twin_words(name, groups[name])})"
+              if ld is not None else f"{name} ({_plural(few.get(name, 0), 'job')}: too few "
+              f"for a load figure)" for name, ld in loads.items()}
+    ncol = legend_columns(list(labels.values()), 9.0)
+    rows = -(-len(labels) // ncol)
+    fig = Figure(figsize=(9.0, 8.0 + 0.18 * max(0, rows - 3)), layout="constrained")
+    axes = fig.subplots(4, 1, sharex=True)
+    colours, widths = variant_colours(len(loads)), variant_widths(len(loads))
+    lines = []
     for i, (name, ld) in enumerate(loads.items()):
+        if ld is None:
+            lines += axes[0].plot([], [], color=colours[i], label=labels[name])
+            continue
         mid = (ld.edges[:-1] + ld.edges[1:]) / 2
-        style = dict(color=f"C{i % 10}", linestyle=twin_style(name, groups[name]))
-        axes[0].plot(mid, ld.busy, drawstyle="steps-mid", lw=1.2, **style,
-                     label=f"{name} ({_plural(ld.threads, 'thread')}"
-                           f"{twin_words(name, groups[name])})")
-        axes[1].plot(mid, ld.waiting, drawstyle="steps-mid", lw=1.2, **style)
+        style = dict(color=colours[i], linestyle=twin_style(name, groups[name]),
+                     lw=widths[i] * 0.8)
+        lines += axes[0].plot(mid, ld.busy, drawstyle="steps-mid", **style,
+                              label=labels[name])
+        axes[0].axhline(ld.threads, color=colours[i], ls="--", lw=0.9, alpha=0.7)
+        axes[1].plot(mid, ld.waiting, drawstyle="steps-mid", **style)
         ok = ~np.isnan(ld.delay_mean)
-        axes[2].plot(mid[ok], ld.delay_mean[ok], lw=1.2, **style)
-        axes[3].plot(mid, ld.polls + ld.writes, lw=1, **style)
-    for threads in sorted({ld.threads for ld in loads.values()}):
-        axes[0].axhline(threads, color="0.3", ls="--", lw=1)
-    most = max(ld.threads for ld in loads.values())
+        axes[2].plot(mid[ok], ld.delay_mean[ok], **style)
+        axes[3].plot(mid, ld.polls + ld.writes, **style)
+    lo = min((ld.edges[0] for ld in drawn.values()), default=0.0)
+    hi = max((ld.edges[-1] for ld in drawn.values()), default=1.0)
+    most = max((ld.threads for ld in drawn.values()), default=1)
     axes[0].set_ylim(0, most * 1.15 or 1)
     axes[0].set_ylabel(with_unit("busy", "threads"))
     axes[0].set_title(headline("threads busy, the mean in each bin", "threads",
-                               "dashed: all of a variant's threads", fontsize=10), fontsize=10)
+                               "dashed: all of a variant's threads, in its colour",
+                               fontsize=10), fontsize=10)
     axes[1].set_ylabel(with_unit("waiting", "jobs"))
     axes[1].set_title(headline("due jobs not yet started, the mean in each bin", "jobs",
                                fontsize=10), fontsize=10)
@@ -107,7 +124,7 @@ def load_by_variant(loads: dict[str, Load],
                                SECONDS, fontsize=10), fontsize=10)
     axes[3].set_ylabel(with_unit("statements", "per s"))
     axes[3].set_title(headline("database statements per second", "per s",
-                               "polls and writes", fontsize=10), fontsize=10)
+                               "polls and writes together", fontsize=10), fontsize=10)
     for ax in axes[1:]:
         ax.set_ylim(bottom=0)
     axes[3].set_xlabel(with_unit("simulated time", SECONDS))
@@ -117,8 +134,8 @@ def load_by_variant(loads: dict[str, Load],
             for a, b in ((lo, window[0]), (window[1], hi)):
                 if b > a:
                     ax.axvspan(a, b, color="0.85", zorder=0, lw=0)
-    fig.legend(loc="outside lower center", ncol=2 if len(loads) > 3 else 1, fontsize=9,
-               frameon=False)
+    variant_legend(fig, lines, loc="outside lower center", ncol=ncol, fontsize=9,
+                   frameon=False)
     fig.suptitle(headline("load over time, by variant", None,
                           "grey: the warm-up and cool-down, left out of the statistics"
                           if window is not None else ""))
