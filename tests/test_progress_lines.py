@@ -13,7 +13,7 @@ import pytest
 
 from jobsim.base.progress import Bar, Steps
 from jobsim.cli import main
-from jobsim.output import page_child
+from jobsim.output import children
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -81,7 +81,7 @@ def test_a_log_gets_a_line_for_each_phase(tmp_path, capsys, monkeypatch, paralle
     assert int(written.group(1)) == len(on_disk), (lines[-1], sorted(map(str, on_disk)))
     # the page is said when it begins: first where a child builds it beside the other
     # files, last where it is built here after them
-    page_first = page_child.parallel()
+    page_first = children.parallel()
     order = [next(i for i, line in enumerate(lines) if t in line)
              for t in ("simulating", "analysing", "view.html", "trace.csv", "report.md",
                        "files written")]

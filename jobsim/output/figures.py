@@ -19,17 +19,25 @@ from ..analysis.window import counted_jobs
 from ..base import memory
 from ..base.progress import step
 from . import plots
+from .children import Child, parallel
 from .columns import plot_frame
 from .figure_words import bounds, describe, why_none
 from .plots.common import axis_label, with_unit
 from .service_report import compared_loads, load_panels
 
 
+#: a run of this many trace events or more shares its plots with a child process, where
+#: ``children.parallel()``: below, the fork costs more than the plots it takes over
+SHARED_FROM = 50_000
+
+
 def run_plots(a: Any, jobs: pd.DataFrame, folder: Path, steps: Any = None,
-              prefix: str = "") -> list[tuple[str, str]]:
+              prefix: str = "", phases: Any = None) -> list[tuple[str, str]]:
     """Each plot drawn, saved and let go before the next (a big run's figures hold millions
     of points); ``steps`` (``base.progress.Steps``) is told each file as it begins, named
-    with ``prefix``.
+    with ``prefix``. A run of ``SHARED_FROM`` events or more, where a child process may
+    work beside this one, has every other plot drawn there (the same bytes); its CPU
+    seconds are told to ``phases`` as the plots'.
 
     A variant's own plots (``a.result.scenario.variant`` set) are those of what happened
     in it: its timeline and, where they apply, its start delays by priority class, its
@@ -54,17 +62,40 @@ def run_plots(a: Any, jobs: pd.DataFrame, folder: Path, steps: Any = None,
         made.append(("load on the services", "service_load.png",
                      lambda: plots.service_load(load_panels(a))))
     made += _load_plots(a, jobs, alone)
+    theirs: list[Any] = []
+    child = None
+    shared = len(made) > 2 and len(a.result.trace) >= SHARED_FROM and parallel()
+    try:
+        for i, entry in enumerate(made):
+            if i == 1 and shared:  # forked once a figure has been drawn here: the child
+                theirs = made[1::2]  # starts with matplotlib's fonts and caches warm
+                child = Child(lambda: _draw(theirs, folder),
+                              f"{prefix}plots could not be drawn")
+                child.begin()
+            step(steps, f"{prefix}{entry[1]}")
+            if entry not in theirs:
+                _draw([entry], folder)
+        if child is not None:
+            cpu = child.wait()
+            if phases is not None:  # the wait for it is this phase's wall time already
+                phases.add("plots", 0.0, cpu)
+    finally:
+        if child is not None:
+            child.stop()
+    said = [] if a.histories.duplicates else [
+        ("No job ran twice, so there is no plot of double runs by cause.", "")]
+    return [(title, name) for title, name, _ in made] + said
+
+
+
+def _draw(made: list[tuple[str, str, Any]], folder: Path) -> None:
+    """Each figure drawn, saved and let go before the next."""
     for _, name, draw in made:
-        step(steps, f"{prefix}{name}")
         fig = draw()
         plots.save(fig, folder / name)
         fig.clear()  # its artists and their arrays go now, not at the next garbage collection
         del fig
         memory.release()
-    said = [] if a.histories.duplicates else [
-        ("No job ran twice, so there is no plot of double runs by cause.", "")]
-    return [(title, name) for title, name, _ in made] + said
-
 
 
 #: the title of a load-over-time figure in report.md

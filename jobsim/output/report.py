@@ -45,7 +45,7 @@ from ..sim.world import RunResult
 # the printed summary (``text``), also imported from here by the command line and the tests
 from .text import (MAX_NODES_SHOWN, format_seconds, format_summary,  # noqa: F401
                    format_violation, node_cell, node_lines)
-from .page_child import PageError
+from .children import ChildError
 from .run_files import write_run
 from .words import explanation, sentences
 
@@ -59,7 +59,7 @@ def check_target(out: str | Path) -> None:
     before a long run, so that a refusal comes first, not after the work."""
     try:
         outdir.check(Path(out), KIND)
-    except (outdir.OutputError, PageError) as exc:
+    except (outdir.OutputError, ChildError) as exc:
         raise ReportError(str(exc)) from None
 
 
@@ -344,7 +344,7 @@ def write(analyses: list[Analysis] | Analysis, out: str | Path, with_plots: bool
     def fill(tmp: Path) -> None:
         page = None
         if (with_plots if with_view is None else with_view) and not view_left_out(analyses):
-            from .page_child import Page
+            from .children import Page
             from .view import FILE
 
             n = sum(int(a.summary['executions']) for a in analyses)
@@ -385,6 +385,6 @@ def write(analyses: list[Analysis] | Analysis, out: str | Path, with_plots: bool
 
     try:
         outdir.replace(out, KIND, fill)
-    except (outdir.OutputError, PageError) as exc:
+    except (outdir.OutputError, ChildError) as exc:
         raise ReportError(str(exc)) from None
     return out

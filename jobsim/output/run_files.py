@@ -60,4 +60,4 @@ def write_run(a: Any, folder: Path, with_plots: bool, phases: Any = None,
     with phase(phases, "plots"):  # matplotlib's import among them: not for ``--no-plots``
         from .figures import run_plots
 
-        return run_plots(a, jobs, folder, steps, prefix)
+        return run_plots(a, jobs, folder, steps, prefix, phases)

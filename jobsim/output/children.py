@@ -1,0 +1,146 @@
+"""Parts of a report built beside the rest: where the platform forks and more than one core
+is ours, a child process builds view.html while this one writes the CSV files and draws the
+plots, and a big run's plots are shared with a second child; elsewhere (in a notebook's
+kernel, or with ``JOBSIM_PARALLEL=0``) all is built here, one after the other.
+The bytes are the same either way: the same code on the same analyses (tests hold it).
+
+A child's CPU seconds count as its phase's (``base.phases``: the page's, the plots'); a stop
+(Ctrl-C, SIGTERM) or a failure anywhere ends the child before the report's temporary folder
+goes.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+
+def parallel() -> bool:
+    """Whether work may be done in a child process: fork is there, more than one core is
+    this process's, ``JOBSIM_PARALLEL`` is not ``0``, and this is neither a Jupyter kernel
+    (a forked kernel's child would share its sockets and output threads) nor a pool's
+    worker (which may have no children)."""
+    import multiprocessing
+
+    if os.environ.get("JOBSIM_PARALLEL", "1").strip() in ("0", "") or "ipykernel" in sys.modules:
+        return False
+    if multiprocessing.current_process().daemon:  # a pool's worker may have no children
+        return False
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
+        (os.cpu_count() or 1)
+    return cores > 1 and "fork" in multiprocessing.get_all_start_methods()
+
+
+def _child(send: Any, work: Callable[[], None]) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops it (``Child.stop``)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        t = time.process_time()
+        work()
+        send.send((True, time.process_time() - t))
+    except BaseException:  # the parent raises it, with this traceback
+        send.send((False, traceback.format_exc()))
+    finally:
+        send.close()
+
+
+class ChildError(Exception):
+    """A child process failed: what it was doing, and its traceback."""
+
+
+class Child:
+    """``work()`` in a forked child: ``begin`` it, ``wait`` for it (its CPU seconds), and
+    ``stop`` it on the way out whatever happened. ``what`` names the work in an error
+    ("view.html could not be built")."""
+
+    def __init__(self, work: Callable[[], None], what: str):
+        self.work, self.what = work, what
+        self.proc: Any = None
+        self.receive: Any = None
+
+    def begin(self) -> None:
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("fork")
+        sys.stdout.flush()  # nothing buffered here is written again by the child
+        sys.stderr.flush()
+        self.receive, send = ctx.Pipe(duplex=False)
+        self.proc = ctx.Process(target=_child, args=(send, self.work), daemon=True)
+        self.proc.start()
+        send.close()
+
+    def wait(self) -> float:
+        """The child's CPU seconds once it ended; ChildError if it failed."""
+        try:
+            ok, got = self.receive.recv()
+        except EOFError:
+            ok, got = False, f"the process doing it died (exit code {self.proc.exitcode})"
+        finally:
+            self.receive.close()
+            self.proc.join()
+            self.proc = None
+        if not ok:
+            raise ChildError(f"{self.what}:\n{got}")
+        return got
+
+    def stop(self) -> None:
+        """End the child, if any, and wait for it (before its folder is removed)."""
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.join()
+            self.receive.close()
+            self.proc = None
+
+
+def _build(analyses: list[Any], path: Path) -> None:
+    from .view import analyses_page
+
+    path.write_text(analyses_page(analyses), encoding="utf-8")
+
+
+class Page:
+    """The page of ``analyses`` into ``path``: begun in a child (``begin``) where
+    ``parallel()``, finished (``finish``) after the report's other files."""
+
+    def __init__(self, analyses: list[Any], path: Path, steps: Any = None, what: str = ""):
+        self.analyses, self.path = analyses, path
+        self.steps, self.what = steps, what  # told when the page is begun
+        self.child: Child | None = None
+
+    def begin(self) -> None:
+        if not parallel():
+            return
+        # ``_build`` looked up when the child runs it (a test replaces it)
+        self.child = Child(lambda: _build(self.analyses, self.path),
+                           "view.html could not be built")
+        self.child.begin()
+        if self.steps is not None:
+            self.steps.step(self.what)
+
+    def finish(self, phases: Any = None) -> None:
+        """The page written: the child's, waited for, or built here now."""
+        if self.child is None:
+            from ..base.phases import phase
+
+            if self.steps is not None:
+                self.steps.step(self.what)
+            with phase(phases, "page"):
+                _build(self.analyses, self.path)
+            return
+        t = time.perf_counter()
+        child, self.child = self.child, None
+        cpu = child.wait()
+        if phases is not None:
+            phases.add("page", time.perf_counter() - t, cpu)
+
+    def stop(self) -> None:
+        """End the child, if any, and wait for it (before its folder is removed)."""
+        if self.child is not None:
+            self.child.stop()
+            self.child = None

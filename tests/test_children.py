@@ -1,0 +1,99 @@
+"""view.html, and a big run's share of the plots, built in child processes beside the
+report's other files (where fork and a second core are there): the same bytes as built in
+the process itself, the child's CPU counted as its phase's, and a failure there a clear
+error with nothing left behind."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from jobsim.cli import main
+from jobsim.output import children
+
+ROOT = Path(__file__).resolve().parents[1]
+CHALLENGE = ROOT / "scenarios" / "challenge.yaml"
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.skipif(not children.parallel(), reason="no fork or one core: always serial")
+def test_the_page_built_in_a_child_is_the_same_bytes(tmp_path, monkeypatch):
+    args = ["run", str(CHALLENGE), "--quiet", "--set", "workload.streams.0.count=20"]
+    monkeypatch.setenv("JOBSIM_PARALLEL", "0")
+    assert not children.parallel()
+    assert main(args + ["--out", str(tmp_path / "serial")]) in (0, 1)
+    monkeypatch.setenv("JOBSIM_PARALLEL", "1")
+    timings = tmp_path / "t.json"
+    assert main(args + ["--out", str(tmp_path / "child"), "--timings", str(timings)]) in (0, 1)
+    serial, child = _files(tmp_path / "serial"), _files(tmp_path / "child")
+    assert "view.html" in child and serial == child
+    figures = json.loads(timings.read_text())
+    page = figures["phases"]["page"]
+    # the child's CPU is the page's, and the command's: the rest is not made negative
+    assert page["cpu_s"] > 0 and figures["phases"]["other"]["cpu_s"] >= 0
+    assert figures["cpu_s"] >= sum(p["cpu_s"] for p in figures["phases"].values()) - 1e-3
+
+
+@pytest.mark.skipif(not children.parallel(), reason="no fork or one core: always serial")
+def test_a_page_that_fails_in_its_child_is_a_clear_error_and_nothing_is_written(
+        tmp_path, monkeypatch, capsys):
+    def broken(analyses, path):
+        raise RuntimeError("the page broke")
+
+    monkeypatch.setattr(children, "_build", broken)
+    out = tmp_path / "out"
+    assert main(["run", str(ROOT / "scenarios" / "lesson.yaml"), "--quiet", "--out",
+                 str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "view.html could not be built" in err and "RuntimeError: the page broke" in err
+    assert not out.exists() and not list(tmp_path.iterdir())  # no temporary folder either
+
+
+@pytest.mark.skipif(not children.parallel(), reason="no fork or one core: always serial")
+def test_a_big_runs_plots_shared_with_a_child_are_the_same_bytes(tmp_path, monkeypatch):
+    """Every other plot of a run of ``SHARED_FROM`` events or more is drawn in a child:
+    the folder is byte for byte the one drawn here, and the child's CPU is the plots'."""
+    from jobsim.output import figures
+
+    monkeypatch.setattr(figures, "SHARED_FROM", 0)  # the lesson's 3 plots: 1 in the child
+    args = ["run", str(ROOT / "scenarios" / "lesson.yaml"), "--quiet"]
+    monkeypatch.setenv("JOBSIM_PARALLEL", "0")
+    assert main(args + ["--out", str(tmp_path / "serial")]) in (0, 1)
+    monkeypatch.setenv("JOBSIM_PARALLEL", "1")
+    timings = tmp_path / "t.json"
+    calls = []
+    begin = children.Child.begin
+    monkeypatch.setattr(children.Child, "begin", lambda self: calls.append(self.what) or
+                        begin(self))
+    assert main(args + ["--out", str(tmp_path / "child"), "--timings", str(timings)]) in (0, 1)
+    assert calls == ["view.html could not be built", "plots could not be drawn"]
+    serial, child = _files(tmp_path / "serial"), _files(tmp_path / "child")
+    assert "timeline.png" in child and serial == child
+    figures_ = json.loads(timings.read_text())
+    assert figures_["phases"]["plots"]["cpu_s"] > 0 and \
+        figures_["phases"]["other"]["cpu_s"] >= 0
+    assert figures_["cpu_s"] >= sum(p["cpu_s"] for p in figures_["phases"].values()) - 1e-3
+
+
+@pytest.mark.skipif(not children.parallel(), reason="no fork or one core: always serial")
+def test_a_plot_that_fails_in_its_child_is_a_clear_error_and_nothing_is_written(
+        tmp_path, monkeypatch, capsys):
+    from jobsim.output import figures, plots
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("the timeline broke")
+
+    monkeypatch.setattr(figures, "SHARED_FROM", 0)
+    monkeypatch.setattr(plots, "node_timeline", broken)  # the child's: the second of three
+    out = tmp_path / "out"
+    assert main(["run", str(ROOT / "scenarios" / "lesson.yaml"), "--quiet", "--no-view",
+                 "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "plots could not be drawn" in err and "RuntimeError: the timeline broke" in err
+    assert not out.exists() and not list(tmp_path.iterdir())  # no temporary folder either
