@@ -84,6 +84,25 @@ def gone_rows(df: pd.DataFrame) -> np.ndarray:
         df, "dead_lettered") | kind_is(df, "withdrawn") | kind_is(df, "cancelled")
 
 
+def table_steps(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """The instants and steps (+1, -1) of the rows in the job table: each job's row in from
+    its ``job_created`` and back from an operator's ``revived`` (a failed or dead-lettered
+    job retried), out at its ``gone_rows`` event. Each job is followed on its own, so an
+    exit of a row already out — an operator's cancel of a failed task — is no step, and a
+    revived one that ends again is counted out once more (the count never goes below 0)."""
+    ins = kind_is(df, "job_created") | kind_is(df, "revived")
+    sel = np.flatnonzero(ins | gone_rows(df))
+    job, state = df["job"].to_numpy()[sel], ins[sel].astype(np.int64)
+    order = np.argsort(job, kind="stable")  # each job's events in trace order
+    js, st = job[order], state[order]
+    before = np.r_[0, st[:-1]]
+    before[np.r_[True, js[1:] != js[:-1]]] = 0  # a job's first event: its row was not in
+    delta = np.empty(len(sel), np.int64)
+    delta[order] = st - before
+    keep = delta != 0
+    return df["time"].to_numpy(dtype=float)[sel][keep], np.where(delta[keep] > 0, 1, -1)
+
+
 def lock_series(df: pd.DataFrame, t0: float, t_end: float) -> tuple[np.ndarray, np.ndarray]:
     """Rows holding a live lock over time. A ``locked`` or ``lock_extended`` event holds the
     job's lock until its ``lock_until`` (``x``) or the job's next lock event, whichever comes

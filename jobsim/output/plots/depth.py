@@ -8,7 +8,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-from ..plotdata import gone_rows, kind_is, lock_series, step_series, thin
+from ..plotdata import kind_is, lock_series, step_series, table_steps, thin
 from .common import (_CRASH, _figure, _no_data, _seconds, _trace_rows, headline,
                      legend_columns, twin_style, twin_words, twins, variant_colours,
                      variant_legend, variant_widths)
@@ -20,20 +20,24 @@ def _spikes(t: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return t[top], v[top]
 
 
-def _in_table(df: pd.DataFrame, times: np.ndarray, created: np.ndarray, t0: float,
-              t_end: float) -> tuple[np.ndarray, np.ndarray]:
-    """The rows in the table over time (``job_created`` minus the terminal events), thinned
-    to what shows."""
-    sel = created | gone_rows(df)
-    return thin(*step_series(times[sel], np.where(created[sel], 1, -1), t0, t_end), t0, t_end)
+#: what "in the table" counts, without and with an operator's revived jobs
+_TERMS = {False: "created − done − dead-lettered − withdrawn − cancelled",
+          True: "created + revived − done − dead-lettered − withdrawn − cancelled"}
+
+
+def _in_table(df: pd.DataFrame, t0: float, t_end: float) -> tuple[np.ndarray, np.ndarray]:
+    """The rows in the table over time (``plotdata.table_steps``), thinned to what
+    shows."""
+    return thin(*step_series(*table_steps(df), t0, t_end), t0, t_end)
 
 
 def table_depth(trace_df: pd.DataFrame) -> Figure:
     """Jobs in the table over time, with the rows locked and the executions running (a
     series of millions of points thinned to what shows: ``thin``).
 
-    In the table: ``job_created`` minus the terminal events (``completed`` with a=1, a row
-    deleted, ``dead_lettered``, ``withdrawn`` and ``cancelled``). Locked: rows whose lock
+    In the table: ``job_created`` (and an operator's ``revived``) minus the terminal events
+    (``completed`` with a=1, a row deleted, ``dead_lettered``, ``withdrawn`` and
+    ``cancelled``), each job's at most once (``plotdata.table_steps``). Locked: rows whose lock
     is live (see ``plotdata.lock_series``; a crashed node's locks stay until they expire).
     Running: ``exec_start`` minus ``exec_end`` minus the runs a ``node_crashed`` event says
     were lost (its ``a``); a hung execution keeps counting. Step plots, one value per
@@ -55,7 +59,7 @@ def table_depth(trace_df: pd.DataFrame) -> Figure:
         return _no_data(fig, ax, title, "no jobs created")
     a = df["a"].to_numpy()
     # each series thinned as soon as it is made (its maximum and last value stay)
-    t_tab, v_tab = _in_table(df, times, created, t0, t_end)
+    t_tab, v_tab = _in_table(df, t0, t_end)
     starts, ends = kind_is(df, "exec_start"), kind_is(df, "exec_end")
     crashes = kind_is(df, "node_crashed")
     sel = starts | ends | crashes
@@ -66,7 +70,7 @@ def table_depth(trace_df: pd.DataFrame) -> Figure:
     t_lock, v_lock = thin(*lock_series(df, t0, t_end), t0, t_end)
 
     series = ((t_tab, v_tab, "tab:blue", 2.6,
-               "in the table (created − done − dead-lettered − withdrawn − cancelled)"),
+               f"in the table ({_TERMS[kind_is(df, 'revived').any()]})"),
               (t_lock, v_lock, "tab:orange", 1.6, "locked (live lock)"),
               (t_run, v_run, "tab:green", 1.1, "running (executions in progress)"))
     spiked = False
@@ -118,7 +122,7 @@ def table_depth_by_variant(traces: dict[str, pd.DataFrame]) -> Figure:
             continue
         times = df["time"].to_numpy(dtype=float)
         finite = times[np.isfinite(times)]
-        t, v = _in_table(df, times, created, float(finite.min()), float(finite.max()))
+        t, v = _in_table(df, float(finite.min()), float(finite.max()))
         series[name] = (t, v, times[kind_is(df, "node_crashed")])
     labels = {}
     groups = twins({name: b"" if s is None else s[0].tobytes() + b"|" + s[1].tobytes()
@@ -157,7 +161,9 @@ def table_depth_by_variant(traces: dict[str, pd.DataFrame]) -> Figure:
     ax.set_xlabel("simulated time (s)")
     ax.set_ylabel("rows in the table (jobs)")
     ax.grid(True, alpha=0.3)
-    detail = "created − done − dead-lettered − withdrawn − cancelled" + (
+    revived = any(kind_is(_trace_rows(df), "revived").any() for df in traces.values()
+                  if df is not None and len(df))
+    detail = _TERMS[revived] + (
         " · vertical dashes: node crashes" if crashed else "")
     ax.set_title(headline(title, "jobs", detail, 10.0))
     variant_legend(fig, lines, loc="outside lower center", ncol=ncol, fontsize=9,

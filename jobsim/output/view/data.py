@@ -29,7 +29,7 @@ from ...analysis.stories import Histories
 from ...base.printable import printable
 from ..columns import plot_frame
 from ..plotdata import (evenly_spaced, gone_rows, lock_series, node_names, node_spans,
-                        node_strings, pair_executions, step_series, thin)
+                        node_strings, pair_executions, step_series, table_steps, thin)
 from .events import acquisitions, effects, instants, service_tables
 from .note import lock_note, takeovers
 
@@ -277,10 +277,7 @@ def _depth(tdf: pd.DataFrame, t0: float, t_end: float) -> dict[str, np.ndarray]:
     table: ``series`` 0, 1, 2 and each point's time and value."""
     kind = tdf["kind"]
     times = tdf["time"].to_numpy(float)
-    created = (kind == "job_created").to_numpy(bool)
-    gone = gone_rows(tdf)
-    sel = created | gone
-    parts = [step_series(times[sel], np.where(created[sel], 1, -1), t0, t_end)]
+    parts = [step_series(*table_steps(tdf), t0, t_end)]
     starts, ends = (kind == "exec_start").to_numpy(bool), (kind == "exec_end").to_numpy(bool)
     crashes = (kind == "node_crashed").to_numpy(bool)
     sel = starts | ends | crashes
