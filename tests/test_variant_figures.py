@@ -164,3 +164,27 @@ def test_a_variant_with_priority_classes_keeps_its_start_delays_by_class(tmp_pat
     assert sorted(p.name for p in (out / "mixed").glob("*.png")) == ["latency_cdf.png",
                                                                     "timeline.png"]
     assert sorted(p.name for p in (out / "plain").glob("*.png")) == ["timeline.png"]
+
+
+def test_many_variants_start_delays_keep_their_legend_off_the_lines_and_bounds_apart():
+    """Past six variants the legend goes under the axes (it covered 40 % of the plot), and
+    each bound's words sit below the ones before, where a long one ran into the next."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from jobsim.output.plots.common import text_outside
+
+    rng = np.random.default_rng(1)
+    delays = {f"variant-number-{i}": rng.exponential(1.0 + i, 50) for i in range(12)}
+    bounds = [(15.0, "urgent expected ≤ 15 s (lesson)"),
+              (2.0, "urgent expected > 2 s (fifo, prefetch)\nurgent expected ≤ 2 s (priority, "
+                    "aging, lesson-one-at-a-time)")]
+    fig = plots.start_delay_by_variant(delays, None, bounds)
+    assert fig.axes[0].get_legend() is None and len(fig.legends) == 1
+    assert len(fig.legends[0].get_texts()) == 12 and text_outside(fig) == []
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw_without_rendering()
+    boxes = [t.get_window_extent(renderer) for t in fig.axes[0].texts if "expected" in
+             t.get_text()]
+    assert len(boxes) == 2 and not boxes[0].overlaps(boxes[1])
+    few = plots.start_delay_by_variant(dict(list(delays.items())[:3]))
+    assert few.axes[0].get_legend() is not None and not few.legends

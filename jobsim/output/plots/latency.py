@@ -14,7 +14,8 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from .common import (SECONDS, _figure, _job_rows, _no_data, _plural, _seconds, headline,
-                     twin_style, twin_words, twins, variant_colours, variant_legend)
+                     legend_columns, twin_style, twin_words, twins, variant_colours,
+                     variant_legend)
 
 
 def _delay_axis(ax: Axes, d_all: np.ndarray) -> None:
@@ -59,6 +60,8 @@ def start_delay_by_variant(delays: dict[str, np.ndarray],
     per variant, named jobs' start delays, each marked and labelled on its variant's line
     (the job a scenario is about, which a CDF of the others hides)."""
     title = headline("start delay (first start − due) by variant, empirical CDF", SECONDS)
+    # many variants' legend goes under the axes, where it covers no line
+    below = len(delays) > 6
     fig, ax = _figure(9.0, 5.0)
     drawn = []
     marks = marks or {}
@@ -95,18 +98,26 @@ def start_delay_by_variant(delays: dict[str, np.ndarray],
                 bbox=dict(boxstyle="round", facecolor="white", alpha=0.85, edgecolor="0.7"))
     if not drawn:
         return _no_data(fig, ax, title, "no job started")
-    for at, words in references:
+    top = 0.86  # each bound's words below the ones before: a long one runs past the next
+    for at, words in sorted(references, key=lambda r: r[0]):  # line, not into its words
         ax.axvline(at, color="tab:red", linestyle="--", linewidth=1.2, zorder=4)
-        ax.annotate(words, (at, 0.86), xycoords=("data", "axes fraction"), xytext=(4, 0),
+        ax.annotate(words, (at, top), xycoords=("data", "axes fraction"), xytext=(4, 0),
                     textcoords="offset points", ha="left", va="top", fontsize=8.5,
                     color="tab:red", bbox=dict(boxstyle="round,pad=0.2", facecolor="white",
                                                alpha=0.85, edgecolor="none"))
+        top -= 0.045 * (words.count("\n") + 1) + 0.03
     _delay_axis(ax, np.concatenate(drawn + [np.array([at for at, _ in references])]))
     ax.set_ylabel("fraction of started jobs with delay ≤ x")
     ax.set_ylim(0, 1.02)
     ax.grid(True, which="major", alpha=0.35)
     ax.set_title(title)
-    variant_legend(ax, drawn_lines, loc="lower right", fontsize=9)
+    if below:  # the figure grows by the legend's rows
+        ncol = legend_columns([ln.get_label() for ln in drawn_lines], 9.0)
+        fig.set_size_inches(9.0, 5.0 + 0.2 * -(-len(drawn_lines) // ncol))
+        variant_legend(fig, drawn_lines, loc="outside lower center", fontsize=9, frameon=False,
+                       ncol=ncol)
+    else:
+        variant_legend(ax, drawn_lines, loc="lower right", fontsize=9)
     return fig
 
 
