@@ -42,16 +42,17 @@ def test_the_page_built_in_a_child_is_the_same_bytes(tmp_path, monkeypatch):
 
 @pytest.mark.skipif(not children.parallel(), reason="no fork or one core: always serial")
 def test_a_page_that_fails_in_its_child_is_a_clear_error_and_nothing_is_written(
-        tmp_path, monkeypatch, capsys):
+        tmp_path, monkeypatch):
     def broken(analyses, path):
         raise RuntimeError("the page broke")
 
     monkeypatch.setattr(children, "_build", broken)
     out = tmp_path / "out"
-    assert main(["run", str(ROOT / "scenarios" / "lesson.yaml"), "--quiet", "--out",
-                 str(out)]) == 2
-    err = capsys.readouterr().err
-    assert "view.html could not be built" in err and "RuntimeError: the page broke" in err
+    # jobsim's own failure, as it would be in the process (not a usage error, exit 2)
+    with pytest.raises(children.ChildError) as exc:
+        main(["run", str(ROOT / "scenarios" / "lesson.yaml"), "--quiet", "--out", str(out)])
+    said = str(exc.value)
+    assert "view.html could not be built" in said and "RuntimeError: the page broke" in said
     assert not out.exists() and not list(tmp_path.iterdir())  # no temporary folder either
 
 
@@ -83,7 +84,7 @@ def test_a_big_runs_plots_shared_with_a_child_are_the_same_bytes(tmp_path, monke
 
 @pytest.mark.skipif(not children.parallel(), reason="no fork or one core: always serial")
 def test_a_plot_that_fails_in_its_child_is_a_clear_error_and_nothing_is_written(
-        tmp_path, monkeypatch, capsys):
+        tmp_path, monkeypatch):
     from jobsim.output import figures, plots
 
     def broken(*args, **kwargs):
@@ -92,8 +93,49 @@ def test_a_plot_that_fails_in_its_child_is_a_clear_error_and_nothing_is_written(
     monkeypatch.setattr(figures, "SHARED_FROM", 0)
     monkeypatch.setattr(plots, "node_timeline", broken)  # the child's: the second of three
     out = tmp_path / "out"
-    assert main(["run", str(ROOT / "scenarios" / "lesson.yaml"), "--quiet", "--no-view",
-                 "--out", str(out)]) == 2
-    err = capsys.readouterr().err
-    assert "plots could not be drawn" in err and "RuntimeError: the timeline broke" in err
+    with pytest.raises(children.ChildError) as exc:
+        main(["run", str(ROOT / "scenarios" / "lesson.yaml"), "--quiet", "--no-view",
+              "--out", str(out)])
+    said = str(exc.value)
+    assert "plots could not be drawn" in said and "RuntimeError: the timeline broke" in said
     assert not out.exists() and not list(tmp_path.iterdir())  # no temporary folder either
+
+
+def test_where_a_fork_fails_the_work_is_done_here(tmp_path, monkeypatch):
+    """No memory or no process left for a fork: the page and the plots are drawn in the
+    process, the same files, and no pipe is left open."""
+    import multiprocessing.process
+
+    from jobsim.output import figures
+
+    def refused(self):
+        raise OSError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(figures, "SHARED_FROM", 0)
+    monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", refused)
+    monkeypatch.setattr(children, "parallel", lambda: True)
+    monkeypatch.setattr(figures, "parallel", lambda: True)
+    out = tmp_path / "out"
+    assert main(["run", str(ROOT / "scenarios" / "lesson.yaml"), "--quiet",
+                 "--out", str(out)]) in (0, 1)
+    assert {"view.html", "timeline.png", "latency_cdf.png", "table_depth.png"} <= \
+        set(_files(out))
+
+
+@pytest.mark.skipif(not children.parallel(), reason="no fork or one core: always serial")
+def test_a_stop_while_waiting_for_a_child_ends_it_at_once(monkeypatch):
+    """Ctrl-C or SIGTERM while the plots' child draws: it is ended, not waited for."""
+    import time
+
+    child = children.Child(lambda: time.sleep(60), "sleeping")
+    assert child.begin()
+    proc = child.proc
+
+    def stopped():
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(child.receive, "recv", stopped)
+    t = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt):
+        child.wait()
+    assert time.perf_counter() - t < 30 and not proc.is_alive() and child.proc is None

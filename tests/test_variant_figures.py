@@ -188,3 +188,35 @@ def test_many_variants_start_delays_keep_their_legend_off_the_lines_and_bounds_a
     assert len(boxes) == 2 and not boxes[0].overlaps(boxes[1])
     few = plots.start_delay_by_variant(dict(list(delays.items())[:3]))
     assert few.axes[0].get_legend() is not None and not few.legends
+
+
+def test_a_shorter_variants_load_ends_where_it_ends(tmp_path):
+    """The variants' loads share bins up to the latest end; a variant that ended sooner has
+    no line after its end (it drew its last state on: its open runs busy to the end)."""
+    from jobsim.output.figures import _ended, _load
+
+    doc = _doc()
+    doc["variants"] = {"long": {"set": {"workload.streams.0.rate": "1/s"}}, "short": {"set": {}}}
+    long, short = [analyse(run(sc)) for sc in scenario.variants_of(doc)]
+    assert short.result.end_time < long.result.end_time / 1.5
+    end = long.result.end_time
+    load = _ended(_load(short, jobs_frame(short.histories), end), short.result.end_time)
+    after = load.edges[:-1] >= short.result.end_time
+    assert after.any() and (~after).sum() > 10
+    for x in (load.busy, load.waiting, load.polls, load.writes):
+        assert np.isnan(x[after]).all() and not np.isnan(x[~after]).any()
+    fig = plots.load_by_variant({"long": _load(long, jobs_frame(long.histories), end),
+                                 "short": load})
+    (line,) = [ln for ln in fig.axes[0].lines if ln.get_label().startswith("short")]
+    x = line.get_xdata()[~np.isnan(line.get_ydata())]
+    assert x.max() < short.result.end_time
+
+
+def test_variants_that_created_no_job_say_so_instead_of_an_empty_depth(tmp_path):
+    doc = _doc()
+    doc["until"], doc["workload"]["streams"][0]["start"] = "10s", "1h"  # nothing in 10 s
+    runs = [analyse(run(sc)) for sc in scenario.variants_of(doc)]
+    out = write(runs, tmp_path / "o", with_view=False)
+    assert not (out / "table_depth.png").exists()
+    assert "No variant created a job, so there is no plot of the table depth." in \
+        (out / "report.md").read_text(encoding="utf-8")

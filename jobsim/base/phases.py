@@ -26,12 +26,14 @@ MARK = "jobsim_timings"
 
 
 def peak_mb() -> float | None:
-    """The process's peak resident memory in MB (None where the platform does not say)."""
+    """The peak resident memory in MB of this process or of a child it waited for (the
+    page's, the plots'), whichever is higher (None where the platform does not say)."""
     try:
         import resource
     except ImportError:  # Windows
         return None
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+               resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
     return peak / (1024.0 * 1024.0) if sys.platform == "darwin" else peak / 1024.0
 
 

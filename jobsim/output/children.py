@@ -37,9 +37,25 @@ def parallel() -> bool:
     return cores > 1 and "fork" in multiprocessing.get_all_start_methods()
 
 
-def _child(send: Any, work: Callable[[], None]) -> None:
+def _die_with_parent() -> None:
+    """Linux: SIGTERM this child when its parent dies (killed outright, the parent cannot
+    stop it): nothing then goes on writing into a folder nobody owns."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _child(send: Any, parent: int, work: Callable[[], None]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops it (``Child.stop``)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _die_with_parent()
+    if os.getppid() != parent:  # the parent died before the line above
+        os._exit(1)
     try:
         t = time.process_time()
         work()
@@ -51,7 +67,9 @@ def _child(send: Any, work: Callable[[], None]) -> None:
 
 
 class ChildError(Exception):
-    """A child process failed: what it was doing, and its traceback."""
+    """A child process failed: what it was doing, and its traceback. Not the user's input
+    but jobsim's own failure, as the same exception raised in the process would be (it is
+    not turned into a usage error)."""
 
 
 class Child:
@@ -64,27 +82,40 @@ class Child:
         self.proc: Any = None
         self.receive: Any = None
 
-    def begin(self) -> None:
+    def begin(self) -> bool:
+        """Fork the child; False (and nothing left open) where the fork fails: the caller
+        does the work itself."""
         import multiprocessing
 
         ctx = multiprocessing.get_context("fork")
         sys.stdout.flush()  # nothing buffered here is written again by the child
         sys.stderr.flush()
         self.receive, send = ctx.Pipe(duplex=False)
-        self.proc = ctx.Process(target=_child, args=(send, self.work), daemon=True)
-        self.proc.start()
-        send.close()
+        proc = ctx.Process(target=_child, args=(send, os.getpid(), self.work), daemon=True)
+        try:
+            proc.start()
+        except OSError:  # no memory or no process left for a fork
+            self.receive.close()
+            self.receive = None
+            return False
+        finally:
+            send.close()
+        self.proc = proc
+        return True
 
     def wait(self) -> float:
-        """The child's CPU seconds once it ended; ChildError if it failed."""
+        """The child's CPU seconds once it ended; ChildError if it failed. A stop while
+        waiting (Ctrl-C, SIGTERM) ends the child at once."""
         try:
             ok, got = self.receive.recv()
         except EOFError:
             ok, got = False, f"the process doing it died (exit code {self.proc.exitcode})"
-        finally:
-            self.receive.close()
-            self.proc.join()
-            self.proc = None
+        except BaseException:
+            self.stop()
+            raise
+        self.receive.close()
+        self.proc.join()
+        self.proc = None
         if not ok:
             raise ChildError(f"{self.what}:\n{got}")
         return got
@@ -117,9 +148,11 @@ class Page:
         if not parallel():
             return
         # ``_build`` looked up when the child runs it (a test replaces it)
-        self.child = Child(lambda: _build(self.analyses, self.path),
-                           "view.html could not be built")
-        self.child.begin()
+        child = Child(lambda: _build(self.analyses, self.path),
+                      "view.html could not be built")
+        if not child.begin():
+            return  # built here, after the other files
+        self.child = child
         if self.steps is not None:
             self.steps.step(self.what)
 
@@ -134,8 +167,8 @@ class Page:
                 _build(self.analyses, self.path)
             return
         t = time.perf_counter()
-        child, self.child = self.child, None
-        cpu = child.wait()
+        cpu = self.child.wait()  # a stop meanwhile ends the child (and ``stop`` again)
+        self.child = None
         if phases is not None:
             phases.add("page", time.perf_counter() - t, cpu)
 

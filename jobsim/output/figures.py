@@ -5,9 +5,11 @@ words instead (an entry with no file)."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ..analysis.expect import figure
@@ -71,7 +73,8 @@ def run_plots(a: Any, jobs: pd.DataFrame, folder: Path, steps: Any = None,
                 theirs = made[1::2]  # starts with matplotlib's fonts and caches warm
                 child = Child(lambda: _draw(theirs, folder),
                               f"{prefix}plots could not be drawn")
-                child.begin()
+                if not child.begin():  # no fork: all drawn here
+                    theirs, child = [], None
             step(steps, f"{prefix}{entry[1]}")
             if entry not in theirs:
                 _draw([entry], folder)
@@ -96,6 +99,24 @@ def _draw(made: list[tuple[str, str, Any]], folder: Path) -> None:
         fig.clear()  # its artists and their arrays go now, not at the next garbage collection
         del fig
         memory.release()
+
+
+def _ended(load: Any, end: float) -> Any:
+    """``load`` (binned past the run's ``end``, to share its bins with a longer run's) with
+    nothing after ``end``: the bins that begin after it are NaN (no line), where the series
+    would go on with the run's last state (its open runs busy, its waiting jobs waiting)."""
+    if load is None:
+        return None
+    past = load.edges[:-1] >= end
+    if not past.any():
+        return load
+
+    def cut(x: Any) -> Any:
+        return np.where(past, np.nan, np.asarray(x, dtype=float))
+
+    return dataclasses.replace(load, busy=cut(load.busy), waiting=cut(load.waiting),
+                               delay_mean=cut(load.delay_mean), delay_max=cut(load.delay_max),
+                               polls=cut(load.polls), writes=cut(load.writes))
 
 
 #: the title of a load-over-time figure in report.md
@@ -202,15 +223,19 @@ def _compared_runs(analyses: list[Any], tmp: Path, steps: Any) -> list[tuple[str
     of ``LOAD_JOBS`` jobs or more, in bins of one width: up to the latest end) on
     another."""
     made = []
-    step(steps, "table_depth.png")
-    fig = plots.table_depth_by_variant({a.name: plot_frame(a.result.trace)
-                                        for a in analyses})
-    plots.save(fig, tmp / "table_depth.png")
-    made.append(("table depth over time by variant", "table_depth.png"))
-    del fig
-    end = max(a.result.end_time for a in analyses)
     jobs = {a.name: jobs_frame(a.histories) for a in analyses}
-    loads = {a.name: _load(a, jobs[a.name], end) for a in analyses}
+    if any(len(j) for j in jobs.values()):
+        step(steps, "table_depth.png")
+        fig = plots.table_depth_by_variant({a.name: plot_frame(a.result.trace)
+                                            for a in analyses})
+        plots.save(fig, tmp / "table_depth.png")
+        made.append(("table depth over time by variant", "table_depth.png"))
+        del fig
+    else:
+        made.append(("No variant created a job, so there is no plot of the table depth.", ""))
+    end = max(a.result.end_time for a in analyses)
+    loads = {a.name: _ended(_load(a, jobs[a.name], end), a.result.end_time)
+             for a in analyses}
     if any(ld is not None for ld in loads.values()):
         step(steps, "load_over_time.png")
         windows = {_window(a) for a in analyses}

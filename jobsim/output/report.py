@@ -45,7 +45,6 @@ from ..sim.world import RunResult
 # the printed summary (``text``), also imported from here by the command line and the tests
 from .text import (MAX_NODES_SHOWN, format_seconds, format_summary,  # noqa: F401
                    format_violation, node_cell, node_lines)
-from .children import ChildError
 from .run_files import write_run
 from .words import explanation, sentences
 
@@ -59,7 +58,7 @@ def check_target(out: str | Path) -> None:
     before a long run, so that a refusal comes first, not after the work."""
     try:
         outdir.check(Path(out), KIND)
-    except (outdir.OutputError, ChildError) as exc:
+    except outdir.OutputError as exc:
         raise ReportError(str(exc)) from None
 
 
@@ -289,10 +288,11 @@ def markdown(analyses: list[Analysis], plots_of: dict[str, list[tuple[str, str]]
 
 
 #: what report.md says of the figures that set the variants side by side
-_COMPARED = ("Each figure below draws every variant, each in the same colour in all of them; "
-             "lines that are the very same are dashed in turn and labelled so. Each variant's "
-             "own timeline follows under its name, with its start delays by priority, double "
-             "runs, services' load or poll phases where it has them.")
+_COMPARED = ("The start delays, the table depth and the load over time draw every variant, "
+             "each in the same colour in the three; lines that are the very same are dashed "
+             "in turn and labelled so. Each variant's own timeline follows under its name, "
+             "with its start delays by priority, double runs, services' load or poll phases "
+             "where it has them.")
 
 
 def _shown(title: str, path: str) -> str:
@@ -385,6 +385,6 @@ def write(analyses: list[Analysis] | Analysis, out: str | Path, with_plots: bool
 
     try:
         outdir.replace(out, KIND, fill)
-    except (outdir.OutputError, ChildError) as exc:
+    except outdir.OutputError as exc:
         raise ReportError(str(exc)) from None
     return out

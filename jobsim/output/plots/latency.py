@@ -106,6 +106,8 @@ def start_delay_by_variant(delays: dict[str, np.ndarray],
                     color="tab:red", bbox=dict(boxstyle="round,pad=0.2", facecolor="white",
                                                alpha=0.85, edgecolor="none"))
         top -= 0.045 * (words.count("\n") + 1) + 0.03
+        if top < 0.5:  # many bounds: round again from the top, clear of the legend
+            top = 0.86
     _delay_axis(ax, np.concatenate(drawn + [np.array([at for at, _ in references])]))
     ax.set_ylabel("fraction of started jobs with delay ≤ x")
     ax.set_ylim(0, 1.02)
