@@ -244,3 +244,15 @@ def digest(seeds: range) -> str:
     under any PYTHONHASHSEED)."""
     return hashlib.sha256("".join(json.dumps(scenario(random.Random(s)))
                                   for s in seeds).encode()).hexdigest()
+
+
+def built(seed: int) -> list:
+    """The scenarios (every variant) of the draw at ``seed``, the seed printed first for a
+    replay; [] where the format refuses the draw (``test_fuzz`` holds how rarely)."""
+    from jobsim.format.scenario import variants_of
+
+    print("fuzz seed", seed, "(replay: tests/fuzzgen.scenario(random.Random(seed)))")
+    try:
+        return variants_of(scenario(random.Random(seed)), f"<fuzz {seed}>")
+    except Exception:  # a draw the format refuses: nothing to run
+        return []

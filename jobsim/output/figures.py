@@ -64,19 +64,18 @@ def run_plots(a: Any, jobs: pd.DataFrame, folder: Path, steps: Any = None,
         made.append(("load on the services", "service_load.png",
                      lambda: plots.service_load(load_panels(a))))
     made += _load_plots(a, jobs, alone)
-    theirs: list[Any] = []
     child = None
     shared = len(made) > 2 and len(a.result.trace) >= SHARED_FROM and parallel()
     try:
         for i, entry in enumerate(made):
             if i == 1 and shared:  # forked once a figure has been drawn here: the child
-                theirs = made[1::2]  # starts with matplotlib's fonts and caches warm
-                child = Child(lambda: _draw(theirs, folder),
+                # (starting with matplotlib's fonts and caches warm) draws every other one
+                child = Child(lambda: _draw(made[1::2], folder),
                               f"{prefix}plots could not be drawn")
                 if not child.begin():  # no fork: all drawn here
-                    theirs, child = [], None
+                    child = None
             step(steps, f"{prefix}{entry[1]}")
-            if entry not in theirs:
+            if child is None or i % 2 == 0:
                 _draw([entry], folder)
         if child is not None:
             cpu = child.wait()
@@ -88,7 +87,6 @@ def run_plots(a: Any, jobs: pd.DataFrame, folder: Path, steps: Any = None,
     said = [] if a.histories.duplicates else [
         ("No job ran twice, so there is no plot of double runs by cause.", "")]
     return [(title, name) for title, name, _ in made] + said
-
 
 
 def _draw(made: list[tuple[str, str, Any]], folder: Path) -> None:

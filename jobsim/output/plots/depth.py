@@ -114,12 +114,14 @@ def table_depth_by_variant(traces: dict[str, pd.DataFrame]) -> Figure:
     page."""
     title = "jobs in the table over simulated time, by variant"
     series: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray] | None] = {}
+    revived = False  # whether the words name an operator's revived jobs
     for name, df in traces.items():
         df = None if df is None else _trace_rows(df)
         created = None if df is None or len(df) == 0 else kind_is(df, "job_created")
         if created is None or not created.any():
             series[name] = None
             continue
+        revived = revived or bool(kind_is(df, "revived").any())
         times = df["time"].to_numpy(dtype=float)
         finite = times[np.isfinite(times)]
         t, v = _in_table(df, float(finite.min()), float(finite.max()))
@@ -161,8 +163,6 @@ def table_depth_by_variant(traces: dict[str, pd.DataFrame]) -> Figure:
     ax.set_xlabel("simulated time (s)")
     ax.set_ylabel("rows in the table (jobs)")
     ax.grid(True, alpha=0.3)
-    revived = any(kind_is(_trace_rows(df), "revived").any() for df in traces.values()
-                  if df is not None and len(df))
     detail = _TERMS[revived] + (
         " · vertical dashes: node crashes" if crashed else "")
     ax.set_title(headline(title, "jobs", detail, 10.0))
