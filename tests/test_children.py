@@ -135,7 +135,7 @@ def test_a_stop_while_waiting_for_a_child_ends_it_at_once(monkeypatch):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(child.receive, "recv", stopped)
-    t = time.perf_counter()
     with pytest.raises(KeyboardInterrupt):
         child.wait()
-    assert time.perf_counter() - t < 30 and not proc.is_alive() and child.proc is None
+    # ended, not waited for: its minute of sleep is cut short (terminated, SIGTERM)
+    assert not proc.is_alive() and proc.exitcode == -15 and child.proc is None
