@@ -63,6 +63,7 @@ def test_a_big_runs_plots_shared_with_a_child_are_the_same_bytes(tmp_path, monke
     from jobsim.output import figures
 
     monkeypatch.setattr(figures, "SHARED_FROM", 0)  # the lesson's 3 plots: 1 in the child
+    monkeypatch.setattr(figures, "CDF_JOBS", 0)  # its 3 jobs' start delays drawn, not listed
     args = ["run", str(ROOT / "scenarios" / "lesson.yaml"), "--quiet"]
     monkeypatch.setenv("JOBSIM_PARALLEL", "0")
     assert main(args + ["--out", str(tmp_path / "serial")]) in (0, 1)
@@ -91,6 +92,7 @@ def test_a_plot_that_fails_in_its_child_is_a_clear_error_and_nothing_is_written(
         raise RuntimeError("the timeline broke")
 
     monkeypatch.setattr(figures, "SHARED_FROM", 0)
+    monkeypatch.setattr(figures, "CDF_JOBS", 0)  # 3 plots, as a big run's: 1 in the child
     monkeypatch.setattr(plots, "node_timeline", broken)  # the child's: the second of three
     out = tmp_path / "out"
     with pytest.raises(children.ChildError) as exc:
@@ -112,6 +114,7 @@ def test_where_a_fork_fails_the_work_is_done_here(tmp_path, monkeypatch):
         raise OSError(11, "Resource temporarily unavailable")
 
     monkeypatch.setattr(figures, "SHARED_FROM", 0)
+    monkeypatch.setattr(figures, "CDF_JOBS", 0)  # 3 plots, as a big run's: 1 in the child
     monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", refused)
     monkeypatch.setattr(children, "parallel", lambda: True)
     monkeypatch.setattr(figures, "parallel", lambda: True)

@@ -57,11 +57,15 @@ def test_cli_prints_transcript_then_summary_and_writes_the_folder(lesson_path, t
     from jobsim.analysis.checks import INVARIANTS
 
     assert f"invariants   all {len(INVARIANTS)} hold" in printed
-    # no job ran twice: no plot of double runs, a sentence in report.md instead
+    # no job ran twice: no plot of double runs, a sentence in report.md instead; 3 jobs: their
+    # start delays listed, not drawn as a distribution
     assert sorted(p.name for p in out.iterdir()) == [
-        ".jobsim-manifest.json", "jobs.csv", "latency_cdf.png", "report.md", "scenario.yaml",
+        ".jobsim-manifest.json", "jobs.csv", "report.md", "scenario.yaml",
         "summary.json", "table_depth.png", "timeline.png", "trace.csv", "view.html"]
-    assert "No job ran twice, so there is no plot" in (out / "report.md").read_text()
+    said = (out / "report.md").read_text()
+    assert "No job ran twice, so there is no plot" in said
+    assert "job by job — 3 jobs, too few to draw as a distribution: job 1 (reminder): 70s · " \
+        "job 2 (bureau-call): 0ms · job 3 (misconfigured): 0ms" in said
     summary = json.loads((out / "summary.json").read_text())
     assert summary["jobs"] == {"created": 3, "done": 2, "dead_lettered": 1, "incident": 0,
                                "withdrawn": 0, "failed": 0, "cancelled": 0, "pending": 0,

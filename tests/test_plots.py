@@ -134,6 +134,23 @@ def test_latency_cdf_priorities_and_never_started(tmp_path):
     assert ax.get_xscale() == "symlog"  # zeros and four decades
 
 
+def test_a_run_of_too_few_jobs_lists_their_start_delays_instead_of_a_cdf():
+    """Under ``CDF_JOBS`` jobs a distribution says nothing a list does not: report.md names
+    each job's start delay (by name, else id and handler; priority where there are several;
+    one that never started, said so)."""
+    from jobsim.output.figures import job_delays
+
+    jobs = pd.DataFrame({"id": [1, 2, 3], "name": ["urgent", "", ""], "handler": "h",
+                         "priority": [9, 0, 0], "due": [10.0, 0.0, 0.0],
+                         "first_start": [10.25, 70.0, np.nan]})
+    assert job_delays(jobs) == (
+        "Start delays (first start − due), job by job — 3 jobs, too few to draw as a "
+        "distribution: urgent, priority 9: 250ms · job 2 (h), priority 0: 70s · job 3 (h), "
+        "priority 0: never started")
+    assert job_delays(jobs[jobs["priority"] == 0]).endswith(
+        "2 jobs, too few to draw as a distribution: job 2 (h): 70s · job 3 (h): never started")
+
+
 # --- node_timeline ---------------------------------------------------------------------------
 
 def test_node_timeline_lesson(lesson, tmp_path):

@@ -25,6 +25,7 @@ from .children import Child, parallel
 from .columns import plot_frame
 from .figure_words import bounds, describe, why_none
 from .plots.common import axis_label, with_unit
+from .text import format_seconds
 from .service_report import compared_loads, load_panels
 
 
@@ -51,9 +52,14 @@ def run_plots(a: Any, jobs: pd.DataFrame, folder: Path, steps: Any = None,
     alone = a.result.scenario.variant is None
     made = [("per-node timeline", "timeline.png", lambda: plots.node_timeline(
         tdf, colour=a.result.scenario.timeline_colour, jobs=jobs))]
+    counted = counted_jobs(jobs, a.summary)
+    listed = []  # a run of too few jobs for a distribution: each job's start delay in words
     if alone or jobs["priority"].nunique() > 1:  # a variant's: what the shared one merges
-        made.insert(0, ("latency CDF by priority", "latency_cdf.png",
-                        lambda: plots.latency_cdf(counted_jobs(jobs, a.summary))))
+        if len(counted) >= CDF_JOBS:
+            made.insert(0, ("latency CDF by priority", "latency_cdf.png",
+                            lambda: plots.latency_cdf(counted)))
+        else:
+            listed = [(job_delays(counted), "")]
     if alone:
         made.append(("table depth over time", "table_depth.png",
                      lambda: plots.table_depth(tdf)))
@@ -86,7 +92,29 @@ def run_plots(a: Any, jobs: pd.DataFrame, folder: Path, steps: Any = None,
             child.stop()
     said = [] if a.histories.duplicates else [
         ("No job ran twice, so there is no plot of double runs by cause.", "")]
-    return [(title, name) for title, name, _ in made] + said
+    return listed + [(title, name) for title, name, _ in made] + said
+
+
+#: the jobs a run needs for a figure of its start delays' distribution; under it, report.md
+#: lists each job's (as the summary gives values, not percentiles, under 20)
+CDF_JOBS = 20
+
+
+def job_delays(jobs: pd.DataFrame) -> str:
+    """Each job's start delay (first start − due) in words, for a run of too few jobs to
+    draw as a distribution: by name where a job has one, by id and handler otherwise; its
+    priority where the jobs have more than one."""
+    prio = jobs["priority"].nunique() > 1
+    said = []
+    for row in jobs.itertuples(index=False):
+        name = row.name if isinstance(row.name, str) and row.name else \
+            f"job {row.id} ({row.handler})"
+        delay = row.first_start - row.due
+        said.append(f"{name}{f', priority {row.priority}' if prio else ''}: "
+                    + ("never started" if delay != delay else format_seconds(delay)))
+    n = len(jobs)
+    return (f"Start delays (first start − due), job by job — {n} job{'s' if n != 1 else ''}, "
+            f"too few to draw as a distribution: " + (" · ".join(said) if said else "none"))
 
 
 def _draw(made: list[tuple[str, str, Any]], folder: Path) -> None:
