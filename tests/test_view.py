@@ -68,6 +68,11 @@ def test_run_lists_the_view_in_its_manifest_and_no_view_skips_it(small_run, tmp_
     bare = tmp_path / "bare"
     assert main(["run", str(SMALL), "--out", str(bare), "--quiet", "--no-view"]) == 0
     assert not (bare / FILE).exists() and (bare / "timeline.png").exists()
+    # report.md lists the files there are: the page's absence and how to build it
+    files = (bare / "report.md").read_text(encoding="utf-8").split("## Files", 1)[1]
+    assert "no `view.html` (`jobsim view` on this folder builds it)" in files
+    assert "`view.html` (the run to explore" in \
+        (small_run / "report.md").read_text(encoding="utf-8").split("## Files", 1)[1]
 
 
 def test_view_rewrites_its_own_page_and_refuses_a_foreign_file(small_run, tmp_path, capsys):

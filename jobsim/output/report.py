@@ -196,9 +196,10 @@ def _table(analyses: list[Analysis], rows: list[tuple[str, str]]) -> list[str]:
 
 
 def markdown(analyses: list[Analysis], plots_of: dict[str, list[tuple[str, str]]],
-             over_seeds: Any = None) -> str:
+             over_seeds: Any = None, with_page: bool = True) -> str:
     """report.md: what was run, whether its expectations hold, the figures (and, given
-    ``over_seeds`` (``output.seeds``), the same over seeds), the plots."""
+    ``over_seeds`` (``output.seeds``), the same over seeds), the plots; its list of files
+    names view.html where ``with_page``, and how to build it where not."""
     sc = analyses[0].result.scenario
     out = [f"# {sc.name}", ""]
     if sc.description:
@@ -280,7 +281,8 @@ def markdown(analyses: list[Analysis], plots_of: dict[str, list[tuple[str, str]]
             out += [_shown(title, path) for title, path in entries] + [""]
     files = ("`summary.json` (the figures), `jobs.csv` (one row per job), `trace.csv` (one "
              "row per event), `scenario.yaml` (what was run)")
-    page = "`view.html` (the run to explore in a browser: `jobsim view` rebuilds it)"
+    page = "`view.html` (the run to explore in a browser: `jobsim view` rebuilds it)" \
+        if with_page else "no `view.html` (`jobsim view` on this folder builds it)"
     out += ["## Files", "", f"{files}, {page}." if sc.variant is None else
             f"`summary.json` (every variant's figures), {page}; in each variant's folder, its "
             f"own {files}.", ""]
@@ -341,9 +343,12 @@ def write(analyses: list[Analysis] | Analysis, out: str | Path, with_plots: bool
     out = Path(out)
     check_target(out)
 
+    with_page = (with_plots if with_view is None else with_view) and \
+        not view_left_out(analyses)
+
     def fill(tmp: Path) -> None:
         page = None
-        if (with_plots if with_view is None else with_view) and not view_left_out(analyses):
+        if with_page:
             from .children import Page
             from .view import FILE
 
@@ -379,7 +384,8 @@ def write(analyses: list[Analysis] | Analysis, out: str | Path, with_plots: bool
             (tmp / "summary.json").write_text(json.dumps(top, sort_keys=True, indent=2) + "\n",
                                               encoding="utf-8")
         step(steps, "report.md")
-        (tmp / "report.md").write_text(printable(markdown(analyses, plots_of, over_seeds),
+        (tmp / "report.md").write_text(printable(markdown(analyses, plots_of, over_seeds,
+                                                          with_page),
                                                  lines=True),
                                        encoding="utf-8")  # no name's control character raw
 
