@@ -84,6 +84,35 @@ def test_a_big_runs_plots_shared_with_a_child_are_the_same_bytes(tmp_path, monke
 
 
 @pytest.mark.skipif(not children.parallel(), reason="no fork or one core: always serial")
+def test_progress_tells_what_each_process_draws_as_it_begins_it(tmp_path, monkeypatch):
+    """With a child drawing every other plot, progress names the child's plots once, as it
+    begins them, and this process's as it draws each: not a plot as done here that the
+    child draws."""
+    import io
+
+    from jobsim.analysis.metrics import jobs_frame
+    from jobsim.base.progress import Steps
+    from jobsim.format import scenario
+    from jobsim.output import figures
+    from jobsim.output.report import analyse
+    from jobsim.sim.world import run
+
+    monkeypatch.setattr(figures, "SHARED_FROM", 0)
+    monkeypatch.setattr(figures, "CDF_JOBS", 0)
+    monkeypatch.setattr(figures, "parallel", lambda: True)
+    a = analyse(run(scenario.load(ROOT / "scenarios" / "lesson.yaml")))
+    log = io.StringIO()
+    steps = Steps("report", stream=log)
+    figures.run_plots(a, jobs_frame(a.histories), tmp_path, steps)
+    steps.close()
+    assert log.getvalue().splitlines() == [
+        "report: latency_cdf.png", "report: timeline.png (in a second process)",
+        "report: table_depth.png"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "latency_cdf.png", "table_depth.png", "timeline.png"]
+
+
+@pytest.mark.skipif(not children.parallel(), reason="no fork or one core: always serial")
 def test_a_plot_that_fails_in_its_child_is_a_clear_error_and_nothing_is_written(
         tmp_path, monkeypatch):
     from jobsim.output import figures, plots

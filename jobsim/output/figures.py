@@ -80,8 +80,11 @@ def run_plots(a: Any, jobs: pd.DataFrame, folder: Path, steps: Any = None,
                               f"{prefix}plots could not be drawn")
                 if not child.begin():  # no fork: all drawn here
                     child = None
-            step(steps, f"{prefix}{entry[1]}")
+                else:  # progress tells what each process draws as it begins it
+                    step(steps, ", ".join(f"{prefix}{name}" for _, name, _ in made[1::2])
+                         + " (in a second process)", len(made[1::2]))
             if child is None or i % 2 == 0:
+                step(steps, f"{prefix}{entry[1]}")
                 _draw([entry], folder)
         if child is not None:
             cpu = child.wait()
