@@ -48,7 +48,9 @@ def test_each_variants_depth_line_is_its_own_runs(runs):
                     if ln.get_label().startswith("in the table")]
         x, y = lines[a.name].get_xdata(), lines[a.name].get_ydata()
         assert np.array_equal(x, alone.get_xdata()) and np.array_equal(y, alone.get_ydata())
-        assert f"peak {int(y.max())}, {int(y[-1])} left at the end" in lines[a.name].get_label()
+        mean = float(np.dot(y[:-1], np.diff(x)) / (x[-1] - x[0]))  # each level by its time
+        assert f"peak {int(y.max())}, mean {mean:.1f}, {int(y[-1])} left at the end" in \
+            lines[a.name].get_label()
     # the run again on the same seeds is the same run: dashed over base's line, and said
     assert "the same as base" in lines["again"].get_label()
     assert lines["base"].get_linestyle() != "-" and lines["one-thread"].get_linestyle() == "-"

@@ -25,10 +25,30 @@ _TERMS = {False: "created − done − dead-lettered − withdrawn − cancelled
           True: "created + revived − done − dead-lettered − withdrawn − cancelled"}
 
 
-def _in_table(df: pd.DataFrame, t0: float, t_end: float) -> tuple[np.ndarray, np.ndarray]:
-    """The rows in the table over time (``plotdata.table_steps``), thinned to what
-    shows."""
-    return thin(*step_series(*table_steps(df), t0, t_end), t0, t_end)
+def _in_table(df: pd.DataFrame, t0: float, t_end: float
+              ) -> tuple[np.ndarray, np.ndarray, float | None]:
+    """The rows in the table over time (``plotdata.table_steps``), thinned to what shows,
+    and their mean over the run (weighted by time, from every step: None for a run of one
+    instant)."""
+    t, v = step_series(*table_steps(df), t0, t_end)
+    return (*thin(t, v, t0, t_end), _time_mean(t, v))
+
+
+def _time_mean(t: np.ndarray, v: np.ndarray) -> float | None:
+    """A step series' mean over its span, each value weighted by how long it held (what
+    Little's law relates to the rate and the time in the table); None over no time."""
+    span = float(t[-1] - t[0]) if len(t) else 0.0
+    if not span > 0:
+        return None
+    return float(np.dot(v[:-1].astype(float), np.diff(t)) / span)
+
+
+def _mean_words(m: float | None) -> str:
+    """``mean …`` for a label, to the digits that tell runs apart (none over no time)."""
+    if m is None:
+        return ""
+    return f", mean {m:,.0f}" if m >= 100 else f", mean {m:.1f}" if m >= 1 else \
+        f", mean {m:.2g}"
 
 
 def table_depth(trace_df: pd.DataFrame) -> Figure:
@@ -59,7 +79,7 @@ def table_depth(trace_df: pd.DataFrame) -> Figure:
         return _no_data(fig, ax, title, "no jobs created")
     a = df["a"].to_numpy()
     # each series thinned as soon as it is made (its maximum and last value stay)
-    t_tab, v_tab = _in_table(df, t0, t_end)
+    t_tab, v_tab, mean_tab = _in_table(df, t0, t_end)
     starts, ends = kind_is(df, "exec_start"), kind_is(df, "exec_end")
     crashes = kind_is(df, "node_crashed")
     sel = starts | ends | crashes
@@ -97,9 +117,10 @@ def table_depth(trace_df: pd.DataFrame) -> Figure:
     ax.set_xlabel("simulated time (s)")
     ax.set_ylabel("rows (jobs)")
     ax.grid(True, alpha=0.3)
-    ax.set_title(headline(title, "jobs", f"peak {int(v_tab.max())} in the table, "
-                          f"{int(v_lock.max())} locked, {int(v_run.max())} running; "
-                          f"{int(v_tab[-1])} left at the end", 10.0))
+    ax.set_title(headline(title, "jobs", f"peak {int(v_tab.max())} in the table"
+                          f"{_mean_words(mean_tab)}, {int(v_lock.max())} locked, "
+                          f"{int(v_run.max())} running; {int(v_tab[-1])} left at the end",
+                          10.0))
     fig.legend(loc="outside lower center", ncol=2, fontsize=9, frameon=False)
     return fig
 
@@ -113,7 +134,7 @@ def table_depth_by_variant(traces: dict[str, pd.DataFrame]) -> Figure:
     variant's own rows locked and executions running are in its tab of the interactive
     page."""
     title = "jobs in the table over simulated time, by variant"
-    series: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray] | None] = {}
+    series: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, float | None] | None] = {}
     revived = False  # whether the words name an operator's revived jobs
     for name, df in traces.items():
         df = None if df is None else _trace_rows(df)
@@ -124,15 +145,15 @@ def table_depth_by_variant(traces: dict[str, pd.DataFrame]) -> Figure:
         revived = revived or bool(kind_is(df, "revived").any())
         times = df["time"].to_numpy(dtype=float)
         finite = times[np.isfinite(times)]
-        t, v = _in_table(df, float(finite.min()), float(finite.max()))
-        series[name] = (t, v, times[kind_is(df, "node_crashed")])
+        t, v, mean = _in_table(df, float(finite.min()), float(finite.max()))
+        series[name] = (t, v, times[kind_is(df, "node_crashed")], mean)
     labels = {}
     groups = twins({name: b"" if s is None else s[0].tobytes() + b"|" + s[1].tobytes()
                     for name, s in series.items()})
     for name, s in series.items():
         labels[name] = f"{name} (no jobs)" if s is None else \
-            f"{name} (peak {int(s[1].max())}, {int(s[1][-1])} left at the end" \
-            f"{twin_words(name, groups[name])})"
+            f"{name} (peak {int(s[1].max())}{_mean_words(s[3])}, {int(s[1][-1])} left at " \
+            f"the end{twin_words(name, groups[name])})"
     ncol = legend_columns(list(labels.values()), 10.0)
     rows = -(-len(labels) // ncol)
     fig, ax = _figure(10.0, 5.0 + 0.18 * max(0, rows - 3))
@@ -146,15 +167,15 @@ def table_depth_by_variant(traces: dict[str, pd.DataFrame]) -> Figure:
         if s is None:
             lines += ax.plot([], [], color=colours[i], label=labels[name])
             continue
-        t, v, crashes = s
+        t, v, crashes, _ = s
         lines += ax.step(t, v, where="post", color=colours[i], linewidth=widths[i],
                          linestyle=twin_style(name, groups[name]), label=labels[name])
         if len(crashes):
             crashed = True
             ax.vlines(crashes, 0, 1, transform=ax.get_xaxis_transform(), colors=colours[i],
                       linestyles="dashed", linewidth=1, alpha=0.8)
-    lo, hi = min(float(t[0]) for t, _, _ in drawn), max(float(t[-1]) for t, _, _ in drawn)
-    top = max(1, *(int(v.max()) for _, v, _ in drawn))
+    lo, hi = min(float(s[0][0]) for s in drawn), max(float(s[0][-1]) for s in drawn)
+    top = max(1, *(int(s[1].max()) for s in drawn))
     margin = (hi - lo) * 0.01 + 1e-9
     ax.set_xlim(lo - margin, hi + margin)
     ax.set_ylim(-0.02 * top, top * 1.08)
