@@ -25,6 +25,7 @@ def _files(folder: Path) -> dict[str, bytes]:
 @pytest.mark.skipif(not children.parallel(), reason="no fork or one core: always serial")
 def test_the_page_built_in_a_child_is_the_same_bytes(tmp_path, monkeypatch):
     args = ["run", str(CHALLENGE), "--quiet", "--set", "workload.streams.0.count=20"]
+    monkeypatch.setattr(children, "PAGE_FROM", 0)  # a small run's page, as a big one's
     monkeypatch.setenv("JOBSIM_PARALLEL", "0")
     assert not children.parallel()
     assert main(args + ["--out", str(tmp_path / "serial")]) in (0, 1)
@@ -47,6 +48,7 @@ def test_a_page_that_fails_in_its_child_is_a_clear_error_and_nothing_is_written(
         raise RuntimeError("the page broke")
 
     monkeypatch.setattr(children, "_build", broken)
+    monkeypatch.setattr(children, "PAGE_FROM", 0)
     out = tmp_path / "out"
     # jobsim's own failure, as it would be in the process (not a usage error, exit 2)
     with pytest.raises(children.ChildError) as exc:
@@ -63,6 +65,7 @@ def test_a_big_runs_plots_shared_with_a_child_are_the_same_bytes(tmp_path, monke
     from jobsim.output import figures
 
     monkeypatch.setattr(figures, "SHARED_FROM", 0)  # the lesson's 3 plots: 1 in the child
+    monkeypatch.setattr(children, "PAGE_FROM", 0)  # and its page
     monkeypatch.setattr(figures, "CDF_JOBS", 0)  # its 3 jobs' start delays drawn, not listed
     args = ["run", str(ROOT / "scenarios" / "lesson.yaml"), "--quiet"]
     monkeypatch.setenv("JOBSIM_PARALLEL", "0")
@@ -143,6 +146,7 @@ def test_where_a_fork_fails_the_work_is_done_here(tmp_path, monkeypatch):
         raise OSError(11, "Resource temporarily unavailable")
 
     monkeypatch.setattr(figures, "SHARED_FROM", 0)
+    monkeypatch.setattr(children, "PAGE_FROM", 0)
     monkeypatch.setattr(figures, "CDF_JOBS", 0)  # 3 plots, as a big run's: 1 in the child
     monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", refused)
     monkeypatch.setattr(children, "parallel", lambda: True)

@@ -135,9 +135,15 @@ def _build(analyses: list[Any], path: Path) -> None:
     path.write_text(analyses_page(analyses), encoding="utf-8")
 
 
+#: runs of this many trace events in all, or more, have their page built in a child: below,
+#: the fork costs more CPU than the page (the lesson's: 0.05 CPU s more, for 0.02 s of wall)
+PAGE_FROM = 50_000
+
+
 class Page:
     """The page of ``analyses`` into ``path``: begun in a child (``begin``) where
-    ``parallel()``, finished (``finish``) after the report's other files."""
+    ``parallel()`` and the runs have ``PAGE_FROM`` trace events or more, finished
+    (``finish``) after the report's other files."""
 
     def __init__(self, analyses: list[Any], path: Path, steps: Any = None, what: str = ""):
         self.analyses, self.path = analyses, path
@@ -145,7 +151,7 @@ class Page:
         self.child: Child | None = None
 
     def begin(self) -> None:
-        if not parallel():
+        if sum(len(a.result.trace) for a in self.analyses) < PAGE_FROM or not parallel():
             return
         # ``_build`` looked up when the child runs it (a test replaces it)
         child = Child(lambda: _build(self.analyses, self.path),
