@@ -288,6 +288,36 @@ def test_table_depth_follows_locks_and_crashes(tmp_path):
                for c in ax.collections)
 
 
+def test_a_busy_start_before_a_long_quiet_tail_gets_a_zoomed_panel(tmp_path):
+    """skip_locked's crash at 60 s strands two locked rows for the hour of their lock: the
+    whole run's axis leaves its busy first two minutes a sliver, so a second panel draws
+    them, its span shaded on the first; a run busy all along (the lesson's) has one."""
+    from jobsim.output.plots.depth import _busy_end
+
+    a = analyse(run(scenario.load(ROOT / "scenarios" / "skip_locked.yaml")))
+    fig = plots.table_depth(trace_frame(a.result.trace))
+    saved(fig, tmp_path, "zoomed_depth")
+    whole, zoomed = fig.axes
+    steps = [ln for ln in zoomed.lines if ln.get_linestyle() != "None"]  # not spike tops
+    assert [ln.get_xydata().tolist() for ln in depth_lines(whole)] == \
+        [ln.get_xydata().tolist() for ln in steps]
+    lo, hi = zoomed.get_xlim()
+    assert hi < 0.25 * whole.get_xlim()[1] and lo < 0 < 60 < hi  # the crash is in it
+    assert zoomed.get_title().startswith("zoomed: the first 125 s of 3,961 s, where 99% of")
+    assert any(p.get_facecolor()[:3] == (0.9, 0.9, 0.9) for p in whole.patches)  # shaded
+    assert text_outside(fig) == []
+    # the variants' figure alike, over all their lines
+    both = plots.table_depth_by_variant({"one": trace_frame(a.result.trace),
+                                         "two": trace_frame(a.result.trace)})
+    whole, zoomed = both.axes
+    assert zoomed.get_xlim() == (lo, hi) and len(zoomed.lines) == len(whole.lines) == 2
+    # the rule: 99% of the changes within a quarter of the span, rounded up, 20 changes or more
+    t = np.r_[0.0, np.linspace(0, 10, 50), 1000.0]
+    assert _busy_end([t], 0.0, 1000.0) == 12.5  # 10% past 9.9, up to a multiple of 2.5
+    assert _busy_end([np.r_[0.0, np.linspace(0, 400, 50), 1000.0]], 0.0, 1000.0) is None
+    assert _busy_end([np.r_[0.0, np.linspace(0, 10, 10), 1000.0]], 0.0, 1000.0) is None
+
+
 # --- duplicates_by_cause ---------------------------------------------------------------------
 
 def test_duplicates_by_cause(race, race_unsafe, tmp_path):

@@ -3,8 +3,11 @@ running, as step series built from the trace."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
@@ -51,6 +54,61 @@ def _mean_words(m: float | None) -> str:
         f", mean {m:.2g}"
 
 
+#: a depth figure adds a panel of the run's busy start where 99% of its changes came within
+#: this share of its span: a long quiet tail (rows stranded until a lock expires, a timer
+#: due an hour later) leaves that start a sliver at the left of the whole run's axis
+ZOOM_SHARE = 0.25
+#: ... and where there are at least this many changes to see in it
+ZOOM_CHANGES = 20
+
+
+def _busy_end(times: list[np.ndarray], t0: float, t_end: float) -> float | None:
+    """The end of the zoomed panel over the step series' instants ``times`` (each from its
+    run's start to its end, as ``step_series`` gives them): 10% past the instant by which
+    99% of their changes came, rounded up; None where that is not under ``ZOOM_SHARE`` of the span
+    (or there are too few changes)."""
+    changes = np.concatenate([t[1:-1] for t in times]) if times else np.zeros(0)
+    if len(changes) < ZOOM_CHANGES or not t_end > t0:
+        return None
+    q = float(np.quantile(changes, 0.99))
+    d = 1.1 * (q - t0)  # 10% past it, up to a round length (a multiple of a quarter power
+    step = 10.0 ** math.floor(math.log10(d)) / 4 if d > 0 else 1.0  # of ten: 125 s, 1,000 s)
+    end = t0 + math.ceil(d / step) * step
+    return end if end - t0 < ZOOM_SHARE * (t_end - t0) else None
+
+
+def _axes(height: float, zoom: float | None) -> tuple[Figure, Axes, Axes | None]:
+    """The figure, its axes of the whole run and, where there is a ``zoom``, the axes of
+    the run's busy start under them (as tall)."""
+    if zoom is None:
+        fig, ax = _figure(10.0, height)
+        return fig, ax, None
+    fig = Figure(figsize=(10.0, height + 3.6), layout="constrained")
+    ax, zoomed = fig.subplots(2, 1)
+    return fig, ax, zoomed
+
+
+def _zoom_words(t0: float, end: float, t_end: float) -> str:
+    def secs(x: float) -> str:
+        return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
+
+    return (f"zoomed: the first {secs(end - t0)} s of {secs(t_end - t0)} s, where 99% of the "
+            f"changes came (shaded above)")
+
+
+def _frame(ax: Axes, lo: float, hi: float, top: int, ylabel: str) -> None:
+    """An axis of a depth figure: time from ``lo`` to ``hi`` with a margin (a spike at the
+    first instant clear of the axis), integer rows up to ``top`` (lines at 0 clear of it)."""
+    margin = (hi - lo) * 0.01 + 1e-9
+    ax.set_xlim(lo - margin, hi + margin)
+    ax.set_ylim(-0.02 * top, top * 1.08)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.xaxis.set_major_formatter(FuncFormatter(_seconds))
+    ax.set_xlabel("simulated time (s)")
+    ax.set_ylabel(ylabel)
+    ax.grid(True, alpha=0.3)
+
+
 def table_depth(trace_df: pd.DataFrame) -> Figure:
     """Jobs in the table over time, with the rows locked and the executions running (a
     series of millions of points thinned to what shows: ``thin``).
@@ -66,17 +124,16 @@ def table_depth(trace_df: pd.DataFrame) -> Figure:
     to that value with its top marked; integer ticks. Node crashes, if any, are dashed red vertical lines.
     """
     title = "jobs in the table, locked and running, over simulated time"
-    fig, ax = _figure(10.0, 5.0)
     trace_df = None if trace_df is None else _trace_rows(trace_df)
     if trace_df is None or len(trace_df) == 0:
-        return _no_data(fig, ax, title, "empty trace")
+        return _no_data(*_figure(10.0, 5.0), title, "empty trace")
     df = trace_df
     times = df["time"].to_numpy(dtype=float)
     times_f = times[np.isfinite(times)]
     t0, t_end = float(times_f.min()), float(times_f.max())
     created = kind_is(df, "job_created")
     if not created.any():
-        return _no_data(fig, ax, title, "no jobs created")
+        return _no_data(*_figure(10.0, 5.0), title, "no jobs created")
     a = df["a"].to_numpy()
     # each series thinned as soon as it is made (its maximum and last value stay)
     t_tab, v_tab, mean_tab = _in_table(df, t0, t_end)
@@ -93,36 +150,48 @@ def table_depth(trace_df: pd.DataFrame) -> Figure:
                f"in the table ({_TERMS[kind_is(df, 'revived').any()]})"),
               (t_lock, v_lock, "tab:orange", 1.6, "locked (live lock)"),
               (t_run, v_run, "tab:green", 1.1, "running (executions in progress)"))
-    spiked = False
-    for t, v, colour, width, label in series:
-        ax.step(t, v, where="post", color=colour, linewidth=width, label=label)
-        st, sv = _spikes(t, v)
-        if len(st):  # held only within an instant: the spike's top marked, to be seen
-            spiked = True
-            ax.plot(st, sv, linestyle="none", marker="^", markersize=6, color=colour,
-                    markeredgecolor="black", markeredgewidth=0.5, zorder=4)
-    if spiked:
-        ax.plot([], [], linestyle="none", marker="^", color="0.6", markeredgecolor="black",
-                markeredgewidth=0.5, label="held only within one instant (a spike's top)")
+    zoom = _busy_end([t_tab, t_lock, t_run], t0, t_end)
+    fig, ax, zoomed = _axes(5.0, zoom)
     crash_t = times[crashes]
-    if len(crash_t):
-        ax.vlines(crash_t, 0, 1, transform=ax.get_xaxis_transform(), colors=_CRASH,
-                  linestyles="dashed", linewidth=1, label="node crash")
-    margin = (t_end - t0) * 0.01 + 1e-9
-    ax.set_xlim(t0 - margin, t_end + margin)  # a spike at the first instant clear of the axis
     top = max(1, int(v_tab.max()), int(v_lock.max()), int(v_run.max()))
-    ax.set_ylim(-0.02 * top, top * 1.08)  # lines at 0 stay clear of the axis
-    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.xaxis.set_major_formatter(FuncFormatter(_seconds))
-    ax.set_xlabel("simulated time (s)")
-    ax.set_ylabel("rows (jobs)")
-    ax.grid(True, alpha=0.3)
+    for where in (ax, zoomed) if zoomed is not None else (ax,):
+        named = where is ax  # the legend's entries: the whole run's artists
+        spiked = False
+        for t, v, colour, width, label in series:
+            where.step(t, v, where="post", color=colour, linewidth=width,
+                       label=label if named else None)
+            st, sv = _spikes(t, v)
+            if len(st):  # held only within an instant: the spike's top marked, to be seen
+                spiked = True
+                where.plot(st, sv, linestyle="none", marker="^", markersize=6, color=colour,
+                           markeredgecolor="black", markeredgewidth=0.5, zorder=4)
+        if spiked and named:
+            where.plot([], [], linestyle="none", marker="^", color="0.6",
+                       markeredgecolor="black", markeredgewidth=0.5,
+                       label="held only within one instant (a spike's top)")
+        if len(crash_t):
+            where.vlines(crash_t, 0, 1, transform=where.get_xaxis_transform(), colors=_CRASH,
+                         linestyles="dashed", linewidth=1,
+                         label="node crash" if named else None)
+    _frame(ax, t0, t_end, top, "rows (jobs)")
     ax.set_title(headline(title, "jobs", f"peak {int(v_tab.max())} in the table"
                           f"{_mean_words(mean_tab)}, {int(v_lock.max())} locked, "
                           f"{int(v_run.max())} running; {int(v_tab[-1])} left at the end",
                           10.0))
-    fig.legend(loc="outside lower center", ncol=2, fontsize=9, frameon=False)
+    if zoomed is not None:
+        _zoom(ax, zoomed, t0, zoom, t_end, top, "rows (jobs)")
+    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncol=2,
+               fontsize=9, frameon=False)
     return fig
+
+
+def _zoom(ax: Axes, zoomed: Axes, t0: float, end: float, t_end: float, top: int,
+          ylabel: str) -> None:
+    """The zoomed axes of the busy start (from ``t0`` to ``end``), and its span shaded on
+    the whole run's ``ax``."""
+    ax.axvspan(t0, end, color="0.9", zorder=0, linewidth=0)
+    _frame(zoomed, t0, end, top, ylabel)
+    zoomed.set_title(_zoom_words(t0, end, t_end), fontsize=10)
 
 
 def table_depth_by_variant(traces: dict[str, pd.DataFrame]) -> Figure:
@@ -156,37 +225,37 @@ def table_depth_by_variant(traces: dict[str, pd.DataFrame]) -> Figure:
             f"the end{twin_words(name, groups[name])})"
     ncol = legend_columns(list(labels.values()), 10.0)
     rows = -(-len(labels) // ncol)
-    fig, ax = _figure(10.0, 5.0 + 0.18 * max(0, rows - 3))
+    height = 5.0 + 0.18 * max(0, rows - 3)
     drawn = [s for s in series.values() if s is not None]
     if not drawn:
-        return _no_data(fig, ax, title, "no jobs created")
+        return _no_data(*_figure(10.0, height), title, "no jobs created")
+    lo, hi = min(float(s[0][0]) for s in drawn), max(float(s[0][-1]) for s in drawn)
+    top = max(1, *(int(s[1].max()) for s in drawn))
+    zoom = _busy_end([s[0] for s in drawn], lo, hi)
+    fig, ax, zoomed = _axes(height, zoom)
     colours = variant_colours(len(series))
     widths = variant_widths(len(series))
     lines, crashed = [], False
-    for i, (name, s) in enumerate(series.items()):
-        if s is None:
-            lines += ax.plot([], [], color=colours[i], label=labels[name])
-            continue
-        t, v, crashes, _ = s
-        lines += ax.step(t, v, where="post", color=colours[i], linewidth=widths[i],
-                         linestyle=twin_style(name, groups[name]), label=labels[name])
-        if len(crashes):
-            crashed = True
-            ax.vlines(crashes, 0, 1, transform=ax.get_xaxis_transform(), colors=colours[i],
-                      linestyles="dashed", linewidth=1, alpha=0.8)
-    lo, hi = min(float(s[0][0]) for s in drawn), max(float(s[0][-1]) for s in drawn)
-    top = max(1, *(int(s[1].max()) for s in drawn))
-    margin = (hi - lo) * 0.01 + 1e-9
-    ax.set_xlim(lo - margin, hi + margin)
-    ax.set_ylim(-0.02 * top, top * 1.08)
-    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.xaxis.set_major_formatter(FuncFormatter(_seconds))
-    ax.set_xlabel("simulated time (s)")
-    ax.set_ylabel("rows in the table (jobs)")
-    ax.grid(True, alpha=0.3)
+    for where in (ax, zoomed) if zoomed is not None else (ax,):
+        for i, (name, s) in enumerate(series.items()):
+            if s is None:
+                if where is ax:
+                    lines += ax.plot([], [], color=colours[i], label=labels[name])
+                continue
+            t, v, crashes, _ = s
+            drew = where.step(t, v, where="post", color=colours[i], linewidth=widths[i],
+                              linestyle=twin_style(name, groups[name]), label=labels[name])
+            lines += drew if where is ax else []
+            if len(crashes):
+                crashed = True
+                where.vlines(crashes, 0, 1, transform=where.get_xaxis_transform(),
+                             colors=colours[i], linestyles="dashed", linewidth=1, alpha=0.8)
+    _frame(ax, lo, hi, top, "rows in the table (jobs)")
     detail = _TERMS[revived] + (
         " · vertical dashes: node crashes" if crashed else "")
     ax.set_title(headline(title, "jobs", detail, 10.0))
+    if zoomed is not None:
+        _zoom(ax, zoomed, lo, zoom, hi, top, "rows in the table (jobs)")
     variant_legend(fig, lines, loc="outside lower center", ncol=ncol, fontsize=9,
                    frameon=False)
     return fig
