@@ -50,7 +50,7 @@ def _mean_words(m: float | None) -> str:
     """``mean …`` for a label, to the digits that tell runs apart (none over no time)."""
     if m is None:
         return ""
-    return f", mean {m:,.0f}" if m >= 100 else f", mean {m:.1f}" if m >= 1 else \
+    return f", mean {m:.0f}" if m >= 100 else f", mean {m:.1f}" if m >= 1 else \
         f", mean {m:.2g}"
 
 
