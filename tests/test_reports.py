@@ -91,4 +91,4 @@ def test_no_text_is_cut_in_the_figures_of_a_shipped_scenario(path, fresh, tmp_pa
         figures.run_plots(a, jobs_with_services(a), tmp_path)
     if analyses[0].result.scenario.variant is not None:
         figures.compared(analyses, tmp_path, {})
-    assert len(seen) >= 3
+    assert len(seen) >= 2  # a timeline and a table depth at least
