@@ -316,6 +316,7 @@ def test_a_busy_start_before_a_long_quiet_tail_gets_a_zoomed_panel(tmp_path):
     assert _busy_end([t], 0.0, 1000.0) == 12.5  # 10% past 9.9, up to a multiple of 2.5
     assert _busy_end([np.r_[0.0, np.linspace(0, 400, 50), 1000.0]], 0.0, 1000.0) is None
     assert _busy_end([np.r_[0.0, np.linspace(0, 10, 10), 1000.0]], 0.0, 1000.0) is None
+    assert _busy_end([np.r_[0.0, np.zeros(30), 1000.0]], 0.0, 1000.0) is None  # no span
 
 
 # --- duplicates_by_cause ---------------------------------------------------------------------

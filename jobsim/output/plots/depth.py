@@ -71,8 +71,10 @@ def _busy_end(times: list[np.ndarray], t0: float, t_end: float) -> float | None:
     if len(changes) < ZOOM_CHANGES or not t_end > t0:
         return None
     q = float(np.quantile(changes, 0.99))
+    if not q > t0:  # all at the first instant: no span to zoom into
+        return None
     d = 1.1 * (q - t0)  # 10% past it, up to a round length (a multiple of a quarter power
-    step = 10.0 ** math.floor(math.log10(d)) / 4 if d > 0 else 1.0  # of ten: 125 s, 1,000 s)
+    step = 10.0 ** math.floor(math.log10(d)) / 4  # of ten: 125 s, 1,000 s)
     end = t0 + math.ceil(d / step) * step
     return end if end - t0 < ZOOM_SHARE * (t_end - t0) else None
 
