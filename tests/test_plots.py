@@ -269,6 +269,23 @@ def test_the_lessons_depth_shows_rows_held_within_an_instant(lesson):
     assert text_outside(fig) == []
 
 
+def test_a_spike_is_a_rise_within_an_instant_not_a_fall_in_steps():
+    """Rows leaving one by one at one instant step down once (no top marked between the
+    level before and after); a rise and fall within one instant is a spike; so is one
+    that ends higher than it began, if it went higher still."""
+    from jobsim.output.plotdata import step_series
+
+    t = np.array([1.0, 2.0, 3.0, 3.0, 4.0, 4.0, 5.0, 5.0, 5.0])
+    d = np.array([1, 1, -1, -1, 1, -1, 1, 1, -1])
+    x, v = step_series(t, d, 0.0, 6.0)
+    assert list(zip(x.tolist(), v.tolist())) == [
+        (0.0, 0), (1.0, 1), (2.0, 2),
+        (3.0, 0),  # 2 → 1 → 0 at 3 s: one step down (a top at 1 was marked before)
+        (4.0, 1), (4.0, 0),  # 0 → 1 → 0 at 4 s: a spike, then its last value
+        (5.0, 2), (5.0, 1),  # 0 → 1 → 2 → 1 at 5 s: up to 2, ends at 1: a spike
+        (6.0, 1)]
+
+
 def test_table_depth_follows_locks_and_crashes(tmp_path):
     fig = plots.table_depth(trace_frame(faulty_trace()))
     saved(fig, tmp_path, "faulty_depth")

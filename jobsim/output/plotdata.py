@@ -17,17 +17,19 @@ def kind_is(df: pd.DataFrame, name: str) -> np.ndarray:
 
 
 def per_time(t: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """One point per instant (``t`` sorted), its last value — and before it, where the
-    value rose higher within the instant (a row locked and released, a run begun and ended
-    at one instant), that highest value: the step goes up and back at that instant, a
-    spike, instead of leaving no trace."""
+    """One point per instant (``t`` sorted; ``v`` a running level from 0), its last value —
+    and before it, where the value rose within the instant above both the level before it
+    and its last (a row locked and released, a run begun and ended at one instant), that
+    highest value: the step goes up and back at that instant, a spike, instead of leaving
+    no trace. Several rows leaving at one instant step down once, with no spike."""
     if len(t) == 0:
         return t, v
     last = np.r_[t[1:] != t[:-1], True]
     first = np.r_[True, t[1:] != t[:-1]]
     peak = np.maximum.reduceat(v, np.flatnonzero(first))
     ends = np.flatnonzero(last)
-    spike = peak > v[ends]
+    before = np.r_[0, v[ends][:-1]]  # the level the instant began at
+    spike = peak > np.maximum(v[ends], before)
     times = np.r_[t[ends], t[ends][spike]]
     values = np.r_[v[ends], peak[spike]]
     # each instant's spike (if any) before its last value
