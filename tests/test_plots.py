@@ -328,6 +328,8 @@ def test_a_busy_start_before_a_long_quiet_tail_gets_a_zoomed_panel(tmp_path):
                                          "two": trace_frame(a.result.trace)})
     whole, zoomed = both.axes
     assert zoomed.get_xlim() == (lo, hi) and len(zoomed.lines) == len(whole.lines) == 2
+    # runs of one span: their means need no span said
+    assert all(", mean 2.0, " in ln.get_label() for ln in whole.lines)
     # the rule: 99% of the changes within a quarter of the span, rounded up, 20 changes or more
     t = np.r_[0.0, np.linspace(0, 10, 50), 1000.0]
     assert _busy_end([t], 0.0, 1000.0) == 12.5  # 10% past 9.9, up to a multiple of 2.5

@@ -49,8 +49,9 @@ def test_each_variants_depth_line_is_its_own_runs(runs):
         x, y = lines[a.name].get_xdata(), lines[a.name].get_ydata()
         assert np.array_equal(x, alone.get_xdata()) and np.array_equal(y, alone.get_ydata())
         mean = float(np.dot(y[:-1], np.diff(x)) / (x[-1] - x[0]))  # each level by its time
-        assert f"peak {int(y.max())}, mean {mean:.1f}, {int(y[-1])} left at the end" in \
-            lines[a.name].get_label()
+        # over its own run's span, said so: the runs' spans differ
+        assert f"peak {int(y.max())}, mean {mean:.1f} over its {x[-1] - x[0]:.3g} s, " \
+            f"{int(y[-1])} left at the end" in lines[a.name].get_label()
     # the run again on the same seeds is the same run: dashed over base's line, and said
     assert "the same as base" in lines["again"].get_label()
     assert lines["base"].get_linestyle() != "-" and lines["one-thread"].get_linestyle() == "-"
