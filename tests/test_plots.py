@@ -320,7 +320,8 @@ def test_a_busy_start_before_a_long_quiet_tail_gets_a_zoomed_panel(tmp_path):
         [ln.get_xydata().tolist() for ln in steps]
     lo, hi = zoomed.get_xlim()
     assert hi < 0.25 * whole.get_xlim()[1] and lo < 0 < 60 < hi  # the crash is in it
-    assert zoomed.get_title().startswith("zoomed: the first 125 s of 3,961 s, where 99% of")
+    assert zoomed.get_title() == ("zoomed: the first 125 s of 3,961 s (shaded above); the "
+                                  "lines step 7 times in the 3,836 s after it")
     assert any(p.get_facecolor()[:3] == (0.9, 0.9, 0.9) for p in whole.patches)  # shaded
     assert text_outside(fig) == []
     # the variants' figure alike, over all their lines
@@ -332,10 +333,16 @@ def test_a_busy_start_before_a_long_quiet_tail_gets_a_zoomed_panel(tmp_path):
     assert all(", mean 2.0, " in ln.get_label() for ln in whole.lines)
     # the rule: 99% of the changes within a quarter of the span, rounded up, 20 changes or more
     t = np.r_[0.0, np.linspace(0, 10, 50), 1000.0]
-    assert _busy_end([t], 0.0, 1000.0) == 12.5  # 10% past 9.9, up to a multiple of 2.5
+    assert _busy_end([t], 0.0, 1000.0) == (12.5, 0)  # 10% past 9.9, to a multiple of 2.5
     assert _busy_end([np.r_[0.0, np.linspace(0, 400, 50), 1000.0]], 0.0, 1000.0) is None
     assert _busy_end([np.r_[0.0, np.linspace(0, 10, 10), 1000.0]], 0.0, 1000.0) is None
     assert _busy_end([np.r_[0.0, np.zeros(30), 1000.0]], 0.0, 1000.0) is None  # no span
+    # ... or the last change before a quiet stretch of half the span, after 80% of them: a
+    # small run's recovery an hour later is more than 1% of its few changes
+    late = np.r_[0.0, np.linspace(0, 30, 60), np.linspace(1815, 1816, 7), 1817.0]
+    assert _busy_end([late], 0.0, 1817.0) == (35.0, 7)
+    early = np.r_[0.0, np.linspace(0, 30, 10), np.linspace(1815, 1816, 60), 1817.0]
+    assert _busy_end([early], 0.0, 1817.0) is None  # most of the changes come late
 
 
 # --- duplicates_by_cause ---------------------------------------------------------------------

@@ -4,6 +4,7 @@ running, as step series built from the trace."""
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -54,32 +55,47 @@ def _mean_words(m: float | None) -> str:
         f", mean {m:.2g}"
 
 
-#: a depth figure adds a panel of the run's busy start where 99% of its changes came within
-#: this share of its span: a long quiet tail (rows stranded until a lock expires, a timer
-#: due an hour later) leaves that start a sliver at the left of the whole run's axis
+#: a depth figure adds a panel of the run's busy start where a long quiet tail (rows stranded
+#: until a lock expires, a timer due an hour later) would leave that start a sliver at the
+#: left of the whole run's axis: where 99% of its changes came within this share of its
+#: span, or where its longest quiet stretch is half its span or more, after 80% of them
 ZOOM_SHARE = 0.25
 #: ... and where there are at least this many changes to see in it
 ZOOM_CHANGES = 20
 
 
-def _busy_end(times: list[np.ndarray], t0: float, t_end: float) -> float | None:
-    """The end of the zoomed panel over the step series' instants ``times`` (each from its
-    run's start to its end, as ``step_series`` gives them): 10% past the instant by which
-    99% of their changes came, rounded up; None where that is not under ``ZOOM_SHARE`` of the span
-    (or there are too few changes)."""
-    changes = np.concatenate([t[1:-1] for t in times]) if times else np.zeros(0)
-    if len(changes) < ZOOM_CHANGES or not t_end > t0:
+class Zoom(NamedTuple):
+    """The zoomed panel's end, and the steps the lines take after it."""
+    end: float
+    after: int
+
+
+def _busy_end(times: list[np.ndarray], t0: float, t_end: float) -> Zoom | None:
+    """The zoomed panel over the step series' instants ``times`` (each from its run's start
+    to its end, as ``step_series`` gives them): 10% past the last change before the run's
+    longest quiet stretch (half its span or more, after 80% of the changes), or else past
+    the instant by which 99% of them came, rounded up; None where that is not under
+    ``ZOOM_SHARE`` of the span (or there are too few changes)."""
+    changes = np.sort(np.concatenate([t[1:-1] for t in times])) if times else np.zeros(0)
+    span = t_end - t0
+    if len(changes) < ZOOM_CHANGES or not span > 0:
         return None
     q = float(np.quantile(changes, 0.99))
+    gaps = np.diff(changes)
+    i = int(np.argmax(gaps))
+    if gaps[i] >= 0.5 * span and i + 1 >= 0.8 * len(changes):
+        q = min(q, float(changes[i]))
     if not q > t0:  # all at the first instant: no span to zoom into
         return None
     d = 1.1 * (q - t0)  # 10% past it, up to a round length (a multiple of a quarter power
     step = 10.0 ** math.floor(math.log10(d)) / 4  # of ten: 125 s, 1,000 s)
     end = t0 + math.ceil(d / step) * step
-    return end if end - t0 < ZOOM_SHARE * (t_end - t0) else None
+    if end - t0 >= ZOOM_SHARE * span:
+        return None
+    return Zoom(end, int(np.count_nonzero(changes > end)))
 
 
-def _axes(height: float, zoom: float | None) -> tuple[Figure, Axes, Axes | None]:
+def _axes(height: float, zoom: Zoom | None) -> tuple[Figure, Axes, Axes | None]:
     """The figure, its axes of the whole run and, where there is a ``zoom``, the axes of
     the run's busy start under them (as tall)."""
     if zoom is None:
@@ -95,9 +111,12 @@ def _secs(x: float) -> str:
     return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
 
 
-def _zoom_words(t0: float, end: float, t_end: float) -> str:
-    return (f"zoomed: the first {_secs(end - t0)} s of {_secs(t_end - t0)} s, where 99% of the "
-            f"changes came (shaded above)")
+def _zoom_words(t0: float, zoom: Zoom, t_end: float) -> str:
+    rest = f"{_secs(t_end - zoom.end)} s"
+    then = f"the lines step {zoom.after} time{'s' if zoom.after != 1 else ''} in the {rest} " \
+        f"after it" if zoom.after else f"the lines hold their levels through the {rest} after it"
+    return (f"zoomed: the first {_secs(zoom.end - t0)} s of {_secs(t_end - t0)} s (shaded "
+            f"above); {then}")
 
 
 def _frame(ax: Axes, lo: float, hi: float, top: int, ylabel: str) -> None:
@@ -189,13 +208,13 @@ def table_depth(trace_df: pd.DataFrame) -> Figure:
     return fig
 
 
-def _zoom(ax: Axes, zoomed: Axes, t0: float, end: float, t_end: float, top: int,
+def _zoom(ax: Axes, zoomed: Axes, t0: float, zoom: Zoom, t_end: float, top: int,
           ylabel: str) -> None:
-    """The zoomed axes of the busy start (from ``t0`` to ``end``), and its span shaded on
-    the whole run's ``ax``."""
-    ax.axvspan(t0, end, color="0.9", zorder=0, linewidth=0)
-    _frame(zoomed, t0, end, top, ylabel)
-    zoomed.set_title(_zoom_words(t0, end, t_end), fontsize=10)
+    """The zoomed axes of the busy start (from ``t0`` to ``zoom.end``), and its span shaded
+    on the whole run's ``ax``."""
+    ax.axvspan(t0, zoom.end, color="0.9", zorder=0, linewidth=0)
+    _frame(zoomed, t0, zoom.end, top, ylabel)
+    zoomed.set_title(_zoom_words(t0, zoom, t_end), fontsize=10)
 
 
 def table_depth_by_variant(traces: dict[str, pd.DataFrame]) -> Figure:
