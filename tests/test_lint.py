@@ -333,6 +333,27 @@ def test_run_strict_of_a_scenario_without_warnings_runs(tmp_path, capsys):
     assert status == 0 and captured.err == "", captured.err
 
 
+def test_priorities_the_nodes_order_does_not_read_are_an_ignored_setting():
+    """Jobs of two priorities under the default order (by id): the urgent one waits behind
+    the rest as if it had none, said before the run with the fix; quiet where the order
+    reads priorities or where every job has the same one."""
+    d = copy.deepcopy(BASE)
+    d["workload"] = {"jobs": [{"name": f"low-{i}", "handler": "work"} for i in range(3)] +
+                     [{"name": "urgent", "handler": "work", "priority": 10}]}
+    (w,) = [w for w in warnings_of(d) if w.code == "ignored-setting"]
+    assert w.path == "workload.jobs[3].priority"
+    assert w.message == (
+        "priority has no effect here: the nodes take rows by id, the order they were created "
+        "in (executor.order: id), so a job of priority 10 waits behind those of 0 as if it "
+        "had none; fix: executor.order: priority (or aging), or leave the priorities out")
+    for order in ("priority", "aging"):
+        d["executor"]["order"] = order
+        assert not [w for w in warnings_of(d) if w.code == "ignored-setting"], order
+    d["executor"]["order"] = "due"
+    d["workload"]["jobs"][3]["priority"] = 0
+    assert not [w for w in warnings_of(d) if w.code == "ignored-setting"]
+
+
 # --- the shipped scenarios ---------------------------------------------------------------------
 
 #: the shipped scenarios that warn: each demonstrates the trap on purpose
@@ -342,6 +363,8 @@ SHIPPED = {
     ("failsafe", "lock-shorter-than-run", "variants.no_heartbeat → executor.heartbeat"),
     ("lock_expiry", "lock-shorter-than-run", "variants.no_heartbeat → executor.lock_time"),
     ("zeebe", "lock-shorter-than-run", "executor.lock_time"),
+    # the FIFO it shows on purpose: the urgent timer waits behind the 100 others
+    ("challenge", "ignored-setting", "variants.fifo → workload.jobs[0].priority"),
     # the double charges it shows on purpose: the timeouts and the fast clock
     ("double_charges", "ambiguous-timeout", "variants.none → handlers.charge.calls[1]"),
     ("double_charges", "ambiguous-timeout", "variants.fencing → handlers.charge.calls[1]"),

@@ -6,8 +6,8 @@ or after it (``due-after-the-end``), an operation that acts where no job ever is
 (``schedule-stops-on-failure``), a call that can hang its thread for good
 (``call-without-timeout``), an effect call whose timeout its service's answers outlast,
 retried without an idempotency key (``ambiguous-timeout``), a service nothing calls
-(``service-not-called``), a rule for beyond a capacity it does not have
-(``ignored-setting``), or nodes' clocks further apart than a lock can bear
+(``service-not-called``), a rule for beyond a capacity it does not have or priorities
+that the nodes' order does not read (``ignored-setting``), or nodes' clocks further apart than a lock can bear
 (``clock-skew``), or polls that drift into lock-step (``poll-lock-step``,
 ``lint_polls``). Each is a (code, dotted path, message) as in ``lint``."""
 
@@ -29,7 +29,7 @@ Found = tuple[str, str, str]
 def workload_traps(sc: Scenario) -> list[Found]:
     """The workload's traps, in the order they are reported."""
     return [*_after_the_end(sc), *_due_after_the_end(sc), *_handed_back_for_ever(sc),
-            *_stopped_schedules(sc),
+            *_stopped_schedules(sc), *_ignored_priorities(sc),
             *_calls_that_hang(sc), *_ambiguous_timeouts(sc), *_idle_services(sc),
             *_skewed_clocks(sc), *_operations_that_cannot_act(sc)]
 
@@ -106,6 +106,32 @@ def _operations_that_cannot_act(sc: Scenario) -> Iterator[Found]:
                    f"{f.kind} acts on a job {place}, and here no job ever is: exhausted "
                    f"jobs become {_BECOME[got]} (executor.exhausted: {got}); fix: an "
                    f"operation for what they become, or executor.exhausted: {needs}")
+
+
+#: how the nodes take rows under each ``executor.order`` that reads no priority
+_ORDER_WORDS = {"id": "by id, the order they were created in", "due": "by due time",
+                "created": "by creation time"}
+
+
+def _ignored_priorities(sc: Scenario) -> Iterator[Found]:
+    """Jobs of more than one priority where the nodes take rows by an order that reads
+    none (``executor.order`` id, due or created): a priority the file gives has no effect,
+    and the urgent job waits behind the rest as if it had none."""
+    order = sc.executor.order
+    if order not in _ORDER_WORDS:
+        return
+    items = [(f"{group}[{i}]", item.priority) for group, items in (
+        ("jobs", sc.jobs), ("streams", sc.streams), ("recurring", sc.recurring))
+        for i, item in enumerate(items)]
+    levels = sorted({p for _, p in items})
+    if len(levels) < 2:
+        return
+    where = next(w for w, p in items if p == levels[-1])  # the most urgent
+    yield ("ignored-setting", f"workload.{where}.priority",
+           f"priority has no effect here: the nodes take rows {_ORDER_WORDS[order]} "
+           f"(executor.order: {order}), so a job of priority {levels[-1]} waits behind those "
+           f"of {levels[0]} as if it had none; fix: executor.order: priority (or aging), or "
+           f"leave the priorities out")
 
 
 def _idle_services(sc: Scenario) -> Iterator[Found]:
