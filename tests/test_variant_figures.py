@@ -223,3 +223,36 @@ def test_variants_that_created_no_job_say_so_instead_of_an_empty_depth(tmp_path)
     assert not (out / "table_depth.png").exists()
     assert "No variant created a job, so there is no plot of the table depth." in \
         (out / "report.md").read_text(encoding="utf-8")
+
+
+def test_lines_that_step_more_often_than_the_figure_has_pixels_are_drawn_as_their_means():
+    """polling_vs_notify's table holds 0 or 1 rows, a thousand times over: drawn as steps,
+    both variants' lines fill one solid block, whatever share of the time each holds a row.
+    Drawn as each one's mean per bin, polling's line sits near its mean over the run (0.056)
+    and notify's near its own (0.005), as their labels say."""
+    from jobsim.output.plots.depth import TOGGLE_BINS, _binned_mean, _toggles
+
+    from conftest import SCENARIOS
+
+    runs = [analyse(run(sc)) for sc in scenario.load_variants(
+        SCENARIOS / "polling_vs_notify.yaml")]
+    fig = plots.table_depth_by_variant({a.name: trace_frame(a.result.trace) for a in runs})
+    (ax,) = fig.axes
+    assert "mean in 200 bins of" in ax.get_title() and ax.get_ylim()[1] < 1
+    means = {}
+    for line in ax.get_lines():
+        name = line.get_label().split(" (")[0]
+        x, y = line.get_xdata(), line.get_ydata()
+        assert len(x) == TOGGLE_BINS + 1
+        means[name] = float(np.nansum(y[:-1] * np.diff(x)) / (x[-1] - x[0]))
+        said = float(re.search(r"mean ([\d.]+)", line.get_label()).group(1))
+        assert means[name] == pytest.approx(said, rel=0.05, abs=0.0005), (name, said)
+    assert means["polling"] > 5 * means["notify"]
+    # the mean per bin by hand: 2 rows for 1 s, 0 for 3 s, 1 for 2 s; then the run ends
+    t, v = np.array([0.0, 1.0, 4.0, 6.0]), np.array([2, 0, 1, 1])
+    assert _binned_mean(t, v, np.array([0.0, 2.0, 4.0, 6.0, 8.0])).tolist()[:3] == \
+        [1.0, 0.0, 1.0]
+    assert np.isnan(_binned_mean(t, v, np.array([0.0, 6.0, 8.0]))[1])
+    # a busy run's lines read as they are: steps small beside its height
+    assert not _toggles(np.arange(5000.0), np.r_[np.arange(2500), np.arange(2500, 0, -1)])
+    assert _toggles(np.arange(5000.0), np.tile([0, 1], 2500))

@@ -217,6 +217,32 @@ def _zoom(ax: Axes, zoomed: Axes, t0: float, zoom: Zoom, t_end: float, top: int,
     zoomed.set_title(_zoom_words(t0, zoom, t_end), fontsize=10)
 
 
+#: a line of more steps than this (about the axis' pixels), each a large part of its height
+#: (a fifth, the median step), is one the figure cannot draw: its ups and downs fill a
+#: solid block whatever share of the time it spends up
+TOGGLE_POINTS = 1000
+#: ... so the variants' lines are drawn as their means over this many bins instead
+TOGGLE_BINS = 200
+
+
+def _toggles(t: np.ndarray, v: np.ndarray) -> bool:
+    """Whether the step series steps up and down more often than the axis has pixels, by
+    steps that are a large part of its height (a table that holds 0 or 1 rows, polled)."""
+    return len(t) > TOGGLE_POINTS and \
+        float(np.median(np.abs(np.diff(v)))) >= 0.2 * max(1.0, float(v.max()))
+
+
+def _binned_mean(t: np.ndarray, v: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """The step series' mean in each bin between ``edges``, each level weighted by how long
+    it held; NaN for the bins that begin at or after its end."""
+    area = np.r_[0.0, np.cumsum(v[:-1] * np.diff(t))]  # its integral at each point
+    i = np.clip(np.searchsorted(t, edges, side="right") - 1, 0, len(t) - 1)
+    at = area[i] + v[i] * (edges - t[i])
+    mean = np.diff(at) / np.diff(edges)
+    mean[edges[:-1] >= t[-1]] = np.nan
+    return mean
+
+
 def table_depth_by_variant(traces: dict[str, pd.DataFrame]) -> Figure:
     """Jobs in the table over time, one step line per variant (in the order given, each in
     its colour of every figure that sets the variants side by side: ``variant_colours``;
@@ -260,7 +286,13 @@ def table_depth_by_variant(traces: dict[str, pd.DataFrame]) -> Figure:
         return _no_data(*_figure(10.0, height), title, "no jobs created")
     lo, hi = min(float(s[0][0]) for s in drawn), max(float(s[0][-1]) for s in drawn)
     top = max(1, *(int(s[1].max()) for s in drawn))
-    zoom = _busy_end([s[0] for s in drawn], lo, hi)
+    edges = None
+    if hi > lo and any(_toggles(s[0], s[1]) for s in drawn):  # each its mean per bin
+        edges = np.linspace(lo, hi, TOGGLE_BINS + 1)
+        series = {name: None if s is None else (edges, np.r_[m, m[-1]], *s[2:])
+                  for name, s in series.items()
+                  for m in [None if s is None else _binned_mean(s[0], s[1], edges)]}
+    zoom = None if edges is not None else _busy_end([s[0] for s in drawn], lo, hi)
     fig, ax, zoomed = _axes(height, zoom)
     colours = variant_colours(len(series))
     widths = variant_widths(len(series))
@@ -282,6 +314,14 @@ def table_depth_by_variant(traces: dict[str, pd.DataFrame]) -> Figure:
     _frame(ax, lo, hi, top, "rows in the table (jobs)")
     detail = _TERMS[revived] + (
         " · vertical dashes: node crashes" if crashed else "")
+    if edges is not None:  # the means' own scale
+        means = [float(np.nanmax(s[1])) for s in series.values() if s is not None]
+        ax.set_ylim(0, max(max(means), 1e-9) * 1.15)
+        ax.yaxis.set_major_locator(MaxNLocator())
+        ax.set_ylabel("rows in the table (jobs), mean per bin")
+        detail += (f" · each line its mean in {TOGGLE_BINS} bins of "
+                   f"{_secs((hi - lo) / TOGGLE_BINS)} s: its rows come and go more often "
+                   f"than the figure has pixels")
     ax.set_title(headline(title, "jobs", detail, 10.0))
     if zoomed is not None:
         _zoom(ax, zoomed, lo, zoom, hi, top, "rows in the table (jobs)")
