@@ -265,7 +265,7 @@ def test_the_lessons_depth_shows_rows_held_within_an_instant(lesson):
     tops = {(round(float(x), 6), float(y)) for ln in ax.lines if ln.get_marker() == "^"
             for x, y in zip(ln.get_xdata(), ln.get_ydata())}
     assert {(0.0, 2.0), (0.0, 1.0), (10.0, 2.0), (70.0, 2.0)} <= tops
-    assert "2 locked, 1 running" in ax.get_title()
+    assert "2 locked and 1 running" in ax.get_title()
     assert text_outside(fig) == []
 
 

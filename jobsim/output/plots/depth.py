@@ -197,8 +197,9 @@ def table_depth(trace_df: pd.DataFrame) -> Figure:
                          linestyles="dashed", linewidth=1,
                          label="node crash" if named else None)
     _frame(ax, t0, t_end, top, "rows (jobs)")
-    ax.set_title(headline(title, "jobs", f"peak {int(v_tab.max())} in the table"
-                          f"{_mean_words(mean_tab)}, {int(v_lock.max())} locked, "
+    mean = _mean_words(mean_tab).removeprefix(", ")
+    ax.set_title(headline(title, "jobs", f"at most {int(v_tab.max())} in the table"
+                          f"{f' ({mean})' if mean else ''}, {int(v_lock.max())} locked and "
                           f"{int(v_run.max())} running; {int(v_tab[-1])} left at the end",
                           10.0))
     if zoomed is not None:
