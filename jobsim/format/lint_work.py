@@ -7,8 +7,8 @@ or after it (``due-after-the-end``), an operation that acts where no job ever is
 (``call-without-timeout``), an effect call whose timeout its service's answers outlast,
 retried without an idempotency key (``ambiguous-timeout``), a service nothing calls
 (``service-not-called``), a rule for beyond a capacity it does not have or priorities
-that the nodes' order does not read (``ignored-setting``), or nodes' clocks further apart than a lock can bear
-(``clock-skew``), or polls that drift into lock-step (``poll-lock-step``,
+that the nodes' order does not read (``ignored-setting``), or nodes' clocks further apart
+than a lock can bear (``clock-skew``), or polls that drift into lock-step (``poll-lock-step``,
 ``lint_polls``). Each is a (code, dotted path, message) as in ``lint``."""
 
 from __future__ import annotations

@@ -144,7 +144,9 @@ def table_depth(trace_df: pd.DataFrame) -> Figure:
     were lost (its ``a``); a hung execution keeps counting. Step plots, one value per
     instant, and where a series rose higher within one instant (a lock taken and released,
     a run begun and ended at once: the lesson's fake clock does all its work so), a spike up
-    to that value with its top marked; integer ticks. Node crashes, if any, are dashed red vertical lines.
+    to that value with its top marked; integer ticks. Node crashes, if any, are dashed red
+    vertical lines. A busy start before a long quiet tail gets a second panel zoomed on it
+    (``_busy_end``).
     """
     title = "jobs in the table, locked and running, over simulated time"
     trace_df = None if trace_df is None else _trace_rows(trace_df)
