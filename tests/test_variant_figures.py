@@ -248,6 +248,11 @@ def test_lines_that_step_more_often_than_the_figure_has_pixels_are_drawn_as_thei
         said = float(re.search(r"mean ([\d.]+)", line.get_label()).group(1))
         assert means[name] == pytest.approx(said, rel=0.05, abs=0.0005), (name, said)
     assert means["polling"] > 5 * means["notify"]
+    # a run's own figure alike: its three lines (in the table, locked, running) as means
+    (alone,) = plots.table_depth(trace_frame(runs[0].result.trace)).axes
+    assert "mean in 200 bins of" in alone.get_title() and alone.get_ylim()[1] < 1
+    assert [len(ln.get_xdata()) for ln in alone.get_lines()] == [TOGGLE_BINS + 1] * 3
+    assert alone.get_title().split("\n")[1].startswith("at most 3 in the table (mean 0.056)")
     # the mean per bin by hand: 2 rows for 1 s, 0 for 3 s, 1 for 2 s; then the run ends
     t, v = np.array([0.0, 1.0, 4.0, 6.0]), np.array([2, 0, 1, 1])
     assert _binned_mean(t, v, np.array([0.0, 2.0, 4.0, 6.0, 8.0])).tolist()[:3] == \

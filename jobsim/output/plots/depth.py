@@ -175,7 +175,12 @@ def table_depth(trace_df: pd.DataFrame) -> Figure:
                f"in the table ({_TERMS[kind_is(df, 'revived').any()]})"),
               (t_lock, v_lock, "tab:orange", 1.6, "locked (live lock)"),
               (t_run, v_run, "tab:green", 1.1, "running (executions in progress)"))
-    zoom = _busy_end([t_tab, t_lock, t_run], t0, t_end)
+    binned = t_end > t0 and any(_toggles(t, v) for t, v, *_ in series)
+    if binned:  # each series its mean per bin (``_toggles``)
+        edges = np.linspace(t0, t_end, TOGGLE_BINS + 1)
+        series = tuple((edges, np.r_[m, m[-1]], *rest) for t, v, *rest in series
+                       for m in [_binned_mean(t, v, edges)])
+    zoom = None if binned else _busy_end([t_tab, t_lock, t_run], t0, t_end)
     fig, ax, zoomed = _axes(5.0, zoom)
     crash_t = times[crashes]
     top = max(1, int(v_tab.max()), int(v_lock.max()), int(v_run.max()))
@@ -200,10 +205,12 @@ def table_depth(trace_df: pd.DataFrame) -> Figure:
                          label="node crash" if named else None)
     _frame(ax, t0, t_end, top, "rows (jobs)")
     mean = _mean_words(mean_tab).removeprefix(", ")
-    ax.set_title(headline(title, "jobs", f"at most {int(v_tab.max())} in the table"
-                          f"{f' ({mean})' if mean else ''}, {int(v_lock.max())} locked and "
-                          f"{int(v_run.max())} running; {int(v_tab[-1])} left at the end",
-                          10.0))
+    detail = (f"at most {int(v_tab.max())} in the table{f' ({mean})' if mean else ''}, "
+              f"{int(v_lock.max())} locked and {int(v_run.max())} running; "
+              f"{int(v_tab[-1])} left at the end")
+    if binned:
+        detail += _as_means(ax, [v for _, v, *_ in series], t_end - t0, "rows (jobs)")
+    ax.set_title(headline(title, "jobs", detail, 10.0))
     if zoomed is not None:
         _zoom(ax, zoomed, t0, zoom, t_end, top, "rows (jobs)")
     fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncol=2,
@@ -244,6 +251,16 @@ def _binned_mean(t: np.ndarray, v: np.ndarray, edges: np.ndarray) -> np.ndarray:
     mean = np.diff(at) / np.diff(edges)
     mean[edges[:-1] >= t[-1]] = np.nan
     return mean
+
+
+def _as_means(ax: Axes, means: list[np.ndarray], span: float, ylabel: str) -> str:
+    """The axis of lines drawn as their means per bin: its own scale and label; the words
+    that say so in the title."""
+    ax.set_ylim(0, max(max(float(np.nanmax(m)) for m in means), 1e-9) * 1.15)
+    ax.yaxis.set_major_locator(MaxNLocator())
+    ax.set_ylabel(f"{ylabel}, mean per bin")
+    return (f" · each line its mean in {TOGGLE_BINS} bins of {_secs(span / TOGGLE_BINS)} s: "
+            f"its rows come and go more often than the figure has pixels")
 
 
 def table_depth_by_variant(traces: dict[str, pd.DataFrame]) -> Figure:
@@ -317,14 +334,9 @@ def table_depth_by_variant(traces: dict[str, pd.DataFrame]) -> Figure:
     _frame(ax, lo, hi, top, "rows in the table (jobs)")
     detail = _TERMS[revived] + (
         " · vertical dashes: node crashes" if crashed else "")
-    if edges is not None:  # the means' own scale
-        means = [float(np.nanmax(s[1])) for s in series.values() if s is not None]
-        ax.set_ylim(0, max(max(means), 1e-9) * 1.15)
-        ax.yaxis.set_major_locator(MaxNLocator())
-        ax.set_ylabel("rows in the table (jobs), mean per bin")
-        detail += (f" · each line its mean in {TOGGLE_BINS} bins of "
-                   f"{_secs((hi - lo) / TOGGLE_BINS)} s: its rows come and go more often "
-                   f"than the figure has pixels")
+    if edges is not None:
+        detail += _as_means(ax, [s[1] for s in series.values() if s is not None], hi - lo,
+                            "rows in the table (jobs)")
     ax.set_title(headline(title, "jobs", detail, 10.0))
     if zoomed is not None:
         _zoom(ax, zoomed, lo, zoom, hi, top, "rows in the table (jobs)")
