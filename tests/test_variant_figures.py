@@ -230,7 +230,8 @@ def test_lines_that_step_more_often_than_the_figure_has_pixels_are_drawn_as_thei
     both variants' lines fill one solid block, whatever share of the time each holds a row.
     Drawn as each one's mean per bin, polling's line sits near its mean over the run (0.056)
     and notify's near its own (0.005), as their labels say."""
-    from jobsim.output.plots.depth import TOGGLE_BINS, _binned_mean, _toggles
+    from jobsim.output.plotdata import binned_mean as _binned_mean, toggles as _toggles
+    from jobsim.output.plots.depth import TOGGLE_BINS
 
     from conftest import SCENARIOS
 
@@ -261,3 +262,19 @@ def test_lines_that_step_more_often_than_the_figure_has_pixels_are_drawn_as_thei
     # a busy run's lines read as they are: steps small beside its height
     assert not _toggles(np.arange(5000.0), np.r_[np.arange(2500), np.arange(2500, 0, -1)])
     assert _toggles(np.arange(5000.0), np.tile([0, 1], 2500))
+
+
+def test_lines_nearly_the_same_are_dashed_in_turn_and_said_so():
+    """The challenge's two one-thread lessons drain their table two jobs apart: drawn over
+    it, the later line hid the earlier. Nearly the same (their spans and their means per
+    bin within 2%), they are dashed in turn, each colour showing, and the label says so."""
+    from conftest import SCENARIOS
+
+    runs = {str(sc.variant): trace_frame(run(sc).trace)
+            for sc in scenario.load_variants(SCENARIOS / "challenge.yaml")}
+    (ax,) = plots.table_depth_by_variant(runs).axes
+    lines = {ln.get_label().split(" (")[0]: ln for ln in ax.get_lines()}
+    assert lines["lesson-one-at-a-time"].get_label().endswith("; nearly the same as lesson)")
+    assert lines["lesson"].get_linestyle() != "-" != lines["lesson-one-at-a-time"].get_linestyle()
+    assert lines["aging"].get_label().endswith("; the same as priority)")  # identical
+    assert "nearly" not in lines["lesson"].get_label() + lines["priority"].get_label()

@@ -78,6 +78,39 @@ def thin(t: np.ndarray, v: np.ndarray, t0: float, t_end: float, above: int = THI
     return t[keep], v[keep]
 
 
+#: a line of more steps than this (about the axis' pixels), each a large part of its height
+#: (a fifth, the median step), is one the figure cannot draw: its ups and downs fill a
+#: solid block whatever share of the time it spends up
+TOGGLE_POINTS = 1000
+
+
+def time_mean(t: np.ndarray, v: np.ndarray) -> float | None:
+    """A step series' mean over its span, each value weighted by how long it held (what
+    Little's law relates to the rate and the time in the table); None over no time."""
+    span = float(t[-1] - t[0]) if len(t) else 0.0
+    if not span > 0:
+        return None
+    return float(np.dot(v[:-1].astype(float), np.diff(t)) / span)
+
+
+def toggles(t: np.ndarray, v: np.ndarray) -> bool:
+    """Whether the step series steps up and down more often than the axis has pixels, by
+    steps that are a large part of its height (a table that holds 0 or 1 rows, polled)."""
+    return len(t) > TOGGLE_POINTS and \
+        float(np.median(np.abs(np.diff(v)))) >= 0.2 * max(1.0, float(v.max()))
+
+
+def binned_mean(t: np.ndarray, v: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """The step series' mean in each bin between ``edges``, each level weighted by how long
+    it held; NaN for the bins that begin at or after its end."""
+    area = np.r_[0.0, np.cumsum(v[:-1] * np.diff(t))]  # its integral at each point
+    i = np.clip(np.searchsorted(t, edges, side="right") - 1, 0, len(t) - 1)
+    at = area[i] + v[i] * (edges - t[i])
+    mean = np.diff(at) / np.diff(edges)
+    mean[edges[:-1] >= t[-1]] = np.nan
+    return mean
+
+
 def gone_rows(df: pd.DataFrame) -> np.ndarray:
     """Events that take a row out of the acquirable tables for good: done (``completed``
     with a=1), ``dead_lettered``, and deleted otherwise — ``withdrawn`` by a boundary timer,

@@ -99,6 +99,39 @@ def twins(keys: dict[str, bytes]) -> dict[str, list[str]]:
     return {name: group for group in groups.values() for name in group}
 
 
+def near_twins(groups: dict[str, list[str]], values: dict[str, list[np.ndarray]],
+               tol: float = 0.02) -> tuple[dict[str, list[str]], set[str]]:
+    """``groups`` (``twins``: identical lines) with each group whose lines are nearly the
+    same as an earlier group's joined to it: ``values`` gives each drawn variant's arrays
+    on shared bins (NaN where it has none), and two variants are near where each pair of
+    arrays differs by at most ``tol`` of the largest value any variant has there, over the
+    bins both have. Else a later line, drawn over a nearly equal one, hides it. Also the
+    names that joined so (their labels say "nearly")."""
+    scale = [max([float(np.nanmax(np.abs(v[k]))) if np.isfinite(v[k]).any() else 0.0
+                  for v in values.values()] + [1e-12]) for k in range(
+        len(next(iter(values.values()))) if values else 0)]
+
+    def near(a: str, b: str) -> bool:
+        for k, (x, y) in enumerate(zip(values[a], values[b])):
+            both = np.isfinite(x) & np.isfinite(y)
+            if not both.any() or float(np.max(np.abs(x[both] - y[both]))) > tol * scale[k]:
+                return False
+        return True
+    joined: dict[str, list[str]] = {}  # each group's first → the group
+    nearly: set[str] = set()
+    for name, group in groups.items():
+        if group[0] != name:  # an identical line: with its first
+            continue
+        first = next((f for f in joined if name in values and f in values and near(f, name)),
+                     None)
+        if first is None:
+            joined[name] = list(group)
+        else:
+            joined[first] += group
+            nearly.update(group)
+    return {n: g for g in joined.values() for n in g}, nearly
+
+
 def twin_style(name: str, group: list[str]) -> Any:
     """The line style of ``name`` among its ``group`` of identical lines: solid alone;
     dashed in turn otherwise, so that each colour shows on the one line."""
@@ -106,9 +139,13 @@ def twin_style(name: str, group: list[str]) -> Any:
     return "-" if g == 1 else (4.0 * k, (4.0, 4.0 * (g - 1)))
 
 
-def twin_words(name: str, group: list[str]) -> str:
-    """What a label adds for a line drawn by others too: "; the same as fifo"."""
-    return f"; the same as {group[0]}" if group[0] != name else ""
+def twin_words(name: str, group: list[str], nearly: set[str] | frozenset[str] = frozenset()
+               ) -> str:
+    """What a label adds for a line drawn by others too: "; the same as fifo", or for one
+    only close to its group's first (``near_twins``), "; nearly the same as fifo"."""
+    if group[0] == name:
+        return ""
+    return f"; {'nearly ' if name in nearly else ''}the same as {group[0]}"
 
 
 def variant_colours(n: int) -> list[str]:

@@ -4,7 +4,7 @@ running, as step series built from the trace."""
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -12,10 +12,11 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-from ..plotdata import kind_is, lock_series, step_series, table_steps, thin
+from ..plotdata import (binned_mean, kind_is, lock_series, step_series, table_steps, thin,
+                        time_mean, toggles)
 from .common import (_CRASH, _figure, _no_data, _seconds, _trace_rows, headline,
-                     legend_columns, twin_style, twin_words, twins, variant_colours,
-                     variant_legend, variant_widths)
+                     legend_columns, near_twins, twin_style, twin_words, twins,
+                     variant_colours, variant_legend, variant_widths)
 
 
 def _spikes(t: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -35,16 +36,7 @@ def _in_table(df: pd.DataFrame, t0: float, t_end: float
     and their mean over the run (weighted by time, from every step: None for a run of one
     instant)."""
     t, v = step_series(*table_steps(df), t0, t_end)
-    return (*thin(t, v, t0, t_end), _time_mean(t, v))
-
-
-def _time_mean(t: np.ndarray, v: np.ndarray) -> float | None:
-    """A step series' mean over its span, each value weighted by how long it held (what
-    Little's law relates to the rate and the time in the table); None over no time."""
-    span = float(t[-1] - t[0]) if len(t) else 0.0
-    if not span > 0:
-        return None
-    return float(np.dot(v[:-1].astype(float), np.diff(t)) / span)
+    return (*thin(t, v, t0, t_end), time_mean(t, v))
 
 
 def _mean_words(m: float | None) -> str:
@@ -175,11 +167,11 @@ def table_depth(trace_df: pd.DataFrame) -> Figure:
                f"in the table ({_TERMS[kind_is(df, 'revived').any()]})"),
               (t_lock, v_lock, "tab:orange", 1.6, "locked (live lock)"),
               (t_run, v_run, "tab:green", 1.1, "running (executions in progress)"))
-    binned = t_end > t0 and any(_toggles(t, v) for t, v, *_ in series)
-    if binned:  # each series its mean per bin (``_toggles``)
+    binned = t_end > t0 and any(toggles(t, v) for t, v, *_ in series)
+    if binned:  # each series its mean per bin (``plotdata.toggles``)
         edges = np.linspace(t0, t_end, TOGGLE_BINS + 1)
         series = tuple((edges, np.r_[m, m[-1]], *rest) for t, v, *rest in series
-                       for m in [_binned_mean(t, v, edges)])
+                       for m in [binned_mean(t, v, edges)])
     zoom = None if binned else _busy_end([t_tab, t_lock, t_run], t0, t_end)
     fig, ax, zoomed = _axes(5.0, zoom)
     crash_t = times[crashes]
@@ -227,30 +219,28 @@ def _zoom(ax: Axes, zoomed: Axes, t0: float, zoom: Zoom, t_end: float, top: int,
     zoomed.set_title(_zoom_words(t0, zoom, t_end), fontsize=10)
 
 
-#: a line of more steps than this (about the axis' pixels), each a large part of its height
-#: (a fifth, the median step), is one the figure cannot draw: its ups and downs fill a
-#: solid block whatever share of the time it spends up
-TOGGLE_POINTS = 1000
-#: ... so the variants' lines are drawn as their means over this many bins instead
+#: a depth line that ``plotdata.toggles`` is drawn as its means in this many bins instead
 TOGGLE_BINS = 200
 
 
-def _toggles(t: np.ndarray, v: np.ndarray) -> bool:
-    """Whether the step series steps up and down more often than the axis has pixels, by
-    steps that are a large part of its height (a table that holds 0 or 1 rows, polled)."""
-    return len(t) > TOGGLE_POINTS and \
-        float(np.median(np.abs(np.diff(v)))) >= 0.2 * max(1.0, float(v.max()))
+#: two variants' depth lines are nearly the same (``near_twins``) where their spans and
+#: their means in each of this many bins are within 2%: the challenge's two one-thread
+#: lessons, two jobs apart
+NEAR_BINS = 400
 
 
-def _binned_mean(t: np.ndarray, v: np.ndarray, edges: np.ndarray) -> np.ndarray:
-    """The step series' mean in each bin between ``edges``, each level weighted by how long
-    it held; NaN for the bins that begin at or after its end."""
-    area = np.r_[0.0, np.cumsum(v[:-1] * np.diff(t))]  # its integral at each point
-    i = np.clip(np.searchsorted(t, edges, side="right") - 1, 0, len(t) - 1)
-    at = area[i] + v[i] * (edges - t[i])
-    mean = np.diff(at) / np.diff(edges)
-    mean[edges[:-1] >= t[-1]] = np.nan
-    return mean
+def _near(series: dict[str, Any], groups: dict[str, list[str]]
+          ) -> tuple[dict[str, list[str]], set[str]]:
+    """``near_twins`` of the variants' depth lines: their spans, and their means per bin
+    over the longest span."""
+    drawn = {n: s for n, s in series.items() if s is not None}
+    lo = min((float(s[0][0]) for s in drawn.values()), default=0.0)
+    hi = max((float(s[0][-1]) for s in drawn.values()), default=0.0)
+    if len(drawn) < 2 or not hi > lo:
+        return groups, set()
+    edges = np.linspace(lo, hi, NEAR_BINS + 1)
+    return near_twins(groups, {n: [np.array([float(s[0][-1] - s[0][0])]),
+                                   binned_mean(s[0], s[1], edges)] for n, s in drawn.items()})
 
 
 def _as_means(ax: Axes, means: list[np.ndarray], span: float, ylabel: str) -> str:
@@ -286,8 +276,9 @@ def table_depth_by_variant(traces: dict[str, pd.DataFrame]) -> Figure:
         t, v, mean = _in_table(df, float(finite.min()), float(finite.max()))
         series[name] = (t, v, times[kind_is(df, "node_crashed")], mean)
     labels = {}
-    groups = twins({name: b"" if s is None else s[0].tobytes() + b"|" + s[1].tobytes()
-                    for name, s in series.items()})
+    groups, nearly = _near(series, twins({
+        name: b"" if s is None else s[0].tobytes() + b"|" + s[1].tobytes()
+        for name, s in series.items()}))
     # a mean over a run's own span: said with it where the runs' spans differ (a mean over
     # 1,801 s is not one over 4,021 s)
     spans = [float(s[0][-1] - s[0][0]) for s in series.values() if s is not None]
@@ -297,7 +288,7 @@ def table_depth_by_variant(traces: dict[str, pd.DataFrame]) -> Figure:
             f" over its {_secs(float(s[0][-1] - s[0][0]))} s"
         labels[name] = f"{name} (no jobs)" if s is None else \
             f"{name} (peak {int(s[1].max())}{_mean_words(s[3])}{over}, {int(s[1][-1])} " \
-            f"left at the end{twin_words(name, groups[name])})"
+            f"left at the end{twin_words(name, groups[name], nearly)})"
     ncol = legend_columns(list(labels.values()), 10.0)
     rows = -(-len(labels) // ncol)
     height = 5.0 + 0.18 * max(0, rows - 3)
@@ -307,11 +298,11 @@ def table_depth_by_variant(traces: dict[str, pd.DataFrame]) -> Figure:
     lo, hi = min(float(s[0][0]) for s in drawn), max(float(s[0][-1]) for s in drawn)
     top = max(1, *(int(s[1].max()) for s in drawn))
     edges = None
-    if hi > lo and any(_toggles(s[0], s[1]) for s in drawn):  # each its mean per bin
+    if hi > lo and any(toggles(s[0], s[1]) for s in drawn):  # each its mean per bin
         edges = np.linspace(lo, hi, TOGGLE_BINS + 1)
         series = {name: None if s is None else (edges, np.r_[m, m[-1]], *s[2:])
                   for name, s in series.items()
-                  for m in [None if s is None else _binned_mean(s[0], s[1], edges)]}
+                  for m in [None if s is None else binned_mean(s[0], s[1], edges)]}
     zoom = None if edges is not None else _busy_end([s[0] for s in drawn], lo, hi)
     fig, ax, zoomed = _axes(height, zoom)
     colours = variant_colours(len(series))

@@ -10,8 +10,9 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ...analysis.series import Load
-from .common import (SECONDS, _plural, headline, legend_columns, twin_style, twin_words, twins,
-                     variant_colours, variant_legend, variant_widths, with_unit)
+from .common import (SECONDS, _plural, headline, legend_columns, near_twins, twin_style,
+                     twin_words, twins, variant_colours, variant_legend, variant_widths,
+                     with_unit)
 
 
 def load_over_time(load: Load, window: tuple[float, float] | None = None) -> Figure:
@@ -82,10 +83,18 @@ def load_by_variant(loads: dict[str, Load | None], window: tuple[float, float] |
     ``window``: the statistics' (start, end), shaded, when every variant has the same."""
     few = few or {}
     drawn = {name: ld for name, ld in loads.items() if ld is not None}
-    groups = twins({name: b"|".join(np.asarray(x, dtype=float).tobytes() for x in (
-        ld.edges, ld.busy, ld.waiting, ld.delay_mean, ld.polls + ld.writes, [ld.threads]))
-        for name, ld in drawn.items()})
-    labels = {name: f"{name} ({_plural(ld.threads, 'thread')}{twin_words(name, groups[name])})"
+    panels = {name: [np.asarray(x, dtype=float) for x in (
+        ld.busy, ld.waiting, ld.delay_mean, ld.polls + ld.writes, [ld.threads])]
+        for name, ld in drawn.items()}
+    groups = twins({name: b"|".join(x.tobytes() for x in [ld.edges, *panels[name]])
+                    for name, ld in drawn.items()})
+    groups.update({name: [name] for name in loads if name not in drawn})
+    # lines within 2% of an earlier variant's in every panel, on the same bins: dashed in
+    # turn too, else the later hides the other (the challenge's two one-thread lessons)
+    same_bins = len({ld.edges.tobytes() for ld in drawn.values()}) == 1
+    groups, nearly = near_twins(groups, panels) if same_bins else (groups, set())
+    labels = {name: f"{name} ({_plural(ld.threads, 'thread')}"
+              f"{twin_words(name, groups[name], nearly)})"
               if ld is not None else f"{name} ({_plural(few.get(name, 0), 'job')}: too few "
               f"for a load figure)" for name, ld in loads.items()}
     ncol = legend_columns(list(labels.values()), 9.0)
