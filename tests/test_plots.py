@@ -558,3 +558,18 @@ def test_save_writes_the_bytes_savefig_writes_and_leaves_the_figure_as_it_was(le
         assert fig.canvas is canvas and fig.dpi == dpi
         draw().savefig(tmp_path / "twice.png", dpi=plots.DPI, format="png")
         assert (tmp_path / "once.png").read_bytes() == (tmp_path / "twice.png").read_bytes()
+
+
+def test_near_twins_join_lines_within_two_percent_in_every_panel():
+    from jobsim.output.plots.common import near_twins, twin_words, twins
+
+    x = np.linspace(0.0, 100.0, 50)
+    values = {"a": [x, np.full(50, 4.0)], "b": [x + 1.0, np.full(50, 4.0)],  # 1% of 100 off
+              "c": [x + 1.0, np.full(50, 3.0)],  # its second panel 25% off
+              "d": [x, np.r_[np.full(25, 4.0), np.full(25, np.nan)]]}  # ends halfway
+    groups, nearly = near_twins(twins({k: b"|".join(a.tobytes() for a in v)
+                                       for k, v in values.items()}), values)
+    assert groups["a"] == groups["b"] == groups["d"] == ["a", "b", "d"]
+    assert groups["c"] == ["c"] and nearly == {"b", "d"}
+    assert twin_words("b", groups["b"], nearly) == "; nearly the same as a"
+    assert twin_words("a", groups["a"], nearly) == ""
