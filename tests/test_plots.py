@@ -566,10 +566,11 @@ def test_near_twins_join_lines_within_two_percent_in_every_panel():
     x = np.linspace(0.0, 100.0, 50)
     values = {"a": [x, np.full(50, 4.0)], "b": [x + 1.0, np.full(50, 4.0)],  # 1% of 100 off
               "c": [x + 1.0, np.full(50, 3.0)],  # its second panel 25% off
-              "d": [x, np.r_[np.full(25, 4.0), np.full(25, np.nan)]]}  # ends halfway
+              "d": [x, np.r_[np.full(49, 4.0), np.nan]],  # ends a bin early
+              "e": [x, np.r_[np.full(25, 4.0), np.full(25, np.nan)]]}  # ends halfway
     groups, nearly = near_twins(twins({k: b"|".join(a.tobytes() for a in v)
                                        for k, v in values.items()}), values)
     assert groups["a"] == groups["b"] == groups["d"] == ["a", "b", "d"]
-    assert groups["c"] == ["c"] and nearly == {"b", "d"}
+    assert groups["c"] == ["c"] and groups["e"] == ["e"] and nearly == {"b", "d"}
     assert twin_words("b", groups["b"], nearly) == "; nearly the same as a"
     assert twin_words("a", groups["a"], nearly) == ""

@@ -104,17 +104,21 @@ def near_twins(groups: dict[str, list[str]], values: dict[str, list[np.ndarray]]
     """``groups`` (``twins``: identical lines) with each group whose lines are nearly the
     same as an earlier group's joined to it: ``values`` gives each drawn variant's arrays
     on shared bins (NaN where it has none), and two variants are near where each pair of
-    arrays differs by at most ``tol`` of the largest value any variant has there, over the
-    bins both have. Else a later line, drawn over a nearly equal one, hides it. Also the
+    arrays differs by at most ``tol`` of the larger of the two's largest values, over the
+    bins both have (of their own scale, not the figure's: two small lines under a tall one
+    are told apart), and at most ``tol`` of the bins have one but not the other (one that
+    goes on after the other ended is not the same). Else a later line, drawn over a nearly equal one, hides it. Also the
     names that joined so (their labels say "nearly")."""
-    scale = [max([float(np.nanmax(np.abs(v[k]))) if np.isfinite(v[k]).any() else 0.0
-                  for v in values.values()] + [1e-12]) for k in range(
-        len(next(iter(values.values()))) if values else 0)]
+    def top(x: np.ndarray) -> float:
+        return float(np.nanmax(np.abs(x))) if np.isfinite(x).any() else 0.0
 
     def near(a: str, b: str) -> bool:
-        for k, (x, y) in enumerate(zip(values[a], values[b])):
+        for x, y in zip(values[a], values[b]):
             both = np.isfinite(x) & np.isfinite(y)
-            if not both.any() or float(np.max(np.abs(x[both] - y[both]))) > tol * scale[k]:
+            if not both.any() or int(np.count_nonzero(np.isfinite(x) ^ np.isfinite(y))) > \
+                    tol * len(x):  # one goes on where the other has ended
+                return False
+            if float(np.max(np.abs(x[both] - y[both]))) > tol * max(top(x), top(y), 1e-12):
                 return False
         return True
     joined: dict[str, list[str]] = {}  # each group's first → the group
