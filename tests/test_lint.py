@@ -344,8 +344,9 @@ def test_priorities_the_nodes_order_does_not_read_are_an_ignored_setting():
     assert w.path == "workload.jobs[3].priority"
     assert w.message == (
         "priority has no effect here: the nodes take rows by id, the order they were created "
-        "in (executor.order: id), so a job of priority 10 waits behind those of 0 as if it "
-        "had none; fix: executor.order: priority (or aging), or leave the priorities out")
+        "in (executor.order: id), whatever their priority (0 and 10): a job of priority 10 "
+        "waits behind any of 0 taken before it as if it had none; fix: executor.order: "
+        "priority (or aging), or leave the priorities out")
     for order in ("priority", "aging"):
         d["executor"]["order"] = order
         assert not [w for w in warnings_of(d) if w.code == "ignored-setting"], order

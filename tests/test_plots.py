@@ -321,7 +321,7 @@ def test_a_busy_start_before_a_long_quiet_tail_gets_a_zoomed_panel(tmp_path):
     lo, hi = zoomed.get_xlim()
     assert hi < 0.25 * whole.get_xlim()[1] and lo < 0 < 60 < hi  # the crash is in it
     assert zoomed.get_title() == ("zoomed: the first 125 s of 3,961 s (shaded above); the "
-                                  "lines step 7 times in the 3,836 s after it")
+                                  "lines step 7 times in all in the 3,836 s after it")
     assert any(p.get_facecolor()[:3] == (0.9, 0.9, 0.9) for p in whole.patches)  # shaded
     assert text_outside(fig) == []
     # the variants' figure alike, over all their lines

@@ -127,11 +127,12 @@ def _ignored_priorities(sc: Scenario) -> Iterator[Found]:
     if len(levels) < 2:
         return
     where = next(w for w, p in items if p == levels[-1])  # the most urgent
+    said = ", ".join(map(str, levels[:-1])) + f" and {levels[-1]}"
     yield ("ignored-setting", f"workload.{where}.priority",
            f"priority has no effect here: the nodes take rows {_ORDER_WORDS[order]} "
-           f"(executor.order: {order}), so a job of priority {levels[-1]} waits behind those "
-           f"of {levels[0]} as if it had none; fix: executor.order: priority (or aging), or "
-           f"leave the priorities out")
+           f"(executor.order: {order}), whatever their priority ({said}): a job of priority "
+           f"{levels[-1]} waits behind any of {levels[0]} taken before it as if it had none; "
+           f"fix: executor.order: priority (or aging), or leave the priorities out")
 
 
 def _idle_services(sc: Scenario) -> Iterator[Found]:

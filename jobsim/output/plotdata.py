@@ -78,10 +78,10 @@ def thin(t: np.ndarray, v: np.ndarray, t0: float, t_end: float, above: int = THI
     return t[keep], v[keep]
 
 
-#: a line of more steps than this (about the axis' pixels), each a large part of its height
-#: (a fifth, the median step), is one the figure cannot draw: its ups and downs fill a
-#: solid block whatever share of the time it spends up
-TOGGLE_POINTS = 1000
+#: a line of more steps than this (one every 4 pixels or closer, on an axis of about a
+#: thousand), each a large part of its height (a fifth, the median step), is one the figure
+#: cannot draw: its ups and downs fill a solid block whatever share of the time it spends up
+TOGGLE_POINTS = 250
 
 
 def time_mean(t: np.ndarray, v: np.ndarray) -> float | None:
@@ -94,8 +94,8 @@ def time_mean(t: np.ndarray, v: np.ndarray) -> float | None:
 
 
 def toggles(t: np.ndarray, v: np.ndarray) -> bool:
-    """Whether the step series steps up and down more often than the axis has pixels, by
-    steps that are a large part of its height (a table that holds 0 or 1 rows, polled)."""
+    """Whether the step series steps up and down closer together than the figure can show,
+    by steps that are a large part of its height (a table that holds 0 or 1 rows, polled)."""
     return len(t) > TOGGLE_POINTS and \
         float(np.median(np.abs(np.diff(v)))) >= 0.2 * max(1.0, float(v.max()))
 

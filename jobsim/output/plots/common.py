@@ -106,8 +106,9 @@ def near_twins(groups: dict[str, list[str]], values: dict[str, list[np.ndarray]]
     on shared bins (NaN where it has none), and two variants are near where each pair of
     arrays differs by at most ``tol`` of the larger of the two's largest values, over the
     bins both have (of their own scale, not the figure's: two small lines under a tall one
-    are told apart), and at most ``tol`` of the bins have one but not the other (one that
-    goes on after the other ended is not the same). Else a later line, drawn over a nearly equal one, hides it. Also the
+    are told apart), their means over those bins by at most ``tol`` of the larger (a row
+    apart for half the run is not the same), and at most ``tol`` of the bins have one but
+    not the other (one that goes on after the other ended is not the same). Else a later line, drawn over a nearly equal one, hides it. Also the
     names that joined so (their labels say "nearly")."""
     def top(x: np.ndarray) -> float:
         return float(np.nanmax(np.abs(x))) if np.isfinite(x).any() else 0.0
@@ -119,6 +120,9 @@ def near_twins(groups: dict[str, list[str]], values: dict[str, list[np.ndarray]]
                     tol * len(x):  # one goes on where the other has ended
                 return False
             if float(np.max(np.abs(x[both] - y[both]))) > tol * max(top(x), top(y), 1e-12):
+                return False
+            mx, my = float(np.mean(x[both])), float(np.mean(y[both]))  # and on the whole: a
+            if abs(mx - my) > tol * max(abs(mx), abs(my), 1e-12):  # row apart for long is not
                 return False
         return True
     joined: dict[str, list[str]] = {}  # each group's first → the group

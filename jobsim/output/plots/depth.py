@@ -105,8 +105,9 @@ def _secs(x: float) -> str:
 
 def _zoom_words(t0: float, zoom: Zoom, t_end: float) -> str:
     rest = f"{_secs(t_end - zoom.end)} s"
-    then = f"the lines step {zoom.after} time{'s' if zoom.after != 1 else ''} in the {rest} " \
-        f"after it" if zoom.after else f"the lines hold their levels through the {rest} after it"
+    then = f"the lines step {zoom.after} time{'s' if zoom.after != 1 else ''} in all in the " \
+        f"{rest} after it" if zoom.after else \
+        f"the lines hold their levels through the {rest} after it"
     return (f"zoomed: the first {_secs(zoom.end - t0)} s of {_secs(t_end - t0)} s (shaded "
             f"above); {then}")
 
@@ -169,7 +170,7 @@ def table_depth(trace_df: pd.DataFrame) -> Figure:
               (t_run, v_run, "tab:green", 1.1, "running (executions in progress)"))
     binned = t_end > t0 and any(toggles(t, v) for t, v, *_ in series)
     if binned:  # each series its mean per bin (``plotdata.toggles``)
-        edges = np.linspace(t0, t_end, TOGGLE_BINS + 1)
+        edges = np.linspace(t0, t_end, _toggle_bins(max(len(t) for t, *_ in series)) + 1)
         series = tuple((edges, np.r_[m, m[-1]], *rest) for t, v, *rest in series
                        for m in [binned_mean(t, v, edges)])
     zoom = None if binned else _busy_end([t_tab, t_lock, t_run], t0, t_end)
@@ -201,7 +202,7 @@ def table_depth(trace_df: pd.DataFrame) -> Figure:
               f"{int(v_lock.max())} locked and {int(v_run.max())} running; "
               f"{int(v_tab[-1])} left at the end")
     if binned:
-        detail += _as_means(ax, [v for _, v, *_ in series], t_end - t0, "rows (jobs)")
+        detail += _as_means(ax, [v for _, v, *_ in series], edges, "rows (jobs)")
     ax.set_title(headline(title, "jobs", detail, 10.0))
     if zoomed is not None:
         _zoom(ax, zoomed, t0, zoom, t_end, top, "rows (jobs)")
@@ -219,8 +220,13 @@ def _zoom(ax: Axes, zoomed: Axes, t0: float, zoom: Zoom, t_end: float, top: int,
     zoomed.set_title(_zoom_words(t0, zoom, t_end), fontsize=10)
 
 
-#: a depth line that ``plotdata.toggles`` is drawn as its means in this many bins instead
+#: a depth line that ``plotdata.toggles`` is drawn as its means in bins instead: one per 20
+#: of its steps (a mean of a few jobs is noise), from 20 to this many
 TOGGLE_BINS = 200
+
+
+def _toggle_bins(steps: int) -> int:
+    return int(min(TOGGLE_BINS, max(20, steps // 20)))
 
 
 #: two variants' depth lines are nearly the same (``near_twins``) where their spans and
@@ -243,14 +249,15 @@ def _near(series: dict[str, Any], groups: dict[str, list[str]]
                                    binned_mean(s[0], s[1], edges)] for n, s in drawn.items()})
 
 
-def _as_means(ax: Axes, means: list[np.ndarray], span: float, ylabel: str) -> str:
-    """The axis of lines drawn as their means per bin: its own scale and label; the words
-    that say so in the title."""
+def _as_means(ax: Axes, means: list[np.ndarray], edges: np.ndarray, ylabel: str) -> str:
+    """The axis of lines drawn as their means in the bins between ``edges``: its own scale
+    and label; the words that say so in the title."""
     ax.set_ylim(0, max(max(float(np.nanmax(m)) for m in means), 1e-9) * 1.15)
     ax.yaxis.set_major_locator(MaxNLocator())
     ax.set_ylabel(f"{ylabel}, mean per bin")
-    return (f" · each line its mean in {TOGGLE_BINS} bins of {_secs(span / TOGGLE_BINS)} s: "
-            f"its rows come and go more often than the figure has pixels")
+    bins = len(edges) - 1
+    return (f" · each line its mean in {bins} bins of {_secs(float(edges[1] - edges[0]))} s: "
+            f"its rows come and go too often to draw one by one")
 
 
 def table_depth_by_variant(traces: dict[str, pd.DataFrame]) -> Figure:
@@ -299,7 +306,7 @@ def table_depth_by_variant(traces: dict[str, pd.DataFrame]) -> Figure:
     top = max(1, *(int(s[1].max()) for s in drawn))
     edges = None
     if hi > lo and any(toggles(s[0], s[1]) for s in drawn):  # each its mean per bin
-        edges = np.linspace(lo, hi, TOGGLE_BINS + 1)
+        edges = np.linspace(lo, hi, _toggle_bins(max(len(s[0]) for s in drawn)) + 1)
         series = {name: None if s is None else (edges, np.r_[m, m[-1]], *s[2:])
                   for name, s in series.items()
                   for m in [None if s is None else binned_mean(s[0], s[1], edges)]}
@@ -324,9 +331,11 @@ def table_depth_by_variant(traces: dict[str, pd.DataFrame]) -> Figure:
                              colors=colours[i], linestyles="dashed", linewidth=1, alpha=0.8)
     _frame(ax, lo, hi, top, "rows in the table (jobs)")
     detail = _TERMS[revived] + (
-        " · vertical dashes: node crashes" if crashed else "")
+        " · vertical dashes: node crashes" if crashed else "") + (
+        " · lines dashed in turn: variants whose lines are the same, or nearly"
+        if any(len(g) > 1 for n, g in groups.items() if series[n] is not None) else "")
     if edges is not None:
-        detail += _as_means(ax, [s[1] for s in series.values() if s is not None], hi - lo,
+        detail += _as_means(ax, [s[1] for s in series.values() if s is not None], edges,
                             "rows in the table (jobs)")
     ax.set_title(headline(title, "jobs", detail, 10.0))
     if zoomed is not None:

@@ -145,9 +145,11 @@ def load_by_variant(loads: dict[str, Load | None], window: tuple[float, float] |
                     ax.axvspan(a, b, color="0.85", zorder=0, lw=0)
     variant_legend(fig, lines, loc="outside lower center", ncol=ncol, fontsize=9,
                    frameon=False)
-    fig.suptitle(headline("load over time, by variant", None,
-                          "grey: the warm-up and cool-down, left out of the statistics"
-                          if window is not None else ""))
+    said = (["grey: the warm-up and cool-down, left out of the statistics"]
+            if window is not None else []) + (
+        ["lines dashed in turn: variants whose lines are the same, or nearly"]
+        if any(len(groups[n]) > 1 for n in drawn) else [])
+    fig.suptitle(headline("load over time, by variant", None, " · ".join(said)))
     return fig
 
 
