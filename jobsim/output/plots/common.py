@@ -108,8 +108,9 @@ def near_twins(groups: dict[str, list[str]], values: dict[str, list[np.ndarray]]
     bins both have (of their own scale, not the figure's: two small lines under a tall one
     are told apart), their means over those bins by at most ``tol`` of the larger (a row
     apart for half the run is not the same), and at most ``tol`` of the bins have one but
-    not the other (one that goes on after the other ended is not the same). Else a later line, drawn over a nearly equal one, hides it. Also the
-    names that joined so (their labels say "nearly")."""
+    not the other (one that goes on after the other ended is not the same). Else a later
+    line, drawn over a nearly equal one, hides it. Also the names that joined so (their
+    labels say "nearly")."""
     def top(x: np.ndarray) -> float:
         return float(np.nanmax(np.abs(x))) if np.isfinite(x).any() else 0.0
 
