@@ -14,6 +14,8 @@ block size is fixed, so the sequence a stream yields depends only on the seed an
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
+from itertools import chain
 
 import numpy as np
 
@@ -26,46 +28,30 @@ def _name_key(name: str) -> list[int]:
 
 
 class Stream:
-    """A named stream: buffered standard uniform, exponential and normal variates."""
+    """A named stream: buffered standard uniform, exponential and normal variates.
 
-    __slots__ = ("name", "generator", "_u", "_ui", "_e", "_ei", "_n", "_ni")
+    Each kind of draw is an endless chain of blocks, a block drawn from the generator when
+    the one before is used up (at the same draw, so the same numbers, as an index into a
+    list would give): ``uniform()``, ``exponential()`` and ``normal()`` are the chains'
+    ``__next__``, a call that runs no Python code between blocks (a simulation makes
+    millions of them)."""
+
+    __slots__ = ("name", "generator", "uniform", "exponential", "normal")
 
     def __init__(self, name: str, generator: np.random.Generator):
         self.name = name
         self.generator = generator
-        self._u: list[float] = []
-        self._ui = 0
-        self._e: list[float] = []
-        self._ei = 0
-        self._n: list[float] = []
-        self._ni = 0
+        #: a draw from U[0, 1)
+        self.uniform: Callable[[], float] = _blocks(generator.random)
+        #: a draw from the standard exponential (mean 1)
+        self.exponential: Callable[[], float] = _blocks(generator.standard_exponential)
+        #: a draw from the standard normal
+        self.normal: Callable[[], float] = _blocks(generator.standard_normal)
 
-    def uniform(self) -> float:
-        """A draw from U[0, 1)."""
-        if self._ui >= len(self._u):
-            self._u = self.generator.random(_BLOCK).tolist()
-            self._ui = 0
-        v = self._u[self._ui]
-        self._ui += 1
-        return v
 
-    def exponential(self) -> float:
-        """A draw from the standard exponential (mean 1)."""
-        if self._ei >= len(self._e):
-            self._e = self.generator.standard_exponential(_BLOCK).tolist()
-            self._ei = 0
-        v = self._e[self._ei]
-        self._ei += 1
-        return v
-
-    def normal(self) -> float:
-        """A draw from the standard normal."""
-        if self._ni >= len(self._n):
-            self._n = self.generator.standard_normal(_BLOCK).tolist()
-            self._ni = 0
-        v = self._n[self._ni]
-        self._ni += 1
-        return v
+def _blocks(draw: Callable[[int], np.ndarray]) -> Callable[[], float]:
+    """The next of ``draw``'s variates, drawn ``_BLOCK`` at a time as they are used up."""
+    return chain.from_iterable(iter(lambda: draw(_BLOCK).tolist(), None)).__next__
 
 
 class Streams:
