@@ -39,10 +39,12 @@ Everything a node does is written to the trace.
 from __future__ import annotations
 
 from collections import deque
+from heapq import heappush
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
 
 import simpy
+from simpy.core import NORMAL
 
 from ..base.trace import K, pack
 from ..database.claims import ACQUIRE, INSTANT, Attempt
@@ -268,6 +270,9 @@ class Node:
         # Unix epoch ms, as the server gives it (informational where nothing expires)
         timeout = self.cfg.lock_time if self.cfg.acquisition == "broker" else None
         epoch = self.world.scenario.epoch_ms
+        # an idle thread's event succeeded as ``Event.succeed`` schedules it — (now, NORMAL,
+        # its number) — without the two Python calls (it is this thread's and still pending)
+        schedule, number = env._queue, env._eid  # type: ignore[attr-defined]
 
         def on_locked(locked: list) -> None:
             if not self.alive:
@@ -283,7 +288,9 @@ class Node:
                     continue
                 item = (lk.id, lk.handler, lk.kind, lk.fetched)
                 if idle:
-                    idle.popleft().succeed(item)
+                    ev = idle.popleft()
+                    ev._ok, ev._value = True, item
+                    heappush(schedule, (now, NORMAL, next(number), ev))
                 elif reject and len(queue) >= size:
                     reject_job(self, lk.id)
                 else:

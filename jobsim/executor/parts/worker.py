@@ -6,8 +6,12 @@ the completion (a DELETE) or the failure statement. This loop is the hottest cod
 from __future__ import annotations
 
 import math
+from heapq import heappush
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
+
+from simpy import Event
+from simpy.core import NORMAL
 
 from ...base.trace import K, pack
 from ...database.db import StatementFailed, delay as sleep
@@ -15,6 +19,8 @@ from . import boundary
 from .calls import run_process
 from .failure import fail
 from .serial import next_in_queue
+
+new_event = object.__new__
 
 if TYPE_CHECKING:
     from .host import Host
@@ -64,11 +70,13 @@ def worker(node: Host, thread: int) -> Generator[Any, Any, None]:
     # the completion needs no queue; a node's own clock (skew) goes through ``db.run``
     direct = db.pool is None and db.write_lock is None and not world.skewed
     cut, row_locks, sample_latency = db._cut, db.row_locks, db.sample_latency
+    row_of = store.rows.get  # (the store's rows are one dict for the run)
+    schedule, number = env._queue, env._eid  # type: ignore[attr-defined]
 
     def complete(now: float, jid: int, fetched: int) -> tuple[bool, int]:
         """DELETE; and why nothing was deleted, or whose lock it overrode (see the
         ``completed`` event: 0 none / row gone, 1 another node's lock, 2 not ours)."""
-        row = store.get(jid)
+        row = row_of(jid)
         if row is None:
             return False, 0
         why = 1 if row.locked_by is not None and row.locked_by != me else 0
@@ -89,7 +97,8 @@ def worker(node: Host, thread: int) -> Generator[Any, Any, None]:
             if slot is not None:
                 slot.succeed()
         else:
-            ev = env.event()
+            ev = new_event(Event)  # ``env.event()`` without its Python ``__init__``
+            ev.env, ev.callbacks = env, []
             idle.append(ev)
             slot, node.slot = node.slot, None
             if slot is not None:  # an idle thread is room too (no local queue)
@@ -131,8 +140,11 @@ def worker(node: Host, thread: int) -> Generator[Any, Any, None]:
                     put(pack(env._now, k_end, code, jid, attempt, int(ok), 0, 0, nan,
                              -1 if ok else stale_text))
                 else:
-                    if duration > 0:
-                        yield sleep(env, duration)
+                    if duration > 0:  # ``sleep(env, duration)`` written out: the common run
+                        ev = new_event(Event)
+                        ev.env, ev.callbacks, ev._value, ev._ok = env, [], None, True
+                        heappush(schedule, (env._now + duration, NORMAL, next(number), ev))
+                        yield ev
                         if node.paused is not None:
                             yield node.paused
                     if fence and hname in fence and refused(jid, attempt, hname, fetched):
