@@ -8,14 +8,16 @@ function of the suite's settings (``Settings``) returning its figures.
 The cases:
 
 - ``mmc``: jobsim's M/M/8 (1 node, 8 threads, notify) beside a bare SimPy M/M/8, in jobs per
-  CPU second (≥ 0.5×); and its mean wait against Erlang C (inside the 95% CI of its
-  batch means);
-- ``ciw``: the same M/M/8 beside Ciw's (≥ 1.5×; skipped, with a note, without ciw);
-- ``full``: the full model (ρ = 0.70) per job beside the bare M/M/8 per job (≥ 0.4×);
+  CPU second (≥ 0.7×, ``MMC_TARGET``); and its mean wait against Erlang C (inside the 95% CI
+  of its batch means);
+- ``ciw``: the same M/M/8 beside Ciw's (≥ 2×, ``CIW_TARGET``; skipped, with a note, without
+  ciw);
+- ``full``: the full model (ρ = 0.70) per job beside the bare M/M/8 per job (≥ 0.5×,
+  ``PER_JOB_TARGET``);
 - ``growth``: the full model's CPU at 1,000,000 jobs over its CPU at 100,000 (≤ 10.5×);
 - ``idle``: 30 simulated quiet days beside bare SimPy simulating every poll (≤ 0.1×);
 - ``backlog``: the full model's cluster with 100,000 jobs due at once, per job beside the
-  bare M/M/8 per job (≥ 0.4×, the full model's target: a job makes the same statements and
+  bare M/M/8 per job (≥ 0.5×, the full model's target: a job makes the same statements and
   events whether it waited behind 10 rows or 100,000, so it should cost the same);
 - ``report``: ``jobsim run`` of the full model at 1,000,000 jobs with its whole report, in
   a fresh child: the simulation's share of the run's wall time (≥ 0.5) and the child's peak
@@ -44,6 +46,10 @@ from .bench_models import (FULL_RATE, backlog_scenario, bare_polling, ciw_missin
 C, RHO, SERVICE = 8, 0.8, 1.0  # the M/M/8 of the equivalence and the baselines
 LAM = RHO * C / SERVICE
 BATCHES = 10  # batch means per M/M/8 run, for the mean wait's CI
+#: the core's targets (the project's, not a measured floor: the slow tier's tests hold
+#: lower bounds that a busy machine keeps): jobsim's M/M/8 beside bare SimPy and beside
+#: Ciw, and the full model's and the backlog's CPU per job beside the bare M/M/8's
+MMC_TARGET, CIW_TARGET, PER_JOB_TARGET = 0.7, 2.0, 0.5
 
 
 @dataclass
@@ -174,10 +180,10 @@ def _beside_bare(s: Settings, what: str, side: Side) -> Paired:
 
 
 def _per_job(p: Paired, name: str, note: str) -> Figure:
-    """A figure per job against the bare M/M/8 per job, target ≥ 0.4×."""
+    """A figure per job against the bare M/M/8 per job, target ``PER_JOB_TARGET``."""
     return Figure(name, _us_per_job(p, "measured"), f"bare SimPy M/M/{C}: "
-                  f"{_us_per_job(p, 'baseline')}", p.median, p.spread, "≥ 0.4",
-                  _meets(p, at_least=0.4), note)
+                  f"{_us_per_job(p, 'baseline')}", p.median, p.spread,
+                  f"≥ {PER_JOB_TARGET:g}", _meets(p, at_least=PER_JOB_TARGET), note)
 
 
 def mmc_case(s: Settings) -> list[Figure]:
@@ -188,8 +194,8 @@ def mmc_case(s: Settings) -> list[Figure]:
     erlang = erlang_c_wait(C, LAM, 1 / SERVICE)
     return [
         Figure(f"M/M/{C}, {n:,} jobs: jobsim (1 node, {C} threads, notify)", _per_s(p, "measured"),
-               f"bare SimPy M/M/{C}: {_per_s(p, 'baseline')}", p.median, p.spread, "≥ 0.5",
-               _meets(p, at_least=0.5)),
+               f"bare SimPy M/M/{C}: {_per_s(p, 'baseline')}", p.median, p.spread,
+               f"≥ {MMC_TARGET:g}", _meets(p, at_least=MMC_TARGET)),
         Figure(f"M/M/{C}, {n:,} jobs: jobsim's mean wait ({s.pairs} runs × "
                f"{BATCHES} batch means)",
                f"{m:.4f} s (95% CI {lo:.4f}–{hi:.4f})", f"Erlang C: {erlang:.4f} s",
@@ -205,13 +211,13 @@ def ciw_case(s: Settings) -> list[Figure]:
     missing = ciw_missing()
     if missing:
         s.say(f"Ciw: skipped — {missing}")
-        return [Figure(name, "—", "Ciw M/M/8", None, None, "≥ 1.5", None,
+        return [Figure(name, "—", "Ciw M/M/8", None, None, f"≥ {CIW_TARGET:g}", None,
                        f"skipped: {missing}")]
     s.say(f"M/M/{C} in Ciw: jobsim beside Ciw, {n:,} jobs, {s.pairs} pairs")
     p = s.paired(Side("jobsim", n, _jobsim_mmc, (n,), _none),
                  Side("Ciw", n, _ciw_mmc, (n,)), speed)
     return [Figure(name, _per_s(p, "measured"), f"Ciw M/M/{C}: {_per_s(p, 'baseline')}",
-                   p.median, p.spread, "≥ 1.5", _meets(p, at_least=1.5))]
+                   p.median, p.spread, f"≥ {CIW_TARGET:g}", _meets(p, at_least=CIW_TARGET))]
 
 
 def _kept_up(p: Paired, n: int) -> str:
