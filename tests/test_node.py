@@ -130,21 +130,21 @@ workload: {{streams: [{{name: s, handler: w, count: 40, rate: 0.5/s}}]}}
 def _peak_queues(monkeypatch):
     """Wrap the nodes' lock listeners (the only way into a local queue) to record each
     node's longest local queue."""
-    from jobsim.executor.node import Node
+    from jobsim.executor import node as module
 
     peak: dict[str, int] = {}
-    original = Node._listener
+    original = module.lock_listener
 
-    def wrapped(self):
-        listener = original(self)
+    def wrapped(node):
+        listener = original(node)
 
         def on_locked(locked):
             listener(locked)
-            peak[self.name] = max(peak.get(self.name, 0), len(self.queue))
+            peak[node.name] = max(peak.get(node.name, 0), len(node.queue))
 
         return on_locked
 
-    monkeypatch.setattr(Node, "_listener", wrapped)
+    monkeypatch.setattr(module, "lock_listener", wrapped)
     return peak
 
 

@@ -39,8 +39,8 @@ Everything a node does is written to the trace.
 from __future__ import annotations
 
 from collections import deque
-from heapq import heappush
 from collections.abc import Callable, Generator
+from heapq import heappush
 from typing import TYPE_CHECKING, Any
 
 import simpy
@@ -139,7 +139,7 @@ class Node:
             if self.world.boundary is not None:
                 handles = self.world.boundary.routes(handles)
             self.db.store.routes[self.name] = handles
-        self.on_locked = self._listener()
+        self.on_locked = lock_listener(self)
         self.db.lock_listeners[self.name] = self.on_locked
         self._procs = [env.process(body) for body in processes(self)]
         for proc in self._procs:  # a body runs until it ends or the node crashes
@@ -254,50 +254,6 @@ class Node:
             self.slot = self.env.event()
         return self.slot
 
-    def _listener(self) -> Callable[[list], None]:
-        """The hand-off of claimed rows, made once per start and bound as the database's
-        listener for this node (the hot path of every claim): at a claim's commit instant,
-        trace the rows it locked and hand them to idle threads, or queue them. With a timer
-        loop, a timer it locked waits for its move instead; with ``on_queue_full:
-        unacquire``, a row that finds the local queue full is refused and unlocked again."""
-        env, put, code, k_locked, node = (self.env, self.trace.put, self.code, K["locked"],
-                                           self.trace.node)
-        idle, queue, rows = self.idle, self.queue, self.db.store.rows
-        timers = self.timer_table
-        reject = self.cfg.on_queue_full == "unacquire"
-        size = self.cfg.queue_size
-        # a broker fixes each activation's deadline, activation + the job timeout: traced in
-        # Unix epoch ms, as the server gives it (informational where nothing expires)
-        timeout = self.cfg.lock_time if self.cfg.acquisition == "broker" else None
-        epoch = self.world.scenario.epoch_ms
-        # an idle thread's event succeeded as ``Event.succeed`` schedules it — (now, NORMAL,
-        # its number) — without the two Python calls (it is this thread's and still pending)
-        schedule, number = env._queue, env._eid  # type: ignore[attr-defined]
-
-        def on_locked(locked: list) -> None:
-            if not self.alive:
-                return
-            now = env._now
-            deadline = 0 if timeout is None else epoch + round((now + timeout) * 1000.0)
-            for lk in locked:
-                prev = -1 if lk.previous_owner is None else node(lk.previous_owner)
-                put(pack(now, k_locked, code, lk.id, 0, prev, int(lk.previous_valid), deadline,
-                      lk.lock_until, -1))
-                if timers and rows[lk.id].table == TIMER:
-                    self.timers_locked.append(lk.id)
-                    continue
-                item = (lk.id, lk.handler, lk.kind, lk.fetched)
-                if idle:
-                    ev = idle.popleft()
-                    ev._ok, ev._value = True, item
-                    heappush(schedule, (now, NORMAL, next(number), ev))
-                elif reject and len(queue) >= size:
-                    reject_job(self, lk.id)
-                else:
-                    queue.append(item)
-
-        return on_locked
-
     def hint(self, row: Any) -> None:
         """Flowable's hint path: a job this node's transaction created was inserted locked by
         it; on commit it goes straight to the local pool."""
@@ -314,6 +270,52 @@ class Node:
     def failed(self, statement: str, job: int = -1, attempt: int = 0) -> None:
         self.trace.add(self.env.now, K["statement_failed"], self.code, job, attempt,
                        text=self.trace.text(statement))
+
+
+def lock_listener(node: Node) -> Callable[[list], None]:
+    """A node's hand-off of claimed rows, made once per start and bound as the database's
+    listener for it (the hot path of every claim): at a claim's commit instant, trace the rows
+    it locked and hand them to idle threads, or queue them. With a timer loop, a timer it
+    locked waits for its move instead; with ``on_queue_full: unacquire``, a row that finds the
+    local queue full is refused and unlocked again. (A function beside the class, which the
+    node calls once per start.)"""
+    env, put, code, k_locked, code_of = (node.env, node.trace.put, node.code, K["locked"],
+                                          node.trace.node)
+    idle, queue, rows = node.idle, node.queue, node.db.store.rows
+    timers = node.timer_table
+    reject = node.cfg.on_queue_full == "unacquire"
+    size = node.cfg.queue_size
+    # a broker fixes each activation's deadline, activation + the job timeout: traced in
+    # Unix epoch ms, as the server gives it (informational where nothing expires)
+    timeout = node.cfg.lock_time if node.cfg.acquisition == "broker" else None
+    epoch = node.world.scenario.epoch_ms
+    # an idle thread's event succeeded as ``Event.succeed`` schedules it — (now, NORMAL,
+    # its number) — without the two Python calls (it is this thread's and still pending)
+    schedule, number = env._queue, env._eid  # type: ignore[attr-defined]
+
+    def on_locked(locked: list) -> None:
+        if not node.alive:
+            return
+        now = env._now
+        deadline = 0 if timeout is None else epoch + round((now + timeout) * 1000.0)
+        for lk in locked:
+            prev = -1 if lk.previous_owner is None else code_of(lk.previous_owner)
+            put(pack(now, k_locked, code, lk.id, 0, prev, int(lk.previous_valid), deadline,
+                  lk.lock_until, -1))
+            if timers and rows[lk.id].table == TIMER:
+                node.timers_locked.append(lk.id)
+                continue
+            item = (lk.id, lk.handler, lk.kind, lk.fetched)
+            if idle:
+                ev = idle.popleft()
+                ev._ok, ev._value = True, item
+                heappush(schedule, (now, NORMAL, next(number), ev))
+            elif reject and len(queue) >= size:
+                reject_job(node, lk.id)
+            else:
+                queue.append(item)
+
+    return on_locked
 
 
 def _ended_by_crash(proc: simpy.Event) -> None:
