@@ -163,6 +163,17 @@ def test_the_table_has_its_seven_columns_and_its_notes():
     assert lines[-2:] == ["notes:", "- skipped: why"]
 
 
+@pytest.mark.parametrize("ratio,target,text,meets", [
+    (1.0004, "≤ 1", "1.0004", False), (0.99996, "≤ 1", "0.99996", True),
+    (1.0, "≤ 1", "1.000", True), (0.69996, "≥ 0.7", "0.69996", False),
+    (0.554, "≥ 0.7", "0.554", False), (1.0254, "Erlang C inside the CI", "1.025", True)])
+def test_a_ratio_never_reads_as_its_target_when_its_verdict_says_otherwise(ratio, target,
+                                                                            text, meets):
+    """3 decimals, or as many as it takes: "1.000 | ≤ 1 | BELOW TARGET" read as a bug."""
+    row = format_suite([Figure("f", "v", "b", ratio, (ratio, ratio), target, meets)])[3]
+    assert row.split(" | ")[3] == text
+
+
 def test_without_ciw_its_figure_is_skipped_with_a_note(monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "ciw", None)  # import ciw → ImportError
     reason = ciw_missing()
@@ -273,3 +284,6 @@ def test_the_everyday_case_measures_commands_and_reads_their_phases():
     assert small.ratio == pytest.approx(1.7) and small.spread == pytest.approx((1.6, 1.8))
     assert small.meets is None and "information" in small.note  # 200 jobs, not 20,000
     assert sum("after/simulate" in line for line in lines) == 6
+    # the median run (seed 2 of 1..3: page 0.2) gives the value and the baseline, its own
+    assert small.value.startswith("1.70 CPU s (the median run")
+    assert small.baseline == "the simulation: 1.00 CPU s"

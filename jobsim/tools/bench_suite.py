@@ -345,13 +345,28 @@ def suite(quick: bool = False, progress: Callable[[str], None] | None = None,
     return figures
 
 
+def _ratio_text(f: Figure) -> str:
+    """The median ratio to 3 decimals, or to as many as it takes not to read as its target
+    itself (1.0004 beside "≤ 1" is below target, and says so)."""
+    text = f"{f.ratio:.3f}"
+    try:
+        bound = float(f.target.split()[-1])
+    except (ValueError, IndexError):
+        return text
+    digits = 3
+    while float(text) == bound and f.ratio != bound and digits < 9:
+        digits += 1
+        text = f"{f.ratio:.{digits}f}"
+    return text
+
+
 def format_suite(figures: list[Figure]) -> list[str]:
     """The table (figure, value, baseline, median ratio, spread, target, verdict), then the
     notes."""
     lines = ["", "figure | value | baseline (same run, paired) | median ratio | spread "
              "(min–max) | target | verdict", "---|---:|---|---:|---|---|---"]
     for f in figures:
-        ratio = f"{f.ratio:.3f}" if f.ratio is not None else "—"
+        ratio = _ratio_text(f) if f.ratio is not None else "—"
         spread = f"{f.spread[0]:.3f}–{f.spread[1]:.3f}" if f.spread else "—"
         lines.append(f"{f.name} | {f.value} | {f.baseline} | {ratio} | {spread} | "
                      f"{f.target} | {f.verdict}")
