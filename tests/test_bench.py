@@ -287,3 +287,18 @@ def test_the_everyday_case_measures_commands_and_reads_their_phases():
     # the median run (seed 2 of 1..3: page 0.2) gives the value and the baseline, its own
     assert small.value.startswith("1.70 CPU s (the median run")
     assert small.baseline == "the simulation: 1.00 CPU s"
+
+
+def test_the_bench_help_names_every_case_of_the_suite():
+    """``--only``'s help lists the cases ``KEYS`` accepts (it had left out ``everyday``)."""
+    import contextlib
+    import io
+
+    from jobsim.tools.bench_suite import KEYS
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
+        main(["bench", "--help"])
+    text = " ".join(out.getvalue().split())
+    only = text[text.index("--only CASE,…"):]
+    assert all(key in only[:only.index("(default: all of them)")] for key in KEYS)

@@ -236,15 +236,17 @@ def _parser() -> argparse.ArgumentParser:
                    help="the whole suite, in CPU seconds of a fresh child process per run, "
                         "each figure paired with its baseline: M/M/8 beside bare SimPy and "
                         "Ciw, the full model per job and its growth from 100,000 to "
-                        "1,000,000 jobs, 30 idle days, a backlog of 100,000 jobs, and jobsim "
-                        "run's report of 1,000,000 jobs (the simulation's share, peak memory)")
+                        "1,000,000 jobs, 30 idle days, a backlog of 100,000 jobs, jobsim "
+                        "run's report of 1,000,000 jobs (the simulation's share, peak memory), "
+                        "and jobsim run as a user waits for it (everyday: the lesson, the "
+                        "challenge's variants, 20,000 and 200,000 jobs, phase by phase)")
     b.add_argument("--quick", action="store_true", help="the suite at a tenth of its sizes")
     b.add_argument("--pairs", type=_at_least(3),
                    help="the suite's pairs per figure (default 3; at least 3, for a median "
                         "with a spread)")
     b.add_argument("--only", type=_bench_cases, metavar="CASE,…",
                    help="run only these of the suite's cases: mmc, ciw, full, growth, idle, "
-                        "backlog, report (default: all of them)")
+                        "backlog, report, everyday (default: all of them)")
     return p
 
 
