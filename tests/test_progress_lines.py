@@ -163,3 +163,26 @@ def test_a_drained_runs_progress_moves_while_its_jobs_retry():
     assert all(f <= 0.99 for f in fractions[:-1])
     while_none_ended = [f for f, ended in seen if ended == 0]
     assert while_none_ended and max(while_none_ended) > 0.25, seen[:10]
+
+
+def test_in_a_log_the_counts_last_line_comes_before_the_next_phase(monkeypatch):
+    """A long simulation's 100 % line came at ``close``, after the analysis' line and
+    naming it ("run: 100%|…| [00:21<00:00, analysing the trace]")."""
+    monkeypatch.delenv("JOBSIM_PROGRESS", raising=False)
+    log = io.StringIO()
+    with Bar(100, "run", unit="%", stream=log, log_every=0.0) as bar:
+        bar.stage("simulating 3 jobs")
+        bar.set(48, "t=491s")
+        bar.set(100, "t=1,013s")
+        bar.stage("analysing the trace")
+    lines = log.getvalue().splitlines()
+    assert "run: simulating 3 jobs" in lines[:2] and lines[-1] == "run: analysing the trace"
+    assert "100%" in lines[-2] and "t=1,013s" in lines[-2], lines
+    assert sum("analysing" in line for line in lines) == 1, lines
+    # a short count showed no line of its own: its phases' lines alone
+    log = io.StringIO()
+    with Bar(100, "run", unit="%", stream=log) as bar:
+        bar.stage("simulating 3 jobs")
+        bar.set(100, "t=9s")
+        bar.stage("analysing the trace")
+    assert log.getvalue() == "run: simulating 3 jobs\nrun: analysing the trace\n"

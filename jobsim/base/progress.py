@@ -108,14 +108,20 @@ class Bar:
         self.bar.update(n - self.bar.n)
 
     def stage(self, text: str) -> None:
-        """What happens now that the counted work is done."""
+        """What happens now: before the count begins, what the counted work is; once it
+        has begun, what follows it (the count is done)."""
         if self.bar is None:
             return
         text = printable(text)
-        self.bar.set_postfix_str(text, refresh=self.tty)
-        if not self.tty and not _is_widget(self.bar):  # a log: a line per phase
+        if not self.tty and not _is_widget(self.bar):  # a log: a line per phase, in order
+            if self.bar.n > 0:
+                # the count's last line (if it showed any) before the next phase's, under
+                # its own postfix: else it came at ``close``, after that phase, naming it
+                self.bar.close()
             self.stream.write(f"{self.desc}: {text}\n")
             self.stream.flush()
+            return
+        self.bar.set_postfix_str(text, refresh=self.tty)
 
     def close(self) -> None:
         if self.bar is not None:
