@@ -186,3 +186,23 @@ def test_in_a_log_the_counts_last_line_comes_before_the_next_phase(monkeypatch):
         bar.set(100, "t=9s")
         bar.stage("analysing the trace")
     assert log.getvalue() == "run: simulating 3 jobs\nrun: analysing the trace\n"
+
+
+def test_a_page_left_out_for_its_size_is_said_in_the_log(tmp_path, monkeypatch):
+    """Over ``VIEW_LIMIT`` executions the page is not built: the log says so where its line
+    would have been (it said nothing)."""
+    import jobsim
+    from jobsim.base.progress import Steps
+    from jobsim.output import report
+
+    monkeypatch.delenv("JOBSIM_PROGRESS", raising=False)
+    a = jobsim.analyse(jobsim.run(jobsim.load(ROOT / "scenarios" / "lesson.yaml")))
+    for limit, said in ((2, True), (report.VIEW_LIMIT, False)):
+        monkeypatch.setattr(report, "VIEW_LIMIT", limit)
+        log = io.StringIO()
+        report.write(a, tmp_path / f"out{limit}", steps=Steps("report", stream=log))
+        text = log.getvalue()
+        assert ("view.html left out: 7 executions, over 2 (jobsim view builds it)" in text) \
+            is said, text
+        assert ("view.html (7 executions)" in text) is not said, text
+        assert (tmp_path / f"out{limit}" / "view.html").exists() is not said

@@ -343,14 +343,18 @@ def write(analyses: list[Analysis] | Analysis, out: str | Path, with_plots: bool
     out = Path(out)
     check_target(out)
 
-    with_page = (with_plots if with_view is None else with_view) and \
-        not view_left_out(analyses)
+    wanted = with_plots if with_view is None else with_view
+    left_out = view_left_out(analyses) if wanted else 0
 
     def fill(tmp: Path) -> None:
         page = None
-        if with_page:
-            from .children import Page
+        if wanted:
             from .view import FILE
+        if left_out:  # said where the page's line would have been (a log's reader asks)
+            step(steps, f"{FILE} left out: {left_out:,} executions, over {VIEW_LIMIT:,} "
+                        "(jobsim view builds it)", 0)
+        elif wanted:
+            from .children import Page
 
             n = sum(int(a.summary['executions']) for a in analyses)
             page = Page(analyses, tmp / FILE, steps, f"{FILE} ({n:,} executions)")
@@ -385,7 +389,7 @@ def write(analyses: list[Analysis] | Analysis, out: str | Path, with_plots: bool
                                               encoding="utf-8")
         step(steps, "report.md")
         (tmp / "report.md").write_text(printable(markdown(analyses, plots_of, over_seeds,
-                                                          with_page),
+                                                          wanted and not left_out),
                                                  lines=True),
                                        encoding="utf-8")  # no name's control character raw
 
