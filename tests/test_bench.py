@@ -262,7 +262,7 @@ def test_the_everyday_case_measures_commands_and_reads_their_phases():
     got = in_command(Side("everyday 50", 50, everyday_run, (50,), timings), 3)
     assert got.cpu > 0 and got.peak_mb > 0
     t = got.result
-    assert set(t["cpu"]) == {"simulate", "analysis", "csv", "plots", "page", "other"}
+    assert set(t["cpu"]) == {"start", "simulate", "analysis", "csv", "plots", "page", "other"}
     assert 0 < t["simulate_share"] < 1 and t["after_over_simulate"] > 0
     assert t["after_over_simulate"] == pytest.approx(
         sum(t["cpu"][p] for p in ("analysis", "csv", "plots", "page", "other")) /

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 #: the phases of ``jobsim run``, in order (``page``: view.html); ``other`` is the rest (the
-#: report's text, the printed story and summary, loading the scenario)
+#: report's text, the printed story and summary, loading the scenario); a command that is
+#: its process also has ``start``, before all of them (the interpreter and the imports)
 PHASES = ("simulate", "analysis", "csv", "plots", "page", "other")
 #: marks a timings file as jobsim's: only such a file is ever replaced
 MARK = "jobsim_timings"
@@ -38,10 +39,17 @@ def peak_mb() -> float | None:
 
 
 class Phases:
-    """Wall and CPU seconds per phase, from its creation to ``figures()``."""
+    """Wall and CPU seconds per phase, from its creation to ``figures()``; or, given the
+    ``perf_counter`` its command began at (``since``: for a command that is its process,
+    ``base.STARTED``, jobsim's import), from then, the phase ``start`` being all before the
+    creation (the imports, the arguments) and the CPU counted from the process's start."""
 
-    def __init__(self) -> None:
+    def __init__(self, since: float | None = None) -> None:
         self._t0, self._c0 = time.perf_counter(), time.process_time()
+        self._start: tuple[float, float] | None = None
+        if since is not None:
+            self._start = (self._t0 - since, self._c0)
+            self._t0, self._c0 = since, 0.0
         self._wall = dict.fromkeys(PHASES[:-1], 0.0)
         self._cpu = dict.fromkeys(PHASES[:-1], 0.0)
         #: the process's peak memory when the phase last ended: where the peak was reached
@@ -77,8 +85,13 @@ class Phases:
         cpu = time.process_time() - self._c0 + self._elsewhere
         phases = {n: {"wall_s": round(self._wall[n], 6), "cpu_s": round(self._cpu[n], 6),
                       "peak_rss_mb_at_end": _mb(self._peak.get(n))} for n in self._wall}
-        phases["other"] = {"wall_s": round(max(0.0, wall - sum(self._wall.values())), 6),
-                           "cpu_s": round(max(0.0, cpu - sum(self._cpu.values())), 6)}
+        if self._start is not None:
+            phases["start"] = {"wall_s": round(self._start[0], 6),
+                               "cpu_s": round(self._start[1], 6)}
+        done_wall = sum(p["wall_s"] for p in phases.values())
+        done_cpu = sum(p["cpu_s"] for p in phases.values())
+        phases["other"] = {"wall_s": round(max(0.0, wall - done_wall), 6),
+                           "cpu_s": round(max(0.0, cpu - done_cpu), 6)}
         return {MARK: 1, "phases": phases, "wall_s": round(wall, 6), "cpu_s": round(cpu, 6),
                 "simulate_share": round(self._wall["simulate"] / wall, 6) if wall > 0 else None,
                 "peak_rss_mb": _mb(peak_mb())}

@@ -91,6 +91,9 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 def entry() -> None:
     """The console script."""
+    from . import status as _status
+
+    _status.as_process = True
     try:
         status = main()
         sys.stdout.flush()

@@ -14,7 +14,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..base import STARTED
 from . import seeds as seeds_mod
+from . import status as status_mod
 from .scenarios import _scenario_folder
 from .status import BAD_INPUT, FAILED, OK, stopped
 
@@ -31,7 +33,9 @@ def _run(args: argparse.Namespace) -> int:
     from ..output.report import ReportError, check_target, write
     from ..output.runs import run_variants, told
 
-    phases = Phases() if args.timings else None
+    # a command that is its process counts from jobsim's import: its ``start`` phase
+    since = STARTED if status_mod.as_process else None
+    phases = Phases(since) if args.timings else None
     runs = scenario_mod.load_variants(args.scenario, seed=args.seed, sets=args.sets)
     runs = with_window(runs, args.warmup, args.cooldown, args.scenario)  # over the file's
     if args.no_expect:

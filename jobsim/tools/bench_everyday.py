@@ -144,7 +144,9 @@ def everyday_run(jobs: int, folder: Path, seed: int) -> list[str]:
 def timings(folder: Path) -> dict[str, Any]:
     """What ``--timings`` wrote: each phase's CPU, the simulation's share of the wall."""
     figures = json.loads((folder / "timings.json").read_text(encoding="utf-8"))
-    cpu = {name: f["cpu_s"] for name, f in figures["phases"].items()}
+    order = ("start", "simulate") + AFTER  # as they came (the file's keys are sorted)
+    cpu = {name: figures["phases"][name]["cpu_s"] for name in order
+           if name in figures["phases"]}
     return {"cpu": cpu, "simulate_share": figures["simulate_share"],
             "after_over_simulate": sum(cpu.get(p, 0.0) for p in AFTER) /
             max(cpu["simulate"], 1e-9)}
