@@ -160,7 +160,9 @@ def test_the_table_has_its_seven_columns_and_its_notes():
     assert all(r.count(" | ") == 6 for r in rows)
     assert rows[0] == "a figure | 1 s | the baseline: 2 s | 0.500 | 0.400–0.600 | ≥ 0.4 | meets"
     assert rows[1].endswith("| — | — | ≥ 1.5 | skipped") and rows[2].endswith("| information")
-    assert lines[-2:] == ["notes:", "- skipped: why"]
+    assert lines[-3:] == ["notes:", "- median ratio: the median of each pair's own ratio, not "
+                          "the value over the baseline (each the median of its side's runs)",
+                          "- skipped: why"]
 
 
 @pytest.mark.parametrize("ratio,target,text,meets", [
@@ -208,6 +210,8 @@ def test_the_full_model_keeps_up():
     (["bench", "--suite", "--pairs", "2"], "at least 3"),
     (["bench", "--suite", "--pairs", "many"], "at least 3"),
     (["bench", "--suite", "--only", "mmc,nope"], "expected some of mmc, ciw, full"),
+    (["bench", "--suite", "--only", "everday"], "(got 'everday'); did you mean 'everyday'?\n"
+                                                "(run 'jobsim bench --help' for usage)"),
     (["bench", "--suite", "--jobs", "1000"], "--jobs and --replications size the plain bench"),
     (["bench", "--pairs", "3"], "--pairs and --only belong to the suite"),
     (["bench", "--replications", "1"], "at least 2"),

@@ -370,6 +370,14 @@ def test_an_unknown_flag_is_named_before_the_missing_scenario(capsys, argv, says
     assert status == 2 and says in err and "Traceback" not in err, err
     if argv == ["run"]:
         assert "unrecognized" not in err
+    # the help to read is the command's, whichever parser refused it
+    assert err.endswith(f"(run 'jobsim {argv[0]} --help' for usage)\n"), err
+
+
+@pytest.mark.parametrize("argv", [["--frob"], ["runn", "x.yaml"]])
+def test_a_line_that_names_no_command_points_to_jobsims_help(capsys, argv):
+    assert main(argv) == 2
+    assert capsys.readouterr().err.endswith("(run 'jobsim --help' for usage)\n")
 
 
 def test_run_with_an_unhashable_key_exits_2_without_traceback(tmp_path, out, capsys):

@@ -52,10 +52,17 @@ def _main(argv: list[str] | None) -> int:
     if not (sys.argv[1:] if argv is None else argv):  # a bare ``jobsim``: what it can do
         _parser().print_help(sys.stderr)
         return BAD_INPUT
+    parser = _parser()
     try:
-        args = _parser().parse_args(argv)
+        args = parser.parse_args(argv)
     except _UsageError as exc:
-        print(f"{exc}\n(run 'jobsim --help' for usage)", file=sys.stderr)
+        # a flag the command does not know is argparse's top-level error: its help is the
+        # command's (``jobsim run --nope``: jobsim run --help)
+        words = sys.argv[1:] if argv is None else argv
+        prog = exc.prog
+        if prog == "jobsim" and words and words[0] in parser.commands:
+            prog = f"jobsim {words[0]}"
+        print(f"{exc}\n(run '{prog} --help' for usage)", file=sys.stderr)
         return BAD_INPUT
     with stopping_cleanly():  # SIGTERM and SIGHUP clean up as Ctrl-C does
         try:

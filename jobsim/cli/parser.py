@@ -14,7 +14,11 @@ from .values import (_at_least, _at_least_two, _bench_cases, _bounded, _events, 
 
 
 class _UsageError(Exception):
-    pass
+    """A command line argparse refused; ``prog`` is the (sub)command whose help to read."""
+
+    def __init__(self, message: str, prog: str = "jobsim"):
+        super().__init__(message)
+        self.prog = prog
 
 
 class _Parser(argparse.ArgumentParser):
@@ -35,7 +39,7 @@ class _Parser(argparse.ArgumentParser):
             unknown = self._unknown_flags()
             if unknown:
                 message = f"unrecognized arguments: {' '.join(unknown)}; {message}"
-        raise _UsageError(f"{self.prog}: {message}")
+        raise _UsageError(f"{self.prog}: {message}", self.prog)
 
     def _unknown_flags(self) -> list[str]:
         out = []
@@ -71,6 +75,7 @@ def _parser() -> argparse.ArgumentParser:
 
     p.add_argument("--version", action="version", version=f"jobsim {version()}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    p.commands = sub.choices  # type: ignore[attr-defined]  # (its name → its parser)
     r = sub.add_parser("run", help="run a scenario and write its report folder")
     r.add_argument("scenario", help="a scenario YAML file")
     r.add_argument("--out", help="the report folder (default: reports/<scenario name>; a "

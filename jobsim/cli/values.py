@@ -75,8 +75,12 @@ def _bench_cases(text: str) -> tuple[str, ...]:
     cases = tuple(c.strip() for c in text.split(",") if c.strip())
     unknown = [c for c in cases if c not in KEYS]
     if unknown or not cases:
+        import difflib
+
+        near = [m for c in unknown for m in difflib.get_close_matches(c, KEYS, 1)]
+        hint = f"; did you mean {', '.join(repr(m) for m in near)}?" if near else ""
         raise argparse.ArgumentTypeError(f"expected some of {', '.join(KEYS)}, separated by "
-                                         f"commas (got {text!r})")
+                                         f"commas (got {text!r}){hint}")
     return cases
 
 

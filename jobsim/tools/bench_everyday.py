@@ -234,6 +234,7 @@ def case(s: Any) -> list[Any]:
             f"the simulation: {mid['cpu']['simulate']:.2f} CPU s", median,
             (min(ratios), max(ratios)), "≤ 1",
             median <= 1.0 if s.scale == 1 else None,
-            "" if s.scale == 1 else f"everyday: at {n:,} jobs the report's figures are "
-            "information (the targets are for 20,000 and 200,000)"))
+            "" if s.scale == 1 else f"everyday: the {size:,}-job case ran {n:,} jobs (the "
+            f"sizes divided by {s.scale:g}): its figure is information, its target being for "
+            f"{size:,}"))
     return figures

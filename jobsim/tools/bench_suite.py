@@ -371,6 +371,9 @@ def format_suite(figures: list[Figure]) -> list[str]:
         lines.append(f"{f.name} | {f.value} | {f.baseline} | {ratio} | {spread} | "
                      f"{f.target} | {f.verdict}")
     notes = [f.note for f in figures if f.note]
+    if any(f.spread is not None for f in figures):  # (a reader divides the columns)
+        notes.insert(0, "median ratio: the median of each pair's own ratio, not the value "
+                        "over the baseline (each the median of its side's runs)")
     if notes:
         lines += ["", "notes:"] + [f"- {n}" for n in notes]
     return lines
