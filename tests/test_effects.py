@@ -313,3 +313,33 @@ def test_capacity_is_the_threads_up_over_the_whole_run_not_until_the_last_run():
                                      "count": 100}]}}
     for seed in (1, 2, 3):
         assert _summary(doc, seed)["effects"]["load"]["threads"] == pytest.approx(10.0)
+
+
+def test_a_burst_shorter_than_fifty_intervals_is_warned_of_when_it_fills_claims():
+    """A user's 20,000 jobs at 50/s on 4 nodes polling every 10 s (40 intervals, every claim
+    full) drifted into lock-step and doubled the start delay, unwarned: the check asked for
+    50 intervals of arrivals. The full claims decide, however short the burst; the same
+    load in 15 intervals is short of them, and stays apart at these seeds."""
+    def burst(rate: float, intervals: int) -> dict:
+        return {**_doc(), "until": "drained", "workload": {"streams": [
+            {"name": "s", "handler": "work", "rate": f"{rate:g}/s",
+             "count": int(rate * 10 * intervals)}]}}
+
+    for rate, intervals, warned in ((50, 40, True), (2, 40, True), (2, 15, False)):
+        doc = burst(rate, intervals)
+        found = [w for w in lint(from_dict(doc)) if w.code == "poll-lock-step"]
+        assert bool(found) is warned, (rate, intervals, found)
+        if warned:
+            assert "about 500 jobs fall due" in found[0].message or rate != 50
+        steps = [_summary(doc, seed)["effects"]["poll_phases"]["lock_step"] for seed in (2, 3)]
+        assert steps == [warned, warned], (rate, intervals, steps)
+
+
+@pytest.mark.parametrize("x,text", [(2.5, "2.5"), (0.04, "0.04"), (12.345, "12.3"),
+                                    (999.6, "1,000"), (10000.0, "10,000"),
+                                    (1234567.0, "1,230,000")])
+def test_the_warnings_count_of_jobs_reads_as_a_number(x, text):
+    """``{:.3g}`` wrote 10,000 jobs an interval as 1e+04."""
+    from jobsim.format.lint_polls import _about
+
+    assert _about(x) == text

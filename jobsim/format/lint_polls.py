@@ -20,13 +20,11 @@ from ..executor.config import Scenario
 from .lint_work import run_p99
 
 Found = tuple[str, str, str]
-#: the arrivals must last this many intervals for the phases to have time to converge (4
-#: nodes at 10 s, 2.5 claims of arrivals an interval: in lock-step after 24-45 intervals)
-INTERVALS = 50
-
-
 #: full claims (intervals whose Poisson arrivals fill one) it takes to pull the phases together
-#: (measured: 50 to 180 did, 10 over 6,000 intervals did not)
+#: (measured: 50 to 180 did, 10 over 6,000 intervals did not). However short the arrivals:
+#: 4 nodes at 10 s with claims of 8 were in lock-step at 4 of 6 seeds after 30 such intervals
+#: at 20 jobs an interval, at all 6 after 20 at 48 or 500, and 3 nodes at 5 s with claims of
+#: 4 at 5 of 6 after 15 at 10 (a floor of 50 intervals kept a 40-interval burst unwarned)
 FULL_CLAIMS = 30
 
 
@@ -38,6 +36,12 @@ def _at_least(k: int, mean: float) -> float:
         below += term
         term *= mean / (i + 1)
     return max(0.0, 1.0 - below)
+
+
+def _about(x: float) -> str:
+    """``x`` to 3 significant digits, as a reader writes it: 2.5, 0.04, 10,000 (not 1e+04)."""
+    r = float(f"{x:.3g}")
+    return f"{r:g}" if r < 1000 else f"{r:,.0f}"
 
 
 def lock_step(sc: Scenario) -> Iterator[Found]:
@@ -58,9 +62,8 @@ def lock_step(sc: Scenario) -> Iterator[Found]:
         {r.handler for r in sc.recurring}
     if any(run_p99(sc.handlers[h], sc.services) >= T for h in used if h in sc.handlers):
         return  # runs as long as the interval: a full claim's threads free too late
-    streams = [s for s in sc.streams if s.rate and s.count / s.rate >= INTERVALS * T]
-    rate = sum(s.rate for s in streams) + sum(
-        1 / r.every for r in sc.recurring if r.every > 0 and r.count * r.every >= INTERVALS * T)
+    streams = [s for s in sc.streams if s.rate]
+    rate = sum(s.rate for s in streams) + sum(1 / r.every for r in sc.recurring if r.every > 0)
     claim = min(min(n.executor.batch_size, n.executor.queue_size or n.executor.threads)
                 for n in polling)
     span = max([s.count / s.rate for s in streams] + [r.count * r.every for r in sc.recurring
@@ -70,7 +73,7 @@ def lock_step(sc: Scenario) -> Iterator[Found]:
     n = len(polling)
     yield ("poll-lock-step", "executor.poll_jitter",
            f"{n} nodes poll every {format_duration(T)} with no jitter and about "
-           f"{rate * T:.3g} jobs fall due per interval, enough to fill a claim "
+           f"{_about(rate * T)} jobs fall due per interval, enough to fill a claim "
            f"({claim} rows) in {100 * _at_least(claim, rate * T):.0f} % of intervals: a node "
            f"whose claim comes back full polls again when a thread frees and starts its "
            f"interval anew, so the nodes' polls can drift into lock-step (the report says "
