@@ -188,7 +188,8 @@ def _in_short(cols: dict[str, np.ndarray], told: np.ndarray) -> str:
         n = int(which(k, a, b).sum())
         if n:
             parts.append(f"{n:,} {one if n == 1 else many}")
-    return "in short: " + (", ".join(parts) if parts else "no crash, pause, failure or lock taken over")
+    nothing = "no crash, pause, failure or lock taken over"
+    return "in short: " + (", ".join(parts) if parts else nothing)
 
 
 def narrate(trace: Trace, limit: int | None = 60) -> list[str]:

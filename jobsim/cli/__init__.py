@@ -49,10 +49,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    if not (sys.argv[1:] if argv is None else argv):  # a bare ``jobsim``: what it can do
-        _parser().print_help(sys.stderr)
-        return BAD_INPUT
     parser = _parser()
+    if not (sys.argv[1:] if argv is None else argv):  # a bare ``jobsim``: what it can do
+        parser.print_help(sys.stderr)
+        return BAD_INPUT
     try:
         args = parser.parse_args(argv)
     except _UsageError as exc:
@@ -64,6 +64,9 @@ def _main(argv: list[str] | None) -> int:
             prog = f"jobsim {words[0]}"
         print(f"{exc}\n(run '{prog} --help' for usage)", file=sys.stderr)
         return BAD_INPUT
+    # the process's own command line (the console script, ``python -m jobsim``), not a
+    # ``main(argv)`` of a test or a notebook: its ``--timings`` count from jobsim's import
+    args.as_process = argv is None
     with stopping_cleanly():  # SIGTERM and SIGHUP clean up as Ctrl-C does
         try:
             return _dispatch(args)
@@ -98,9 +101,6 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 def entry() -> None:
     """The console script."""
-    from . import status as _status
-
-    _status.as_process = True
     try:
         status = main()
         sys.stdout.flush()

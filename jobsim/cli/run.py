@@ -16,7 +16,6 @@ from typing import Any
 
 from ..base import STARTED
 from . import seeds as seeds_mod
-from . import status as status_mod
 from .scenarios import _scenario_folder
 from .status import BAD_INPUT, FAILED, OK, stopped
 
@@ -34,8 +33,7 @@ def _run(args: argparse.Namespace) -> int:
     from ..output.runs import run_variants, told
 
     # a command that is its process counts from jobsim's import: its ``start`` phase
-    since = STARTED if status_mod.as_process else None
-    phases = Phases(since) if args.timings else None
+    phases = Phases(STARTED if args.as_process else None) if args.timings else None
     runs = scenario_mod.load_variants(args.scenario, seed=args.seed, sets=args.sets)
     runs = with_window(runs, args.warmup, args.cooldown, args.scenario)  # over the file's
     if args.no_expect:

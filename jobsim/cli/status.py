@@ -10,11 +10,6 @@ from pathlib import Path
 #: (``stopped``)
 OK, FAILED, BAD_INPUT = 0, 1, 2
 
-#: the command is its process (the console script, ``python -m jobsim``: set by ``entry``),
-#: so its ``--timings`` count from jobsim's import; ``main`` called in a process of its own
-#: (a test, a notebook) leaves it False and counts from the command's start
-as_process = False
-
 
 def stopped(exc: BaseException, what: str) -> int:
     """Say, in one line on stderr, which signal stopped the command and ``what`` it left

@@ -344,21 +344,21 @@ def write(analyses: list[Analysis] | Analysis, out: str | Path, with_plots: bool
     check_target(out)
 
     wanted = with_plots if with_view is None else with_view
-    left_out = view_left_out(analyses) if wanted else 0
+    big = view_left_out(analyses)  # a run's executions where too many for its page, else 0
 
     def fill(tmp: Path) -> None:
         page = None
         if wanted:
-            from .view import FILE
-        if left_out:  # said where the page's line would have been (a log's reader asks)
-            step(steps, f"{FILE} left out: {left_out:,} executions, over {VIEW_LIMIT:,} "
-                        "(jobsim view builds it)", 0)
-        elif wanted:
             from .children import Page
+            from .view import FILE
 
-            n = sum(int(a.summary['executions']) for a in analyses)
-            page = Page(analyses, tmp / FILE, steps, f"{FILE} ({n:,} executions)")
-            page.begin()  # in a child, beside the files below, where cores allow
+            if big:  # said where the page's line would have been (a log's reader asks)
+                step(steps, f"{FILE} left out: {big:,} executions, over {VIEW_LIMIT:,} "
+                            "(jobsim view builds it)", 0)
+            else:
+                n = sum(int(a.summary['executions']) for a in analyses)
+                page = Page(analyses, tmp / FILE, steps, f"{FILE} ({n:,} executions)")
+                page.begin()  # in a child, beside the files below, where cores allow
         try:
             _fill(tmp)
             if page is not None:
@@ -389,7 +389,7 @@ def write(analyses: list[Analysis] | Analysis, out: str | Path, with_plots: bool
                                               encoding="utf-8")
         step(steps, "report.md")
         (tmp / "report.md").write_text(printable(markdown(analyses, plots_of, over_seeds,
-                                                          wanted and not left_out),
+                                                          wanted and not big),
                                                  lines=True),
                                        encoding="utf-8")  # no name's control character raw
 
