@@ -104,6 +104,26 @@ def test_csv_quoting_and_floats_match_pandas(tmp_path):
     assert float_text(x).to_pylist() == ["" if v != v else repr(v) for v in x.tolist()]
 
 
+def test_float_runs_are_spelled_once_and_the_same():
+    """A column where most values repeat the one before (a trace's times, a column of
+    mostly NaN) is spelled run by run: the same texts as value by value, -0.0 apart from
+    0.0, NaN empty, whatever the runs."""
+    from jobsim.output import csvtext
+
+    rng = np.random.default_rng(11)
+    pool = np.array([0.0, -0.0, math.nan, math.inf, -math.inf, 1e-7, 2.5, 3.0, 1e17,
+                     0.1 + 0.2])
+    for _ in range(20):
+        values = np.concatenate([pool, rng.random(50) * 10.0 ** rng.integers(-6, 18, 50)])
+        x = np.repeat(rng.choice(values, 400), rng.integers(1, 6, 400))
+        want = ["" if v != v else repr(v) for v in x.tolist()]
+        assert np.count_nonzero(x[1:].view(np.int64) != x[:-1].view(np.int64)) + 1 <= \
+            csvtext.RUNS_SHARE * len(x)  # the runs' way is the one taken
+        assert float_text(x).to_pylist() == want
+    assert float_text(np.array([math.nan])).to_pylist() == [""]
+    assert float_text(np.zeros(0)).to_pylist() == []
+
+
 def test_csv_in_blocks(tmp_path, monkeypatch):
     from jobsim.output import csvtext
 

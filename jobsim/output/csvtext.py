@@ -65,9 +65,27 @@ def _patch(s: pa.Array, mask: np.ndarray, values: pa.Array | str) -> pa.Array:
     return pc.replace_with_mask(s, pa.array(mask), values)
 
 
+#: a float column is spelled value by value unless a run of equal neighbours leaves at most
+#: this share of its values to spell (a trace's times: a third of them)
+RUNS_SHARE = 0.75
+
+
 def float_text(x: np.ndarray) -> pa.Array:
-    """Floats as ``repr`` spells them, NaN empty."""
+    """Floats as ``repr`` spells them, NaN empty. Where many values equal the one before
+    (a trace's times, a column of mostly NaN), each run is spelled once and repeated."""
     x = np.ascontiguousarray(x, dtype=np.float64)
+    if len(x) > 1:
+        bits = x.view(np.int64)  # bit for bit: -0.0 is not 0.0, each NaN like itself
+        first = np.empty(len(x), dtype=bool)
+        first[0] = True
+        np.not_equal(bits[1:], bits[:-1], out=first[1:])
+        runs = int(np.count_nonzero(first))
+        if runs <= RUNS_SHARE * len(x):
+            return _spelled(x[first]).take(pa.array(np.cumsum(first) - 1))
+    return _spelled(x)
+
+
+def _spelled(x: np.ndarray) -> pa.Array:
     s = pc.cast(pa.array(x), pa.string())
     finite = np.isfinite(x)
     ax = np.abs(x)
