@@ -154,9 +154,9 @@ def test_the_table_has_its_seven_columns_and_its_notes():
             Figure("a skipped one", "—", "Ciw", None, None, "≥ 1.5", None, "skipped: why"),
             Figure("information", "3", "b", 1.0, (1.0, 1.0), "none", None)]
     lines = format_suite(figs)
-    assert lines[1] == ("figure | value | baseline (same run, paired) | median ratio | spread "
+    assert lines[0] == ("figure | value | baseline (same run, paired) | median ratio | spread "
                         "(min–max) | target | verdict")
-    rows = lines[3:6]
+    rows = lines[2:5]
     assert all(r.count(" | ") == 6 for r in rows)
     assert rows[0] == "a figure | 1 s | the baseline: 2 s | 0.500 | 0.400–0.600 | ≥ 0.4 | meets"
     assert rows[1].endswith("| — | — | ≥ 1.5 | skipped") and rows[2].endswith("| information")
@@ -172,7 +172,7 @@ def test_the_table_has_its_seven_columns_and_its_notes():
 def test_a_ratio_never_reads_as_its_target_when_its_verdict_says_otherwise(ratio, target,
                                                                             text, meets):
     """3 decimals, or as many as it takes: "1.000 | ≤ 1 | BELOW TARGET" read as a bug."""
-    row = format_suite([Figure("f", "v", "b", ratio, (ratio, ratio), target, meets)])[3]
+    row = format_suite([Figure("f", "v", "b", ratio, (ratio, ratio), target, meets)])[2]
     assert row.split(" | ")[3] == text
 
 
@@ -184,6 +184,20 @@ def test_without_ciw_its_figure_is_skipped_with_a_note(monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "| skipped" in out and f"- skipped: {reason}" in out
     assert "0 of 0 figures with a target meet it" in out
+
+
+def test_bench_progress_goes_to_stderr_and_the_table_alone_to_stdout(capsys):
+    """``jobsim bench --suite > bench.txt`` holds the table and its notes, not the lines
+    that told what was being measured (those go to stderr, as a run's progress does)."""
+    assert main(["bench", "--quick", "--only", "idle"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.startswith("figure | value | baseline"), captured.out[:300]
+    assert "idle:" in captured.err and "idle:" not in captured.out.split("|")[0]
+    assert "figures with a target meet it" in captured.out
+    assert main(["bench", "--jobs", "500", "--replications", "2"]) == 0
+    captured = capsys.readouterr()
+    assert "ratio jobsim / baseline" in captured.out and captured.err.strip()
+    assert not set(captured.err.splitlines()) & set(captured.out.splitlines())
 
 
 def test_the_full_model_keeps_up():

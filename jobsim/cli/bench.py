@@ -1,4 +1,6 @@
-"""``jobsim bench``: the simulator beside a bare SimPy M/M/c, or the whole benchmark suite."""
+"""``jobsim bench``: the simulator beside a bare SimPy M/M/c, or the whole benchmark suite.
+Progress (what is being measured, each pair as it comes) goes to stderr, as a run's does; the
+results to stdout, so that ``jobsim bench --suite > bench.txt`` holds the table alone."""
 
 from __future__ import annotations
 
@@ -6,6 +8,10 @@ import argparse
 import sys
 
 from .status import BAD_INPUT, OK
+
+
+def _progress(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def _bench(args: argparse.Namespace) -> int:
@@ -20,7 +26,7 @@ def _bench(args: argparse.Namespace) -> int:
     from ..tools.bench import format_bench, mmc_bench
 
     result = mmc_bench(jobs=args.jobs or 100_000, replications=args.replications or 5,
-                       seed=args.seed, progress=lambda line: print(line, flush=True))
+                       seed=args.seed, progress=_progress)
     for line in format_bench(result):
         print(line)
     return OK
@@ -29,7 +35,7 @@ def _bench(args: argparse.Namespace) -> int:
 def _suite(args: argparse.Namespace) -> int:
     from ..tools.bench_suite import KEYS, format_suite, suite
 
-    figures = suite(quick=args.quick, progress=lambda line: print(line, flush=True),
+    figures = suite(quick=args.quick, progress=_progress,
                     only=args.only or KEYS, pairs_per_figure=args.pairs or 3,
                     seed=args.seed)
     for line in format_suite(figures):

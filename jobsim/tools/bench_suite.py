@@ -363,7 +363,7 @@ def _ratio_text(f: Figure) -> str:
 def format_suite(figures: list[Figure]) -> list[str]:
     """The table (figure, value, baseline, median ratio, spread, target, verdict), then the
     notes."""
-    lines = ["", "figure | value | baseline (same run, paired) | median ratio | spread "
+    lines = ["figure | value | baseline (same run, paired) | median ratio | spread "
              "(min–max) | target | verdict", "---|---:|---|---:|---|---|---"]
     for f in figures:
         ratio = _ratio_text(f) if f.ratio is not None else "—"
