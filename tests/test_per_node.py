@@ -208,6 +208,25 @@ def test_the_printed_summary_has_a_line_per_node(hand):
         "busy 36.9% · down 20s"]
 
 
+def test_the_printed_summary_writes_counts_with_separators():
+    """Counts of thousands read 2,000, as the progress and the story write them, not 2000;
+    the seconds and shares keep their own forms."""
+    from jobsim.tools.bench import mmc_scenario
+
+    a = analyse(run(mmc_scenario(2_000, seed=3)))
+    lines = format_summary(a)
+    text = "\n".join(lines)
+    assert lines[1].startswith("jobs         2,000 created · 2,000 done")
+    s = a.summary
+    assert f"executions   {s['executions']:,} (" in text and f"{s['statements']:,} statements" \
+        in text and f"trace        {s['trace_events']:,} events" in text
+    node = [line for line in lines if line.startswith("nodes")][0]
+    assert f"{s['nodes']['node-1']['executions']:,} executions" in node
+    import re
+    assert not re.search(r"(?<![\d.,])\d{4,}(?![\d.,]*(ms|s\b|%|…))", text.split("sha256")[0]
+                         .replace("node-1", "")), text
+
+
 def test_the_printed_summary_caps_the_nodes():
     f = {"executions": 1, "claims": 1, "acquire_attempts": 1, "lost_races": 0,
          "busy_share": 0.5, "time_down": 0.0, "time_paused": 0.0,

@@ -34,6 +34,11 @@ def _pct(d: dict) -> str:
     return f"p50 {f(d['p50'])} · p90 {f(d['p90'])} · p99 {f(d['p99'])} · max {f(d['max'])}"
 
 
+def count(n: Any) -> str:
+    """A count as a reader writes it: 20,000 (not 20000)."""
+    return f"{n:,}" if isinstance(n, int) or hasattr(n, "__index__") else str(n)
+
+
 #: the outcomes the summary's jobs line shows when some job has them
 _OTHER_ENDS = ("incident", "failed", "withdrawn", "cancelled")
 
@@ -50,15 +55,17 @@ def format_summary(a: Analysis, out: Path | None = None) -> list[str]:
         f"── {title} · seed {s['seed']} · {ended} at t="
         + (f"{s['end_time']:g}s" if s["end_time"] < 1e4 else format_seconds(s["end_time"]))
         + " ──",
-        f"jobs         {j['created']} created · {j['done']} done · {j['dead_lettered']} "
-        f"dead-lettered · " + "".join(f"{j[k]} {k} · " for k in _OTHER_ENDS if j[k])
-        + f"{j['pending']} pending · {j['lost']} lost",
-        f"executions   {s['executions']} ({s['failures']} failed) · duplicate executions "
-        f"{d['total']} · duplicate side effects {se['total']} · double acquisitions "
-        f"{s['double_acquisitions']}",
-        f"acquisition  {acq['attempts']} attempts ({acq['empty']} empty) · {acq['rows']} rows "
-        f"· {acq['lost_races']} lost races · {s['statements']} statements · {polls['total']} "
-        f"polls ({polls['skipped']} skipped idle)",
+        f"jobs         {count(j['created'])} created · {count(j['done'])} done · "
+        f"{count(j['dead_lettered'])} dead-lettered · "
+        + "".join(f"{count(j[k])} {k} · " for k in _OTHER_ENDS if j[k])
+        + f"{count(j['pending'])} pending · {count(j['lost'])} lost",
+        f"executions   {count(s['executions'])} ({count(s['failures'])} failed) · duplicate "
+        f"executions {count(d['total'])} · duplicate side effects {count(se['total'])} · "
+        f"double acquisitions {count(s['double_acquisitions'])}",
+        f"acquisition  {count(acq['attempts'])} attempts ({count(acq['empty'])} empty) · "
+        f"{count(acq['rows'])} rows · {count(acq['lost_races'])} lost races · "
+        f"{count(s['statements'])} statements · {count(polls['total'])} polls "
+        f"({count(polls['skipped'])} skipped idle)",
         f"start delay  {_pct(s['latency']['start_delay'])}",
         f"end to end   {_pct(s['latency']['end_to_end'])}",
     ]
@@ -67,11 +74,12 @@ def format_summary(a: Analysis, out: Path | None = None) -> list[str]:
     bt = s.get("boundary_timers")
     if bt is not None:
         n = bt["timer_jobs"]
-        lines.append(f"boundary     {n} timer job{'' if n == 1 else 's'} (among the jobs) · "
-                     f"{bt['fired']} fired ({bt['withdrew']} withdrew their job) · "
-                     f"{bt['cancelled']} cancelled with their task · delay {_pct(bt['delay'])}")
+        lines.append(f"boundary     {count(n)} timer job{'' if n == 1 else 's'} (among the jobs) · "
+                     f"{count(bt['fired'])} fired ({count(bt['withdrew'])} withdrew their job) · "
+                     f"{count(bt['cancelled'])} cancelled with their task · "
+                     f"delay {_pct(bt['delay'])}")
     if d["total"]:
-        causes = ", ".join(f"{k} {v}" for k, v in d["by_cause"].items() if v)
+        causes = ", ".join(f"{k} {count(v)}" for k, v in d["by_cause"].items() if v)
         lines.append(f"duplicates   by cause: {causes}")
     lines += node_lines(s["nodes"])
     if bad:
@@ -83,7 +91,8 @@ def format_summary(a: Analysis, out: Path | None = None) -> list[str]:
         lines.append(f"invariants   all {len(s['invariants'])} hold")
     for v in a.verdicts:
         lines.append(f"expect       {v.format()}")
-    lines.append(f"trace        {s['trace_events']} events · sha256 {s['trace_sha256'][:16]}…")
+    lines.append(f"trace        {count(s['trace_events'])} events · sha256 "
+                 f"{s['trace_sha256'][:16]}…")
     if out is not None:
         lines.append(f"report       {out}/")
     return lines
@@ -106,8 +115,9 @@ def node_lines(nodes: dict[str, dict[str, Any]]) -> list[str]:
     names, lines = list(nodes), []
     width = max((len(n) for n in names[:MAX_NODES_SHOWN]), default=0)
     for i, (n, f) in enumerate((n, nodes[n]) for n in names[:MAX_NODES_SHOWN]):
-        line = (f"{f['executions']} executions · {f['claims']} claims · "
-                f"{f['acquire_attempts']} attempts · {f['lost_races']} lost races · busy "
+        line = (f"{count(f['executions'])} executions · {count(f['claims'])} claims · "
+                f"{count(f['acquire_attempts'])} attempts · {count(f['lost_races'])} lost races "
+                f"· busy "
                 f"{node_cell(f, 'busy_share')}")
         line += "".join(f" · {key[5:]} {format_seconds(f[key])}"
                         for key in ("time_down", "time_paused") if f[key])
