@@ -444,6 +444,43 @@ def test_the_timeline_marks_duplicates_and_rejected_completions(tmp_path):
     assert "1 ran a job again" in ax.get_title()
 
 
+_CRASH_AND_RETRIES = """
+name: crash_and_retries
+seed: {seed}
+until: drained
+executor: {{poll_interval: 1s, batch_size: 4, threads: 2, lock_time: 20s,
+           retry: {{attempts: 4, backoff: [1s]}}}}
+nodes: 3
+handlers:
+  work: {{duration: {{exponential: {{mean: 2s}}}}, outcome: {{fail_rate: 0.5}}}}
+workload: {{streams: [{{handler: work, count: 150, rate: 1.5/s}}]}}
+faults: [{{at: 30s, crash: node-2, restart_after: 30s}}]
+"""
+
+
+def test_the_timeline_counts_the_duplicates_the_analysis_counts():
+    """A run cut by a crash, whose re-run fails and is retried, is one duplicate (the
+    summary's), not two: the timeline's title and rings are the analysis's duplicates, at
+    every seed, including those where 'a run after a run that did not fail' counts more."""
+    import re
+
+    differed = 0
+    for seed in range(1, 9):
+        a = analyse(run(scenario.loads(_CRASH_AND_RETRIES.format(seed=seed))))
+        want = a.summary["duplicate_executions"]["total"]
+        fig = plots.node_timeline(trace_frame(a.result.trace), duplicates=a.histories.duplicates)
+        title = fig.axes[0].get_title()
+        found = re.search(r"(\d+) ran a job again", title)
+        assert (int(found.group(1)) if found else 0) == want, (seed, title)
+        assert bar_counts(fig.axes[0]).get("ran again (a duplicate)", 0) == want
+        same = plots.node_timeline(a)  # from the run itself: the same count
+        assert same.axes[0].get_title() == title
+        bare = plots.node_timeline(trace_frame(a.result.trace))  # no analysis: the reading
+        got = re.search(r"(\d+) ran a job again", bare.axes[0].get_title())
+        differed += (int(got.group(1)) if got else 0) != want
+    assert differed, "no seed where the bare frame's reading differs: the test shows nothing"
+
+
 def test_back_to_back_executions_stay_separate_bars():
     tr = Trace()
     n = tr.node("n")

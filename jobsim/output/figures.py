@@ -51,7 +51,8 @@ def run_plots(a: Any, jobs: pd.DataFrame, folder: Path, steps: Any = None,
     tdf = plot_frame(a.result.trace)
     alone = a.result.scenario.variant is None
     made = [("per-node timeline", "timeline.png", lambda: plots.node_timeline(
-        tdf, colour=a.result.scenario.timeline_colour, jobs=jobs))]
+        tdf, colour=a.result.scenario.timeline_colour, jobs=jobs,
+        duplicates=a.histories.duplicates))]
     counted = counted_jobs(jobs, a.summary)
     listed = []  # a run of too few jobs for a distribution: each job's start delay in words
     if alone or jobs["priority"].nunique() > 1:  # a variant's: what the shared one merges
