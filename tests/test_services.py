@@ -73,6 +73,25 @@ def test_token_bucket_refuse_matches_replay():
     assert (got == 4).sum() > 0 and (got == 0).sum() == 100
 
 
+def test_the_peak_load_leaves_out_the_calls_a_rate_limit_refused():
+    """A rate limit's 429s never reach the service: its peak calls a second are those that
+    did (at most the limit's rate plus its burst in any second), while the calls made,
+    refused ones too, are many more."""
+    sc = scenario({"pay": {"latency": "50ms",
+                           "rate_limit": {"rate": "10/s", "burst": 10}}},
+                  ["pay"], count=100, threads=20,
+                  retry={"attempts": 50, "backoff": {"fixed": "300ms"}})
+    res, calls, replies, _ = frames(sc)
+    figures = jobsim.analyse(res).summary["services"]["pay"]
+    assert figures["errors"]["rate_limited"] > 0
+    reached = replies[replies.a != 4]
+    # binned by the instant each was made, as the load is
+    per_second = np.bincount(calls.set_index("b").loc[reached.b, "time"].to_numpy()
+                             .astype(int))
+    made = np.bincount(calls.time.to_numpy().astype(int))
+    assert figures["peak_calls_per_s"] == per_second.max() <= 10 + 10 < made.max()
+
+
 def test_capacity_queues_or_refuses():
     svc = {"latency": "1s", "capacity": 2}
     _, calls, replies, _ = frames(scenario({"pay": svc}, ["pay"], count=4, threads=4))

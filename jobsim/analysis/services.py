@@ -124,7 +124,8 @@ def figures(trace: Trace, end: float, declared: tuple[str, ...] = ()) -> dict[st
         ct = cols["time"][calls]
         down = _inside(ct, _open_ended(spans["down"], end))
         per_s = load(trace, name, end)
-        total = per_s.drop(columns="t").sum(axis=1).to_numpy()
+        # its load: the calls that reached it (those a rate limit turned away did not)
+        total = per_s.drop(columns=["t", "rate_limited"]).sum(axis=1).to_numpy()
         # the end of its last outage, if it came back up before the run ended
         last_down = max((e for _, e in spans["down"] if e < end), default=None)
         after = per_s["t"].to_numpy() >= last_down if last_down is not None else None
