@@ -38,13 +38,13 @@ from ..base.progress import step
 from ..analysis.checks import Violation, check
 from ..analysis.expect import NO_FIGURE, Verdict, evaluate, figure
 from ..analysis.history import CAUSES, Histories, histories
-from ..analysis.metrics import idle_note, summary
+from ..analysis.metrics import summary
 from ..analysis.schedules import digest
 from ..analysis.window import window_line, windowed
 from ..sim.world import RunResult
 # the printed summary (``text``), also imported from here by the command line and the tests
 from .text import (MAX_NODES_SHOWN, format_seconds, format_summary,  # noqa: F401
-                   format_violation, node_cell, node_lines)
+                   format_violation, node_cell, node_lines, warned)
 from .run_files import write_run
 from .words import explanation, sentences
 
@@ -221,9 +221,7 @@ def markdown(analyses: list[Analysis], plots_of: dict[str, list[tuple[str, str]]
         said = " ".join(sentences(a.summary))
         out += [f"- **{a.name}:** {said}" if sc.variant is not None else said]
     out += [""]
-    out += [f"> ⚠ **Idle node{f' ({a.name})' if sc.variant is not None else ''}:** "
-            f"{idle_note(n, f)}.\n" for a in analyses
-            for n, f in a.summary["nodes"].items() if f["idle_while_work_waited"]]
+    out += warned(analyses, sc.variant is not None)
     verdicts = [(a, v) for a in analyses for v in a.verdicts]
     if verdicts:
         out += ["## Expectations", "", "| | run | expectation | actual |", "|---|---|---|---:|"]

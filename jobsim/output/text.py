@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..analysis.metrics import idle_note
+from ..analysis.unreached import unreached_note
 from ..analysis.window import window_short
 
 if TYPE_CHECKING:
@@ -82,6 +83,9 @@ def format_summary(a: Analysis, out: Path | None = None) -> list[str]:
         causes = ", ".join(f"{k} {count(v)}" for k, v in d["by_cause"].items() if v)
         lines.append(f"duplicates   by cause: {causes}")
     lines += node_lines(s["nodes"])
+    missed = unreached_note(a.result.scenario, s["end_time"], s["drained"])
+    if missed:
+        lines.append(f"WARNING      {missed}")
     if bad:
         expected = a.expected_invariants
         lines.append("invariants   FAILED: " + ", ".join(
@@ -96,6 +100,22 @@ def format_summary(a: Analysis, out: Path | None = None) -> list[str]:
     if out is not None:
         lines.append(f"report       {out}/")
     return lines
+
+
+def warned(analyses: list[Analysis], variants: bool) -> list[str]:
+    """report.md's warnings under what the run shows: each idle node, and what the file
+    scheduled after the run's end (it never happened)."""
+    out = []
+    for a in analyses:
+        which = f" ({a.name})" if variants else ""
+        out += [f"> ⚠ **Idle node{which}:** {idle_note(n, f)}.\n"
+                for n, f in a.summary["nodes"].items() if f["idle_while_work_waited"]]
+    for a in analyses:
+        missed = unreached_note(a.result.scenario, a.summary["end_time"], a.summary["drained"])
+        if missed:
+            out.append(f"> ⚠ **Scheduled after the end"
+                       f"{f' ({a.name})' if variants else ''}:** {missed}.\n")
+    return out
 
 
 MAX_NODES_SHOWN = 16  # in the printed summary (summary.json and report.md: all)
