@@ -92,6 +92,39 @@ def test_the_peak_load_leaves_out_the_calls_a_rate_limit_refused():
     assert figures["peak_calls_per_s"] == per_second.max() <= 10 + 10 < made.max()
 
 
+def test_the_service_table_adds_up_and_names_the_callers_that_left():
+    """report.md's table per service: its answers add up to its calls (a fenced call whose
+    caller had left counted among the never answered as well), and where keys, fencing or
+    callers that left are in a run, their rows are there: double_charges is about the
+    effects made after the caller gave up."""
+    from pathlib import Path
+
+    from jobsim.output.service_report import service_section
+
+    here = Path(__file__).resolve().parent.parent / "scenarios"
+    analyses = [jobsim.analyse(jobsim.run(sc))
+                for sc in jobsim.load_variants(here / "double_charges.yaml")]
+    for a in analyses:
+        f = a.summary["services"]["payments"]
+        answered = f["ok"] + sum(f["errors"].values()) + f["replayed"] + f["unanswered"]
+        assert answered <= f["calls"] <= answered + f["fenced"], (a.name, f)
+        if not f["fenced"]:
+            assert answered == f["calls"], (a.name, f)
+    rows = {line.split(" | ")[0].lstrip("| "): line.split(" | ")[1:]
+            for line in service_section(analyses) if line.startswith("| ") and " | " in line}
+    names = [a.name for a in analyses]
+    for label, key in (("ended after its caller timed out", "completed_after_timeout"),
+                       ("… of those, took effect (nobody heard)", "effects_after_caller_left"),
+                       ("replayed: its key's remembered answer", "replayed"),
+                       ("refused: a stale fencing token", "fenced")):
+        want = [f"{a.summary['services']['payments'][key]:,}" for a in analyses]
+        assert [c.strip(" |") for c in rows[label]] == want, (label, names)
+    assert "ended after its caller crashed" not in rows  # no run had one: no row
+    storm = [jobsim.analyse(jobsim.run(sc, seed=1)) for sc in
+             jobsim.load_variants(here / "retry_storm.yaml")[:1]]
+    assert not any("fencing" in line or "replayed" in line for line in service_section(storm))
+
+
 def test_capacity_queues_or_refuses():
     svc = {"latency": "1s", "capacity": 2}
     _, calls, replies, _ = frames(scenario({"pay": svc}, ["pay"], count=4, threads=4))

@@ -16,12 +16,22 @@ from ..analysis.metrics import jobs_frame
 if TYPE_CHECKING:
     from .report import Analysis
 
+#: rows shown only where some run has one (the idempotency keys', fencing's, the callers
+#: that left): a table of a service without them stays as it was
+_WHERE_SOME = {"errors.conflict", "replayed", "fenced", "completed_after_timeout",
+               "completed_after_crash", "effects_after_caller_left"}
 _ROWS = (("calls", "calls"), ("answered ok", "ok"), ("its error (outage, brown-out)",
                                                      "errors.error"),
          ("timed out", "errors.timeout"), ("refused: at capacity", "errors.refused"),
          ("rate limited (429)", "errors.rate_limited"),
          ("cut by the worker's timeout", "errors.worker_timeout"),
+         ("conflict: its key's call in progress (409)", "errors.conflict"),
+         ("replayed: its key's remembered answer", "replayed"),
+         ("refused: a stale fencing token", "fenced"),
          ("never answered", "unanswered"),
+         ("ended after its caller timed out", "completed_after_timeout"),
+         ("ended after its caller crashed", "completed_after_crash"),
+         ("… of those, took effect (nobody heard)", "effects_after_caller_left"),
          ("failed by an open circuit breaker (never made)", "short_circuited"),
          ("calls in an outage", "calls_in_outage"),
          ("job attempts in an outage", "attempts_in_outage"),
@@ -52,8 +62,10 @@ def service_section(analyses: list[Analysis]) -> list[str]:
         out += [f"### {name}", "", "| | " + " | ".join(a.name for a in analyses) + " |",
                 "|---|" + "---:|" * len(analyses)]
         for label, path in _ROWS:
-            cells = [_cell(figure(a.summary, f"services.{name}.{path}")) for a in analyses]
-            out.append(f"| {label} | " + " | ".join(cells) + " |")
+            values = [figure(a.summary, f"services.{name}.{path}") for a in analyses]
+            if path in _WHERE_SOME and not any(isinstance(v, int) and v for v in values):
+                continue
+            out.append(f"| {label} | " + " | ".join(_cell(v) for v in values) + " |")
         out.append("")
     done = [(a.name, a.summary["end_time"], a.summary["drained"],
              a.summary["jobs"]["dead_lettered"] + a.summary["jobs"]["incident"]
@@ -67,7 +79,13 @@ def service_section(analyses: list[Analysis]) -> list[str]:
                                                       f"by {t:,.0f}" for _, t, dr, _d in done)
                 + " |", ""]
     out += ["A call's wait is for a token of the rate limit or a place within the capacity. "
-            "A job attempt in an outage is one that called the service while it was down.", ""]
+            "A job attempt in an outage is one that called the service while it was down. "
+            "The answers add up to the calls, each counted once as its caller saw it: one "
+            "it gave up on timed out, one whose caller crashed never answered. Such a call "
+            "may still have ended at the service afterwards, and taken effect there"
+            + (", or been refused there for a stale fencing token (then counted among those "
+               "refused as well)" if any(a.summary["services"].get(n, {}).get("fenced")
+                                         for a in analyses for n in names) else "") + ".", ""]
     return out
 
 
