@@ -175,7 +175,7 @@ def test_the_report_has_the_node_table_and_the_warning(tmp_path):
     out = write(a, tmp_path / "r", with_plots=False)
     text = (out / "report.md").read_text(encoding="utf-8")
     assert "## Nodes" in text
-    assert "| node | threads | executions | claims | acquire attempts | lost races | busy share " \
+    assert "| node | threads | executions | rows locked | acquire attempts | lost races | busy share " \
            "| up | down | paused | longest idle wait | even share | idle while work waited |" \
         in text
     rows = [line for line in text.splitlines() if line.startswith("| node-")]
@@ -200,10 +200,10 @@ def test_a_balanced_report_warns_of_nothing(tmp_path):
 def test_the_printed_summary_has_a_line_per_node(hand):
     lines = [line for line in format_summary(hand) if line.startswith(("nodes", " " * 13))]
     assert lines == [
-        "nodes        node-1  2 executions · 2 claims · "
+        "nodes        node-1  2 executions · 2 rows locked · "
         f"{hand.summary['nodes']['node-1']['acquire_attempts']} attempts · 0 lost races · "
         "busy 22.5% · paused 10s",
-        "             node-2  2 executions · 2 claims · "
+        "             node-2  2 executions · 2 rows locked · "
         f"{hand.summary['nodes']['node-2']['acquire_attempts']} attempts · 0 lost races · "
         "busy 36.9% · down 20s"]
 
@@ -225,6 +225,20 @@ def test_the_printed_summary_writes_counts_with_separators():
     import re
     assert not re.search(r"(?<![\d.,])\d{4,}(?![\d.,]*(ms|s\b|%|…))", text.split("sha256")[0]
                          .replace("node-1", "")), text
+
+
+def test_the_node_table_writes_thousands_as_a_reader_does():
+    """report.md's node cells: counts with separators, and a float of thousands (an even
+    share of 17,570 executions) without an exponent; small ones keep 4 digits."""
+    from jobsim.output.report import node_cell
+
+    f = {"executions": 17332, "even_share": 17570.4, "busy_share": 0.5, "acquire_attempts": 7,
+         "time_down": 0.0, "longest_idle_wait": 0.948}
+    assert [node_cell(f, k) for k in ("executions", "even_share", "busy_share",
+                                      "acquire_attempts", "time_down", "longest_idle_wait")] \
+        == ["17,332", "17,570", "50.0%", "7", "0s", "948ms"]
+    assert node_cell({"even_share": 1669.25}, "even_share") == "1,669"
+    assert node_cell({"even_share": 12.5}, "even_share") == "12.5"
 
 
 def test_the_printed_summary_caps_the_nodes():

@@ -128,6 +128,7 @@ def combined_summary(analyses: list[Analysis]) -> dict[str, Any]:
 _NODE_COLUMNS = ("threads executions claims acquire_attempts lost_races busy_share time_up "
                  "time_down time_paused longest_idle_wait even_share idle_while_work_waited"
                  ).split()
+_HEADS = {"claims": "rows locked"}  # (the figure ``claims``: rows, not acquisitions)
 
 
 _ROWS: list[tuple[str, str]] = [
@@ -237,14 +238,15 @@ def markdown(analyses: list[Analysis], plots_of: dict[str, list[tuple[str, str]]
     out += ["## Nodes", ""]
     for a in analyses:
         out += [f"### {a.name}", ""] if sc.variant is not None else []
-        out += ["| node | " + " | ".join(c.replace("_", " ").removeprefix("time ")
+        out += ["| node | " + " | ".join(_HEADS.get(c, c.replace("_", " ").removeprefix("time "))
                                          for c in _NODE_COLUMNS) + " |",
                 "|---|" + "---:|" * len(_NODE_COLUMNS)]
         out += [f"| {n} | " + " | ".join(node_cell(f, k) for k in _NODE_COLUMNS) + " |"
                 for n, f in a.summary["nodes"].items()] + [""]
     out += ["Busy share: thread-seconds executing / (threads × time up). Idle while work "
             "waited: a job it could run waited over a poll interval while it had a free thread "
-            "(up, not paused), and it ran under a tenth of its even share (none, if under 10).", ""]
+            "(up, not paused), and it ran under a tenth of its even share (none, if under 10). "
+            "Rows locked: by its claims (a claim is an acquisition that locked rows).", ""]
     named = sorted({n for a in analyses for n in a.summary.get("named", {})})
     if named:
         rows = []

@@ -127,7 +127,9 @@ def node_cell(f: dict[str, Any], key: str) -> str:
         return f"{100 * v:.1f}%"
     if key.startswith("time_") or key == "longest_idle_wait":
         return format_seconds(v) if v else "0s"
-    return f"{v:.4g}" if isinstance(v, float) else str(v)
+    if isinstance(v, float):
+        return f"{v:.4g}" if abs(v) < 1000 else f"{v:,.0f}"  # 17,570, not 1.757e+04
+    return count(v)
 
 
 def node_lines(nodes: dict[str, dict[str, Any]]) -> list[str]:
@@ -135,7 +137,7 @@ def node_lines(nodes: dict[str, dict[str, Any]]) -> list[str]:
     names, lines = list(nodes), []
     width = max((len(n) for n in names[:MAX_NODES_SHOWN]), default=0)
     for i, (n, f) in enumerate((n, nodes[n]) for n in names[:MAX_NODES_SHOWN]):
-        line = (f"{count(f['executions'])} executions · {count(f['claims'])} claims · "
+        line = (f"{count(f['executions'])} executions · {count(f['claims'])} rows locked · "
                 f"{count(f['acquire_attempts'])} attempts · {count(f['lost_races'])} lost races "
                 f"· busy "
                 f"{node_cell(f, 'busy_share')}")
