@@ -378,3 +378,18 @@ def test_in_chromium_the_zombie_payment_story(tmp_path):
     assert text.count("its side effect at its end") == 1  # node-A's, the first payment
     assert text.count("duplicate side effect") == 1  # node-B's, the second
     assert summary["variants"]["guarded"]["duplicate_side_effects"]["total"] == 1
+
+
+def test_the_counts_by_colour_say_a_duplicate_is_counted_in_its_colour_alone():
+    """The page's counts are by colour, one per execution: zombie_pause's node-B run is a
+    duplicate there (not also done), and the line says so; the lesson, with no duplicate,
+    rejected completion or cut run, has no such clause."""
+    from jobsim.output.view.page import counts_line
+    from jobsim.output.view.data import run_data
+
+    for name, said in (("zombie_pause.yaml", True), ("lesson.yaml", False)):
+        a = analyse(run(scenario.load_variants(SCENARIOS / name)[0]))
+        line = counts_line(run_data(a.result.trace, a.histories, a.summary, None), a.summary)
+        assert "by colour: " in line
+        assert ("counted in that colour alone, not also as done or failed" in line) == said, \
+            line

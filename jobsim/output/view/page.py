@@ -64,8 +64,13 @@ def counts_line(run: RunData, summary: dict) -> str:
     """What the counts are: the executions by colour, the nodes' events, the jobs' ends."""
     c = run.counts
     shown = [f"{c[k]:,} {label.split(' (')[0]}" for k, label in CATEGORIES if c.get(k)]
+    # each execution in one colour: a duplicate that failed is a duplicate here, and the
+    # summary's failures count it too
+    over = any(c.get(k) for k in ("duplicate", "rejected", "crash"))
     parts = [f"{_plural(c['executions'], 'execution')} of {_plural(c['jobs'], 'job')}"
-             + (f" ({', '.join(shown)})" if shown else "")]
+             + (f" (by colour: {', '.join(shown)}" + ("; a duplicate, a rejected completion "
+                "or a run cut by a crash counted in that colour alone, not also as done or "
+                "failed" if over else "") + ")" if shown else "")]
     if c["drawn"] < c["executions"]:
         parts.append(f"showing {c['drawn']:,} of them (evenly spaced in start order) and "
                      "their jobs' stories")
