@@ -117,5 +117,21 @@ def test_a_path_set_twice_is_refused_and_a_bare_jobsim_shows_the_commands(capsys
     assert "run a scenario and write its report folder" in capsys.readouterr().err
 
 
+def test_setting_one_node_where_the_nodes_are_a_count_says_how(tmp_path, capsys):
+    """``--set nodes[1].threads=2`` (the README's form) on a file with ``nodes: 6``: the
+    error says the nodes are a count and how to set one, or all, of them."""
+    path = tmp_path / "six.yaml"
+    path.write_text("name: six\nnodes: 6\nhandlers: {w: {duration: 1s}}\n"
+                    "workload: {streams: [{handler: w, count: 3, rate: 1/s}]}\n")
+    assert cli.main(["run", str(path), "--set", "nodes[1].threads=2",
+                     "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert "--set nodes[1].threads: expected an index into a list at step 2 (got [1] into " \
+        "not a list); the file's nodes is a count (6), not a list: write them as a list " \
+        "(nodes: [{name: node-1}, …]) to set one of them, or set executor.threads for all" \
+        in err and "Traceback" not in err
+    assert not (tmp_path / "r").exists()
+
+
 def test_an_empty_table_of_duplicates_is_no_data_not_an_error():
     assert isinstance(jobsim.plots.duplicates_by_cause(pd.DataFrame()), Figure)

@@ -57,8 +57,15 @@ def set_path(doc: dict[str, Any], path: str, value: Any, where: str,
         if isinstance(step, int):
             if not isinstance(cur, list) or not 0 <= step < len(cur):
                 size = f"a list of {len(cur)}" if isinstance(cur, list) else "not a list"
+                hint = ""
+                if steps[:i] == ["nodes"] and isinstance(cur, int) and \
+                        not isinstance(cur, bool):  # ``nodes: 6``: a count, not a list
+                    rest = ".".join(map(str, steps[i + 1:]))
+                    hint = (f"the file's nodes is a count ({cur}), not a list: write them as "
+                            f"a list (nodes: [{{name: node-1}}, …]) to set one of them"
+                            + (f", or set executor.{rest} for all" if rest else ""))
                 problems.append(Problem(where, f"an index into a list at step {i + 1}",
-                                        f"[{step}] into {size}"))
+                                        f"[{step}] into {size}", hint))
                 return
             if last:
                 cur[step] = value
