@@ -374,6 +374,39 @@ def test_an_unknown_flag_is_named_before_the_missing_scenario(capsys, argv, says
     assert err.endswith(f"(run 'jobsim {argv[0]} --help' for usage)\n"), err
 
 
+@pytest.mark.parametrize("argv, says", [
+    (["run", str(LESSON), "--sed", "3"], "unrecognized arguments: --sed 3; did you mean --seed?"),
+    (["run", "--quite"], "; did you mean --quiet?"),
+    (["run", str(LESSON), "--sed", "3", "--quite"],
+     "did you mean --seed (for --sed), --quiet (for --quite)?"),
+    (["sweep", str(LESSON), "--wokers", "2"], "did you mean --workers?"),
+])
+def test_a_misspelt_flag_is_named_with_the_one_meant(capsys, argv, says, tmp_path):
+    status = main(argv + ["--out", str(tmp_path / "r")])
+    err = capsys.readouterr().err
+    assert status == 2 and says in err and "Traceback" not in err, err
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_far_flag_is_named_with_no_guess(capsys):
+    assert main(["run", str(LESSON), "--zzz"]) == 2
+    err = capsys.readouterr().err
+    assert "unrecognized arguments: --zzz\n" in err and "did you mean" not in err
+
+
+def test_a_rate_spelt_with_sec_or_min_is_refused_with_the_spelling_meant(tmp_path, capsys):
+    for written, meant in (("25/sec", "25/s"), ("1500/min", "1500/m"), ("2/hour", "2/h")):
+        path = write(tmp_path, edited(append=f"  streams:\n    - {{handler: reminder, "
+                                             f"count: 3, rate: {written}}}\n"))
+        assert main(["run", str(path), "--out", str(tmp_path / "r")]) == 2
+        err = capsys.readouterr().err
+        assert f"(got '{written}'); did you mean '{meant}'?" in err, err
+    path = write(tmp_path, edited(append="  streams:\n    - {handler: reminder, count: 3, "
+                                         "rate: 25/fortnight}\n"))
+    assert main(["run", str(path), "--out", str(tmp_path / "r")]) == 2
+    assert "did you mean" not in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("argv", [["--frob"], ["runn", "x.yaml"]])
 def test_a_line_that_names_no_command_points_to_jobsims_help(capsys, argv):
     assert main(argv) == 2

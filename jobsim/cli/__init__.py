@@ -59,10 +59,13 @@ def _main(argv: list[str] | None) -> int:
         # a flag the command does not know is argparse's top-level error: its help is the
         # command's (``jobsim run --nope``: jobsim run --help)
         words = sys.argv[1:] if argv is None else argv
-        prog = exc.prog
-        if prog == "jobsim" and words and words[0] in parser.commands:
-            prog = f"jobsim {words[0]}"
-        print(f"{exc}\n(run '{prog} --help' for usage)", file=sys.stderr)
+        prog, said = exc.prog, str(exc)
+        if words and words[0] in parser.commands:
+            prog = f"jobsim {words[0]}" if prog == "jobsim" else prog
+            if "unrecognized arguments" in said:  # a flag of the command misspelt (--sed)
+                close = parser.commands[words[0]].suggestion(list(words[1:]))
+                said += f"; {close}" if close else ""
+        print(f"{said}\n(run '{prog} --help' for usage)", file=sys.stderr)
         return BAD_INPUT
     # the process's own command line (the console script, ``python -m jobsim``), not a
     # ``main(argv)`` of a test or a notebook: its ``--timings`` count from jobsim's import

@@ -41,6 +41,23 @@ class _Parser(argparse.ArgumentParser):
                 message = f"unrecognized arguments: {' '.join(unknown)}; {message}"
         raise _UsageError(f"{self.prog}: {message}", self.prog)
 
+    def suggestion(self, words: list[str]) -> str:
+        """"did you mean --seed?" for each flag of ``words`` this parser does not know and
+        that is close to one it does (``--sed``), or ""."""
+        import difflib
+
+        self._words = words
+        known = [o for o in self._option_string_actions if o.startswith("--")]
+        unknown = self._unknown_flags()
+        close = {w: difflib.get_close_matches(w.split("=", 1)[0], known, n=1, cutoff=0.7)
+                 for w in unknown}
+        close = {w: c[0] for w, c in close.items() if c}
+        if not close:
+            return ""
+        if len(unknown) == 1:
+            return f"did you mean {next(iter(close.values()))}?"
+        return "did you mean " + ", ".join(f"{c} (for {w})" for w, c in close.items()) + "?"
+
     def _unknown_flags(self) -> list[str]:
         out = []
         for word in self._words:

@@ -45,11 +45,26 @@ def rate_of(text: str) -> float | None:
     return rate if 0 < rate <= 1e9 else None
 
 
+#: units a rate is often written with, and the one the file takes for each
+_SPELT = {"sec": "s", "secs": "s", "second": "s", "seconds": "s", "min": "m", "mins": "m",
+          "minute": "m", "minutes": "m", "hr": "h", "hrs": "h", "hour": "h", "hours": "h"}
+
+
+def rate_hint(text: Any) -> str:
+    """"did you mean '25/s'?" for a rate written ``25/sec`` (or ``/min``, ``/hour``…)."""
+    if not isinstance(text, str) or text.count("/") != 1:
+        return ""
+    num, unit = text.split("/")
+    short = _SPELT.get(unit.strip().lower())
+    return f"did you mean '{num.strip()}/{short}'?" if short and \
+        rate_of(f"{num}/{short}") is not None else ""
+
+
 def rate_field(doc: str) -> Either:
     """A rate above zero: ``10/s``, ``600/m``, ``36000/h``, or a number a second."""
     return Either([(lambda v: isinstance(v, str), Const(
         lambda v: rate_of(v) is not None, "a rate above zero like 10/s, 600/m or 100/h",
-        {"type": "string", "pattern": r"^\d+(\.\d+)?/(s|m|h)$"})),
+        {"type": "string", "pattern": r"^\d+(\.\d+)?/(s|m|h)$"}, hint=rate_hint)),
         (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
          Num(lo=1e-9, hi=1e9))], "a rate above zero like 10/s (or a number a second)",
         doc=doc)

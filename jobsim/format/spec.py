@@ -250,13 +250,15 @@ class Const(Field):
     """A value passed through unchanged when ``accept`` says it is fine."""
 
     def __init__(self, accept: Callable[[Any], bool], expected: str, schema: dict,
-                 default: Any = MISSING, doc: str = ""):
+                 default: Any = MISSING, doc: str = "",
+                 hint: Callable[[Any], str] | None = None):
         self.accept, self.expected, self._schema = accept, expected, schema
-        self.default, self.doc = default, doc
+        self.default, self.doc, self.hint = default, doc, hint
 
     def check(self, value, path, problems):
         if not self.accept(value):
-            problems.append(Problem(path, self.expected, show(value)))
+            problems.append(Problem(path, self.expected, show(value),
+                                    self.hint(value) if self.hint is not None else ""))
             return MISSING
         return value
 
