@@ -242,10 +242,17 @@ def test_a_commands_timings_count_from_jobsims_import(tmp_path):
     assert 0 < figures["simulate_share"] < 1
 
 
+_LANDMARK = re.compile(r"  (\[[^\]]+\] (CRASHED at|restarted at|PAUSED at|resumed at|DOWN "
+                       r"at|still DOWN at|BROWN-OUT at|back up at)|the server RESTARTED at)")
+
+
 def test_a_long_story_leads_with_what_matters_and_counts_the_rest(results):
     """Past its limit the story tells every line that is not a job done as expected, in
-    order, up to the limit, under a first line that counts them; the jobs done between them
-    are counted, and the lines past the limit are counted in one line."""
+    order, up to the limit, under a first line that counts them; past those, the run's
+    landmarks (a crash, a restart, a pause, a service's change of health; up to the limit
+    more), each after a line that counts the lines left out before it; the jobs done between
+    the lines told are counted, and the lines past the last one in one line."""
+    seen = 0
     for runs in results.values():
         for r in runs:
             whole = narrate(r.trace, None)
@@ -263,15 +270,25 @@ def test_a_long_story_leads_with_what_matters_and_counts_the_rest(results):
                           if m]
                 more = [ln for ln in body if ln.startswith("  … ")]
                 told = [ln for ln in body if not _COUNT.fullmatch(ln) and ln not in more]
-                assert told == notable[:limit]
+                marks = [ln for ln in notable[limit:] if _LANDMARK.match(ln)][:limit]
+                assert told == notable[:limit] + marks
+                seen += bool(marks)
+                gaps = [int(m.group(1).replace(",", "")) for m in
+                        (re.match(r"  … ([\d,]+) more lines? left out before this one", ln)
+                         for ln in more) if m]
+                ends = [ln for ln in more if "(the whole story is in trace.csv)" in ln]
+                assert len(gaps) + len(ends) == len(more) and len(ends) <= 1
+                left = len(notable) - len(told)
                 after = 0
-                if len(notable) > limit:
-                    assert len(more) == 1 and f"… {len(notable) - limit:,} more lines" in more[0]
-                    m = re.search(r"and ([\d,]+) jobs done", more[0])
+                if ends:
+                    m = re.search(r"… ([\d,]+) more lines", ends[0])
+                    assert sum(gaps) + int(m.group(1).replace(",", "")) == left
+                    m = re.search(r"and ([\d,]+) jobs done", ends[0])
                     after = int(m.group(1).replace(",", "")) if m else 0
                 else:
-                    assert more == []
+                    assert sum(gaps) == left
                 assert sum(counts) + after == len(done)
+    assert seen, "no story had a landmark past its limit: the rule is not shown"
 
 
 # --- the acceptance at 1,000,000 jobs --------------------------------------------------------

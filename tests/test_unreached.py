@@ -52,3 +52,16 @@ def test_what_happened_in_the_run_is_not_named():
     one = analyse(run(scenario.loads(DOC.format(outage="4s", crash="3h"))))
     (line,) = [x for x in format_summary(one) if "never happened" in x]
     assert "faults[1] (crash node-2 at 3h) never happened" in line and line.endswith("before it")
+
+
+def test_a_long_storys_first_line_counts_outages_and_dead_letters_apart():
+    """The first line of a long story counts a service's outages and brown-outs with the
+    crashes, and dead letters apart from incidents (it said 'dead letters or incidents' of a
+    run that could have none); past the limit, the outage is still told."""
+    from jobsim.analysis.narrative import narrate
+
+    a = analyse(run(scenario.loads(DOC.format(outage="15s", crash="3h"))))
+    lines = narrate(a.result.trace, limit=5)
+    assert lines[0].startswith("in short: 1 crash, ") and "1 service outage" in lines[0] \
+        and "1 brown-out" in lines[0] and "incident" not in lines[0], lines[0]
+    assert any(line.startswith("  [erp] DOWN at t=15s") for line in lines), lines

@@ -168,8 +168,13 @@ def _done_runs(times: np.ndarray, group: np.ndarray, groups: int) -> list[str]:
 _SHORT = (("crash", "crashes", lambda k, a, b: k == K["node_crashed"]),
           ("pause", "pauses", lambda k, a, b: k == K["node_paused"]),
           ("failure retried", "failures retried", lambda k, a, b: k == K["retry_scheduled"]),
-          ("dead letter or incident", "dead letters or incidents",
-           lambda k, a, b: k == K["dead_lettered"]),
+          ("dead letter", "dead letters", lambda k, a, b: (k == K["dead_lettered"]) & (a == 0)),
+          ("incident", "incidents", lambda k, a, b: (k == K["dead_lettered"]) & (a == 1)),
+          ("job kept failed", "jobs kept failed",
+           lambda k, a, b: (k == K["dead_lettered"]) & (a == 2)),
+          ("service outage", "service outages",
+           lambda k, a, b: (k == K["service_state"]) & (a == 1) & (b == 0)),
+          ("brown-out", "brown-outs", lambda k, a, b: (k == K["service_state"]) & (a == 2)),
           ("takeover of an expired lock", "takeovers of an expired lock",
            lambda k, a, b: (k == K["locked"]) & (b == 0)),
           ("double acquisition", "double acquisitions",
@@ -188,15 +193,24 @@ def _in_short(cols: dict[str, np.ndarray], told: np.ndarray) -> str:
         n = int(which(k, a, b).sum())
         if n:
             parts.append(f"{n:,} {one if n == 1 else many}")
-    nothing = "no crash, pause, failure or lock taken over"
+    nothing = "no crash, pause, failure, outage or lock taken over"
     return "in short: " + (", ".join(parts) if parts else nothing)
+
+
+#: what the run's faults did, told however late in a long story: a node's crash, restart,
+#: pause and resume, the server's restart, a service's change of health
+_LANDMARKS = [K[k] for k in ("node_crashed", "node_restarted", "node_paused", "node_resumed",
+                             "server_restarted", "service_state")]
 
 
 def narrate(trace: Trace, limit: int | None = 60) -> list[str]:
     """The story's lines. Past ``limit`` lines, what matters leads: every line that is not
     a job done as expected (a failure, a crash, a takeover, a double run, a rejected
     completion…) is told, up to ``limit`` of them, and each run of routine completions
-    between them is one line that counts it."""
+    between them is one line that counts it. Past those, the landmarks (``_LANDMARKS``: a
+    crash, a pause, an outage…, up to ``limit`` more) are told still, each after a line that
+    counts what was left out before it: 60 failures in the first half minute must not hide
+    the outage at 8 minutes."""
     cols = trace.arrays()
     told = np.flatnonzero(np.isin(cols["kind"], _TOLD))
     line = _lines(cols, told, trace.texts)
@@ -212,14 +226,25 @@ def narrate(trace: Trace, limit: int | None = 60) -> list[str]:
         hidden = max(0, len(notable) - limit)
         if hidden:
             keep[notable[limit]:] = False
+            past = notable[limit:]
+            keep[past[np.isin(cols["kind"][told[past]], _LANDMARKS)][:limit]] = True
         routine = np.flatnonzero(done)
         lead = _in_short(cols, told[line])
     # and the deletions of boundary timers' timer jobs before the last line told (what a
     # completion that found its row gone says)
     last = np.flatnonzero(keep)[-1] + 1 if keep.any() else 0
     keep[:last] |= (cols["kind"][told[:last]] == K["cancelled"]) & (cols["a"][told[:last]] > 0)
+    gaps: list[int] = []  # with lines left out: how many before each line told
     if lead:
         kept = np.flatnonzero(keep)
+        if hidden:
+            left = np.zeros(len(told) + 1, dtype=np.int64)
+            left[notable + 1] = 1
+            left[kept + 1] = 0
+            left = np.cumsum(left)  # the notable lines left out before each position
+            gaps = np.diff(np.r_[0, left[kept]]).tolist()
+            last = kept[-1] + 1 if len(kept) else 0
+            hidden = int(left[-1] - left[last])  # those after the last line told
         if hidden:  # the jobs done after the last line told are counted with what is hidden
             routine, after = routine[routine < last], routine[routine >= last]
         runs = _done_runs(cols["time"][told[routine]], np.searchsorted(kept, routine),
@@ -237,6 +262,9 @@ def narrate(trace: Trace, limit: int | None = 60) -> list[str]:
     for i, k in enumerate(kinds):
         if runs and runs[i]:
             lines.append(runs[i])
+        if gaps and gaps[i]:
+            lines.append(f"  … {gaps[i]:,} more line{'s' if gaps[i] != 1 else ''} left out "
+                         "before this one")
         j = jobs[i]
         who = f"[{names[nodes_[i]]}]" if nodes_[i] >= 0 else ""
         text = texts[s_[i]] if s_[i] >= 0 else ""
