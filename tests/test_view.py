@@ -393,3 +393,21 @@ def test_the_counts_by_colour_say_a_duplicate_is_counted_in_its_colour_alone():
         assert "by colour: " in line
         assert ("counted in that colour alone, not also as done or failed" in line) == said, \
             line
+
+
+def test_the_pages_json_escapes_every_control_character_on_its_fast_path_too():
+    """``_json`` skips the escaping pass where the JSON is ASCII without DEL (JSON escapes
+    the C0 controls itself); DEL, the C1 controls and the bidirectional overrides are still
+    escaped, and ``<`` always."""
+    import json as _json_module
+
+    from jobsim.output.view.page import _json
+
+    for value, want in (({"a": "plain"}, '{"a":"plain"}'),
+                        ({"a": "x\x7fy"}, '{"a":"x\\u007fy"}'),
+                        ({"a": "\x85", "b": "\u202e"}, '{"a":"\\u0085","b":"\\u202e"}'),
+                        ({"a": "\x1b]0;t\x07</script>"},
+                         '{"a":"\\u001b]0;t\\u0007\\u003c/script>"}'),
+                        ({"a": "café 注文"}, '{"a":"café 注文"}')):
+        got = _json(value)
+        assert got == want and _json_module.loads(got) == value, (value, got)

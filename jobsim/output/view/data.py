@@ -18,9 +18,8 @@ own.
 
 from __future__ import annotations
 
-import functools
-
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -30,7 +29,7 @@ from ...base.printable import printable
 from ..columns import plot_frame
 from ..plotdata import (evenly_spaced, gone_rows, lock_series, node_names, node_spans,
                         node_strings, pair_executions, step_series, table_steps, thin)
-from .events import acquisitions, effects, instants, service_tables
+from .events import acquisitions, effects, instants, looked_up, service_tables
 from .note import lock_note, takeovers
 
 #: the outcome of an execution: its colour's index, its legend (in precedence order: an
@@ -113,7 +112,7 @@ def run_data(trace, hist: Histories, summary: dict, variant: str | None) -> RunD
     data = RunData(variant or str(summary.get("scenario", "run")), title, t0, t_end, names,
                    lanes)
     node_code = {n: i for i, n in enumerate(names)}
-    codes = np.array([node_code.get(n, -1) for n in ex["node"].tolist()], np.int16)
+    codes = looked_up(ex["node"], node_code, -1, np.int16)
     order = np.lexsort((ex["start"].to_numpy(), ex["job"].to_numpy()))  # by job, then start
     data.tables["executions"] = {
         "start": ex["start"].to_numpy(float)[order], "end": ex["end"].to_numpy(float)[order],
@@ -123,14 +122,14 @@ def run_data(trace, hist: Histories, summary: dict, variant: str | None) -> RunD
         "attempt": ex["attempt"].to_numpy(np.int32)[order], "node": codes[order],
         "thread": ex["thread"].to_numpy(np.int16)[order]}
     data.tables["instants"] = instants(data.tables["executions"], order)
+    expired = _expiries(tdf, node_all, t_end)  # (the marks' and the lock note's)
     data.tables["spans"], data.tables["marks"] = _spans_and_marks(tdf, node_all, node_code,
-                                                                  lanes, t_end)
+                                                                  lanes, t_end, expired)
     data.tables["acquisitions"], acq_counts = acquisitions(tdf, node_all, node_code, lanes)
     data.tables["effects"], effect_counts, eff = effects(tdf, node_all, node_code, ex_all,
                                                          lanes, hist, data.tables["executions"])
     data.tables["executions"]["eff"] = eff
     data.names["services"], data.services = service_tables(trace, t_end)
-    expired = _expiries(tdf, node_all, t_end)
     data.note = lock_note(takeovers(tdf, node_all, expired), summary)
     data.tables["depth"] = _depth(tdf, t0, t_end)
     _stories(data, tdf, node_all, node_code, hist,
@@ -202,12 +201,13 @@ def _lanes(names: list[str], ex: pd.DataFrame) -> tuple[dict[str, tuple[float, i
         k = int(threads.get(n, 0)) + 1
         lanes[n] = (y0, k)
         y0 += k + GAP
-    base = np.array([lanes[n][0] for n in ex["node"].tolist()], float)
+    base = looked_up(ex["node"], {n: y0 for n, (y0, _) in lanes.items()}, np.nan, float)
     return lanes, (base + ex["thread"].to_numpy(float)).astype(np.float32)
 
 
 def _spans_and_marks(tdf: pd.DataFrame, node_all: np.ndarray, node_code: dict[str, int],
-                     lanes: dict[str, tuple[float, int]], t_end: float
+                     lanes: dict[str, tuple[float, int]], t_end: float,
+                     expired: list[tuple[str, float, int]]
                      ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """The nodes' spans (kind 0 down after a crash, 1 paused, 2 cut off by a partition)
     and instants (kind 0 crash, 1 restart, 2 a lock expired, for the job ``job``; the side
@@ -240,7 +240,7 @@ def _spans_and_marks(tdf: pd.DataFrame, node_all: np.ndarray, node_code: dict[st
     marks = [(0 if k == "node_crashed" else 1, n, t, -1) for k, n, t in
              zip(kind.tolist(), node.tolist(), df["time"].tolist())
              if k in ("node_crashed", "node_restarted") and n in lanes]
-    marks += [(2, n, t, j) for n, t, j in _expiries(tdf, node_all, t_end) if n in lanes]
+    marks += [(2, n, t, j) for n, t, j in expired if n in lanes]
     marks.sort(key=lambda m: (m[2], m[0], m[1], m[3]))
     mid = [lanes[n][0] + (lanes[n][1] - 1) / 2 for _, n, _, _ in marks]
     top = [lanes[n][0] - 0.55 for _, n, _, _ in marks]
@@ -292,33 +292,40 @@ def _depth(tdf: pd.DataFrame, t0: float, t_end: float) -> dict[str, np.ndarray]:
     return {k: np.concatenate(v) for k, v in out.items()}
 
 
+def _sorted_codes(values: Any, spell: Any, none: str | None = None
+                  ) -> tuple[np.ndarray, list[str]]:
+    """Each value's code in the sorted list of the distinct spellings (``spell``), and that
+    list; a value spelt ``none`` is left out of the list, its code -1. Each distinct value
+    spelt once."""
+    codes, uniques = pd.factorize(np.asarray(values, dtype=object), use_na_sentinel=False)
+    spelt = [spell(u) for u in uniques.tolist()]
+    names = sorted({x for x in spelt if x != none})
+    at = {x: i for i, x in enumerate(names)}
+    return np.array([at.get(x, -1) for x in spelt] + [-1], np.int64)[codes], names
+
+
 def _stories(data: RunData, tdf: pd.DataFrame, node_all: np.ndarray,
              node_code: dict[str, int], hist: Histories, jobs: np.ndarray | None) -> None:
     """The tables a job's story is told from in the page, each sorted by job: ``jobs``
     (the stories' table: created, due, end, outcome, handler, name), ``claims`` (each
-    ``locked``, ``lock_extended`` and ``unlocked``, its ``kind`` 0, 1, 2: who, when, until) and ``retries`` (each ``retry_scheduled``: when, the new
-    due time). ``jobs``: only these (sorted; None: all)."""
+    ``locked``, ``lock_extended`` and ``unlocked``, its ``kind`` 0, 1, 2: who, when, until)
+    and ``retries`` (each ``retry_scheduled``: when, the new due time). ``jobs``: only these
+    (sorted; None: all)."""
     t = hist.table
     if jobs is not None:
         t = t[np.isin(t["id"].to_numpy(), jobs)]
     # names as the files spell them (``base.printable``): the same page from the folder;
     # each distinct name spelled once, not once a job
-    spell = functools.lru_cache(maxsize=None)(lambda v: printable(str(v)))
-    handler = [spell(h) for h in t["handler"].tolist()]
-    handlers = sorted(set(handler))
-    outcomes = sorted({str(o) for o in t["outcome"].tolist()})
-    names = [spell(n) if n else "" for n in t["name"].tolist()]
-    labels = sorted({n for n in names if n})
-    code = {n: i for i, n in enumerate(labels)}
+    handler, handlers = _sorted_codes(t["handler"], lambda v: printable(str(v)))
+    outcome, outcomes = _sorted_codes(t["outcome"], str)
+    name, labels = _sorted_codes(t["name"], lambda v: printable(str(v)) if v else "", "")
     created = t["created"].to_numpy(float)
     data.tables["jobs"] = {
         "id": t["id"].to_numpy(np.int64), "created": created,
         "due": (t["due"].to_numpy(float) - created).astype(np.float32),
         "end": (t["end"].to_numpy(float) - created).astype(np.float32),
-        "outcome": pd.Categorical(t["outcome"].astype(str), outcomes).codes.astype(np.int8),
-        "handler": pd.Categorical(handler, handlers).codes.astype(np.int16),
-        "priority": t["priority"].to_numpy(np.int32),
-        "name": np.array([code.get(n, -1) if n else -1 for n in names], np.int32)}
+        "outcome": outcome.astype(np.int8), "handler": handler.astype(np.int16),
+        "priority": t["priority"].to_numpy(np.int32), "name": name.astype(np.int32)}
     data.names.update(handlers=handlers, outcomes=outcomes, job_names=labels)
     for table, kind in (("claims", ("locked", "lock_extended", "unlocked")),
                         ("retries", ("retry_scheduled",))):
@@ -332,6 +339,5 @@ def _stories(data: RunData, tdf: pd.DataFrame, node_all: np.ndarray,
             "job": job[order].astype(np.int64), "time": time,
             **({"kind": pd.Categorical(tdf["kind"][sel].to_numpy()[order].astype(str),
                                        kind).codes.astype(np.int8)} if len(kind) > 1 else {}),
-            "node": np.array([node_code.get(n, -1) for n in node_all[sel][order].tolist()],
-                             np.int16),
+            "node": looked_up(node_all[sel][order], node_code, -1, np.int16),
             "until": (tdf["x"].to_numpy(float)[sel][order] - time).astype(np.float32)}

@@ -15,6 +15,8 @@ effect is an ``effect_refused`` event; a service's load and health are
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -50,6 +52,15 @@ def _capped(priority: np.ndarray, cap: int) -> np.ndarray:
     return np.sort(np.r_[first, kept])
 
 
+def looked_up(names: Any, table: dict[Any, Any], missing: Any, dtype: Any) -> np.ndarray:
+    """``table[name]`` for each of ``names`` (``missing`` where it has none, or where the
+    name is None), as an array of ``dtype``: each distinct name looked up once, not once a
+    row (a big run has hundreds of thousands of rows and a few nodes)."""
+    codes, uniques = pd.factorize(np.asarray(names, dtype=object))
+    return np.array([table.get(u, missing) for u in uniques.tolist()] + [missing],
+                    dtype)[codes]
+
+
 def _codes(names: np.ndarray, code: dict[str, int]) -> np.ndarray:
     """Node names as their codes (-2: a name without one), by the names' distinct values."""
     uniq, inverse = np.unique(names.astype(str), return_inverse=True)
@@ -64,16 +75,17 @@ def acquisitions(tdf: pd.DataFrame, node_all: np.ndarray, node_code: dict[str, i
     polls counted, not simulated)."""
     sel = (tdf["kind"] == "acquire").to_numpy(bool)
     node = node_all[sel]
-    known = np.array([n in lanes for n in node.tolist()], bool)
+    known = looked_up(node, dict.fromkeys(lanes, True), False, bool)
     idx = np.flatnonzero(sel)[known]
     node = node[known]
     got = tdf["b"].to_numpy()[idx]
     keep = _capped(got > 0, MAX_ACQUISITIONS)
     idx, node, got = idx[keep], node[keep], got[keep]
-    y = np.array([lanes[n][0] + lanes[n][1] - 1 + 0.58 for n in node.tolist()], np.float32)
+    y = looked_up(node, {n: y0 + k - 1 + 0.58 for n, (y0, k) in lanes.items()}, np.nan,
+                  np.float32)
     table = {"time": tdf["time"].to_numpy(float)[idx], "y": y,
              "kind": (got > 0).astype(np.int8),
-             "node": np.array([node_code[n] for n in node.tolist()], np.int16),
+             "node": looked_up(node, node_code, -1, np.int16),
              "asked": tdf["a"].to_numpy()[idx].astype(np.int32),
              "got": got.astype(np.int32), "lost": tdf["c"].to_numpy()[idx].astype(np.int32)}
     skipped = (tdf["kind"] == "polls_skipped").to_numpy(bool)

@@ -47,8 +47,11 @@ def bokeh_js() -> list[str]:
 def _json(value: Any) -> str:
     """JSON to put inside a ``<script>`` element (``<`` escaped: no ``</script>`` in it; no
     control character raw in the file: ``base.printable``'s escapes are JSON's)."""
-    return printable(json.dumps(value, separators=(",", ":"), ensure_ascii=False,
-                                allow_nan=False).replace("<", "\\u003c"))
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False,
+                      allow_nan=False).replace("<", "\\u003c")
+    # JSON escapes the C0 controls itself: an ASCII text without DEL has nothing left to
+    # escape (the common case, and a regex's pass over megabytes saved)
+    return text if text.isascii() and "\x7f" not in text else printable(text)
 
 
 def _html(text: str) -> str:
