@@ -481,6 +481,18 @@ def test_the_timeline_counts_the_duplicates_the_analysis_counts():
     assert differed, "no seed where the bare frame's reading differs: the test shows nothing"
 
 
+def test_the_double_runs_title_counts_in_words_one_or_many():
+    from jobsim.analysis.stories import Duplicate
+
+    one = [Duplicate(1, 0.0, 1, "n", "execution", "crash", []),
+           Duplicate(2, 0.0, 1, "n", "side_effect", "crash", [])]
+    title = plots.duplicates_by_cause(one).axes[0].get_title()
+    assert "1 duplicate execution, 1 duplicate side effect" in title, title
+    many = one + [Duplicate(3, 0.0, 2, "n", "execution", "crash", [])] * 1200
+    title = plots.duplicates_by_cause(many).axes[0].get_title()
+    assert "1,201 duplicate executions, 1 duplicate side effect" in title, title
+
+
 def test_back_to_back_executions_stay_separate_bars():
     tr = Trace()
     n = tr.node("n")

@@ -166,7 +166,7 @@ def table_depth(trace_df: pd.DataFrame) -> Figure:
 
     series = ((t_tab, v_tab, "tab:blue", 2.6,
                f"in the table ({_TERMS[kind_is(df, 'revived').any()]})"),
-              (t_lock, v_lock, "tab:orange", 1.6, "locked (live lock)"),
+              (t_lock, v_lock, "tab:orange", 1.6, "locked (its lock not yet expired)"),
               (t_run, v_run, "tab:green", 1.1, "running (executions in progress)"))
     binned = t_end > t0 and any(toggles(t, v) for t, v, *_ in series)
     if binned:  # each series its mean per bin (``plotdata.toggles``)

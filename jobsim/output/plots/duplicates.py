@@ -56,8 +56,10 @@ def duplicates_by_cause(duplicates: Any, causes: tuple[str, ...] | None = None) 
     ax.set_ylabel("duplicates (count)")
     ax.set_xlabel("cause")
     ax.grid(True, axis="y", alpha=0.3)
-    ax.set_title(headline(title, "count", f"{sum(e_vals)} duplicate executions, "
-                          f"{sum(s_vals)} duplicate side effects", fig.get_figwidth()))
+    n_ex, n_se = sum(e_vals), sum(s_vals)
+    ax.set_title(headline(title, "count", f"{n_ex:,} duplicate execution{'s' * (n_ex != 1)}, "
+                          f"{n_se:,} duplicate side effect{'s' * (n_se != 1)}",
+                          fig.get_figwidth()))
     if top == 0:
         ax.text(0.5, 0.6, "no duplicates", transform=ax.transAxes, ha="center",
                 va="center", fontsize=13, color="0.4")

@@ -27,7 +27,7 @@ SPAN_COLORS = ("#8a8a8a", "#e8c200", "#17becf")
 SPAN_LABELS = ("down (crash → restart)", "paused", "cut off by a partition")
 MARKS = (("x", "#d62728", 16, "crash"), ("triangle", "#2ca02c", 11, "restart"),
          ("inverted_triangle", "#b8860b", 10, "lock expired"))
-DEPTH = (("in the table", "#1f77b4", 2.6), ("locked (live lock)", "#ff7f0e", 1.6),
+DEPTH = (("in the table", "#1f77b4", 2.6), ("locked (its lock not yet expired)", "#ff7f0e", 1.6),
          ("running", "#2ca02c", 1.0))
 
 
