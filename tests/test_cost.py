@@ -182,6 +182,29 @@ workload: {streams: [{name: s, handler: w, count: 100000}]}
     assert "--budget" in text    # how to raise it
 
 
+@pytest.mark.parametrize("count", [40_000, 100_000, 333_333, 2_000_000])
+def test_the_budget_it_suggests_is_enough_and_typed_as_a_user_types_it(count):
+    """The suggested ``--budget`` is rounded up, never below what the run needs (it was
+    rounded to 2 digits either way: 5.3e+05 for 5.34e5), and reads 540000 or 2.4e9."""
+    import re
+
+    from jobsim.cli.values import _events, _size
+
+    sc = scenario.loads(f"""
+name: big
+nodes: 8
+handlers: {{w: {{outcome: always_fail, retry: {{attempts: 100, backoff: {{fixed: 1s}}}}}}}}
+workload: {{streams: [{{name: s, handler: w, count: {count}}}]}}
+""")
+    with pytest.raises(BudgetError) as err:
+        check(estimate(sc), Budget(), "big.yaml")
+    m = re.search(r"--budget (\S+)(?: --memory-budget (\S+))?$", str(err.value))
+    assert m and "+" not in m.group(1) and "," not in m.group(1), str(err.value)
+    events = _events(m.group(1))
+    memory = _size(m.group(2)) if m.group(2) else Budget().memory
+    check(estimate(sc), Budget(events=events, memory=memory), "big.yaml")  # enough now
+
+
 def test_the_guard_stops_a_run_far_past_its_estimate():
     sc = scenario.loads("""
 name: g

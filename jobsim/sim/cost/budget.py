@@ -93,10 +93,22 @@ def check(estimate: Estimate, budget: Budget, what: str) -> None:
                      f"{_bytes(MAX_MEMORY)}): change the settings above (fewer jobs, "
                      "attempts or nodes, a longer interval, a shorter run)")
         raise BudgetError("\n".join(lines))
-    lines.append(f"  if this is what you mean, raise the budget: --budget {need_events:.2g}"
+    lines.append("  if this is what you mean, raise the budget: --budget "
+                 f"{events_flag(need_events)}"
                  + (f" --memory-budget {_bytes(need_mem).replace(' ', '')}"
                     if estimate.memory_bytes > budget.memory else ""))
     raise BudgetError("\n".join(lines))
+
+
+def events_flag(x: float) -> str:
+    """A ``--budget`` of at least ``x`` events, as a user types it: rounded up (never below
+    what is needed) to two significant digits, 540000 or 2.4e9."""
+    exp = int(math.floor(math.log10(max(x, 1.0)))) - 1
+    value = math.ceil(x / 10.0 ** exp - 1e-9) * 10 ** exp if exp > 0 else math.ceil(x)
+    if value < 1e7:
+        return f"{int(value)}"
+    mantissa, power = f"{value:.1e}".split("e")
+    return f"{float(mantissa):g}e{int(power)}"
 
 
 def _count(x: float) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 
-from .budget import DEFAULT_EVENTS, Budget, Estimate, _bytes, _count
+from .budget import DEFAULT_EVENTS, Budget, Estimate, _bytes, _count, events_flag
 
 #: a run stops when it reaches this many times its estimate (or its budget, if higher)
 GUARD_FACTOR = 10.0
@@ -54,7 +54,7 @@ class Guard:
                 f"({self.estimate.describe()}); nothing was written. Something in the "
                 "scenario makes far more events than it looks (a tight loop of retries, "
                 "polls or expiring locks?). If the run is right, raise the budget: "
-                f"--budget {max(events * 10, self.max_events * 10):.2g}")
+                f"--budget {events_flag(max(events * 10, self.max_events * 10))}")
         if self.start_rss is not None:
             rss = _rss()
             if rss is not None and rss - self.start_rss > self.max_growth:
