@@ -195,6 +195,9 @@ def test_timings_file_and_unchanged_report(tmp_path, capsys):
         assert f["wall_s"] >= 0 and f["cpu_s"] >= 0
     assert figures["wall_s"] >= sum(f["wall_s"] for f in figures["phases"].values()) - 1e-3
     assert figures["peak_rss_mb"] > 0 and 0 < figures["simulate_share"] < 1
+    # what it measured: a timings file read later says whose they are
+    assert (figures["scenario"], figures["file"], figures["seed"], figures["variants"],
+            figures["report"]) == ("lesson", lesson, 0, 1, str(tmp_path / "timed"))
     for f in sorted((tmp_path / "plain").iterdir()):
         if f.name != ".jobsim-manifest.json":
             assert f.read_bytes() == (tmp_path / "timed" / f.name).read_bytes(), f.name

@@ -84,8 +84,10 @@ def _run(args: argparse.Namespace) -> int:
         lines = told(analyses, out, args.quiet)
         for line in lines[:-1] + (seeds.lines() if seeds else []) + lines[-1:]:
             print(line)
-        if phases is not None:
-            write_file(Path(args.timings), phases.figures())
+        if phases is not None:  # with what it measured: the file's scenario, its report
+            write_file(Path(args.timings), {
+                **phases.figures(), "scenario": runs[0].name, "file": str(args.scenario),
+                "seed": runs[0].seed, "variants": len(runs), "report": str(out)})
     except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP (``base.signals``)
         if written:
             return stopped(exc, f"the report {out} was written whole" +
