@@ -6,7 +6,7 @@ import pandas as pd
 
 import jobsim
 from jobsim.format import scenario
-from jobsim.analysis.schedules import SHOWN, digest, retry_delays, schedule_column
+from jobsim.analysis.schedules import digest, retry_delays, schedule_column
 
 
 def _doc(backoff, handlers=None, count=0, jobs=(), attempts=4, **extra):
@@ -91,14 +91,32 @@ def test_jittered_schedules_are_summed_up_by_retry():
     a = _analyse(_doc({"exponential": {"base": "10s", "factor": 1, "jitter": "full"}},
                       count=100, attempts=3))
     lines = digest(a.histories)
-    schedules = lines[2:2 + SHOWN]
-    assert len(schedules) == SHOWN and all(line.startswith("| 1 | ") for line in schedules)
-    assert lines[2 + SHOWN + 1] == f"… and {100 - SHOWN} more schedules ({100 - SHOWN} jobs). " \
-        "By retry:"
-    by_retry = [line for line in lines[2 + SHOWN:] if line.startswith(("| 1 |", "| 2 |"))]
+    # a list of five schedules of one job each would say nothing: the delays by retry alone
+    assert lines[0] == ("Nearly every job's schedule is its own (100 schedules among 100 "
+                        "retried jobs, none followed by more than 1: a jittered backoff). "
+                        "By retry:")
+    by_retry = [line for line in lines if line.startswith(("| 1 |", "| 2 |"))]
     # every job failed twice: 100 first retries and 100 second ones, within 0..10 s
     assert [line.split(" | ")[:2] for line in by_retry] == [["| 1", "100"], ["| 2", "100"]]
     assert len(lines) < 20
+
+
+def test_many_schedules_followed_by_many_jobs_are_listed_then_summed_up():
+    """Past ``SHOWN`` schedules the most common are listed and the rest counted, with
+    separators; only where the most common is one job's in a hundred or fewer is the list
+    left out (a jittered backoff's)."""
+    from types import SimpleNamespace
+
+    groups = {f"{k}s": [float(k), 2.0 * k] for k in range(1, 9)}  # 8 schedules
+    delays = {j: groups[f"{1 + j % 8}s"] for j in range(1, 2001)}  # 250 jobs each
+    lines = digest(SimpleNamespace(delays=delays))
+    assert lines[:3] == ["| jobs | retry delays |", "|---:|---|", "| 250 | 1s 2s |"]
+    assert "… and 3 more schedules (750 jobs). By retry:" in lines
+    assert "| 1 | 2,000 | 1s | 4.5s | 8s |" in lines
+    scattered = {j: [1.0 + j / 1000.0] for j in range(1, 2001)}  # each its own
+    lines = digest(SimpleNamespace(delays=scattered))
+    assert lines[0].startswith("Nearly every job's schedule is its own (2,000 schedules "
+                               "among 2,000 retried jobs, none followed by more than 1")
 
 
 def test_the_report_names_each_variant_that_retried(tmp_path):

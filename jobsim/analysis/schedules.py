@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 SHOWN = 5
 #: the retries (1st, 2nd, ...) the report's by-retry table goes up to
 SHOWN_RETRIES = 8
+#: schedules are scattered (a jittered backoff's) when the most common one is followed by at
+#: most one job in this many: the report gives the delays by retry alone
+SCATTERED = 100
 
 
 def retry_delays(trace: Trace) -> dict[int, list[float]]:
@@ -97,22 +100,30 @@ def digest(hist: Histories) -> list[str]:
     counts = pd.Series(schedule_column(lists)).value_counts()
     counts = counts.rename_axis("schedule").reset_index(name="jobs").sort_values(
         ["jobs", "schedule"], ascending=[False, True], kind="stable")
-    lines = ["| jobs | retry delays |", "|---:|---|"]
-    lines += [f"| {n} | {s} |" for s, n in counts.head(SHOWN).itertuples(index=False)]
     rest = len(counts) - SHOWN
-    if rest <= 0:
-        return lines
+    jobs = len(lists)
+    if rest > 0 and int(counts["jobs"].iloc[0]) * SCATTERED <= jobs:
+        # a jittered backoff: the most common schedule is a handful of jobs', and a list of
+        # a few of them says nothing; the delays by retry say it all
+        lines = [f"Nearly every job's schedule is its own ({len(counts):,} schedules among "
+                 f"{jobs:,} retried jobs, none followed by more than "
+                 f"{int(counts['jobs'].iloc[0]):,}: a jittered backoff). By retry:", ""]
+    else:
+        lines = ["| jobs | retry delays |", "|---:|---|"]
+        lines += [f"| {n:,} | {s} |" for s, n in counts.head(SHOWN).itertuples(index=False)]
+        if rest <= 0:
+            return lines
+        lines += ["", f"… and {rest:,} more schedule{'s' if rest > 1 else ''} "
+                  f"({int(counts['jobs'].iloc[SHOWN:].sum()):,} jobs). By retry:", ""]
     place, delay = _flat(lists)
     stats = pd.DataFrame({"retry": place, "delay": delay})
     stats = stats[stats["retry"] <= SHOWN_RETRIES].groupby("retry")["delay"].agg(
         ["size", "min", "mean", "max"])
-    lines += ["", f"… and {rest} more schedule{'s' if rest > 1 else ''} "
-              f"({int(counts['jobs'].iloc[SHOWN:].sum())} jobs). By retry:", "",
-              "| retry | jobs | least | mean | most |", "|---:|---:|---:|---:|---:|"]
+    lines += ["| retry | jobs | least | mean | most |", "|---:|---:|---:|---:|---:|"]
     for k, n, lo, mean, hi in stats.itertuples():
         lo_, mean_, hi_ = _spelled(np.array([lo, mean, hi]))
-        lines.append(f"| {k} | {n} | {lo_} | {mean_} | {hi_} |")
+        lines.append(f"| {k} | {n:,} | {lo_} | {mean_} | {hi_} |")
     deeper = int((place > SHOWN_RETRIES).sum())
     if deeper:
-        lines += ["", f"And {deeper} retries after the {SHOWN_RETRIES}th."]
+        lines += ["", f"And {deeper:,} retries after the {SHOWN_RETRIES}th."]
     return lines
