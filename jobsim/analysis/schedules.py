@@ -105,9 +105,11 @@ def digest(hist: Histories) -> list[str]:
     if rest > 0 and int(counts["jobs"].iloc[0]) * SCATTERED <= jobs:
         # a jittered backoff: the most common schedule is a handful of jobs', and a list of
         # a few of them says nothing; the delays by retry say it all
-        lines = [f"Nearly every job's schedule is its own ({len(counts):,} schedules among "
-                 f"{jobs:,} retried jobs, none followed by more than "
-                 f"{int(counts['jobs'].iloc[0]):,}: a jittered backoff). By retry:", ""]
+        most = int(counts["jobs"].iloc[0])
+        lines = [(f"Every job's schedule is its own ({jobs:,} retried jobs" if most == 1 else
+                  f"Nearly every job's schedule is its own ({len(counts):,} schedules among "
+                  f"{jobs:,} retried jobs, none followed by more than {most:,}")
+                 + ": a jittered backoff). By retry:", ""]
     else:
         lines = ["| jobs | retry delays |", "|---:|---|"]
         lines += [f"| {n:,} | {s} |" for s, n in counts.head(SHOWN).itertuples(index=False)]
