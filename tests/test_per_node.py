@@ -201,10 +201,10 @@ def test_the_printed_summary_has_a_line_per_node(hand):
     lines = [line for line in format_summary(hand) if line.startswith(("nodes", " " * 13))]
     assert lines == [
         "nodes        node-1  2 executions · 2 rows locked · "
-        f"{hand.summary['nodes']['node-1']['acquire_attempts']} attempts · 0 lost races · "
+        f"{hand.summary['nodes']['node-1']['acquire_attempts']} acquisitions · 0 lost races · "
         "busy 22.5% · paused 10s",
         "             node-2  2 executions · 2 rows locked · "
-        f"{hand.summary['nodes']['node-2']['acquire_attempts']} attempts · 0 lost races · "
+        f"{hand.summary['nodes']['node-2']['acquire_attempts']} acquisitions · 0 lost races · "
         "busy 36.9% · down 20s"]
 
 

@@ -138,9 +138,8 @@ def node_lines(nodes: dict[str, dict[str, Any]]) -> list[str]:
     width = max((len(n) for n in names[:MAX_NODES_SHOWN]), default=0)
     for i, (n, f) in enumerate((n, nodes[n]) for n in names[:MAX_NODES_SHOWN]):
         line = (f"{count(f['executions'])} executions · {count(f['claims'])} rows locked · "
-                f"{count(f['acquire_attempts'])} attempts · {count(f['lost_races'])} lost races "
-                f"· busy "
-                f"{node_cell(f, 'busy_share')}")
+                f"{count(f['acquire_attempts'])} acquisitions · "
+                f"{count(f['lost_races'])} lost races · busy {node_cell(f, 'busy_share')}")
         line += "".join(f" · {key[5:]} {format_seconds(f[key])}"
                         for key in ("time_down", "time_paused") if f[key])
         lines.append(f"{'nodes' if i == 0 else '':13}{n:<{width}}  {line}")
