@@ -468,7 +468,7 @@ def test_the_timeline_counts_the_duplicates_the_analysis_counts():
     for seed in range(1, 9):
         a = analyse(run(scenario.loads(_CRASH_AND_RETRIES.format(seed=seed))))
         want = a.summary["duplicate_executions"]["total"]
-        fig = plots.node_timeline(trace_frame(a.result.trace), duplicates=a.histories.duplicates)
+        fig = plots.node_timeline(trace_frame(a.result.trace), duplicates=a.histories.duplicate_starts)
         title = fig.axes[0].get_title()
         found = re.search(r"(\d+) ran a job again", title)
         assert (int(found.group(1)) if found else 0) == want, (seed, title)

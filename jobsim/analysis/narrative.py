@@ -243,7 +243,6 @@ def narrate(trace: Trace, limit: int | None = 60) -> list[str]:
             left[kept + 1] = 0
             left = np.cumsum(left)  # the notable lines left out before each position
             gaps = np.diff(np.r_[0, left[kept]]).tolist()
-            last = kept[-1] + 1 if len(kept) else 0
             hidden = int(left[-1] - left[last])  # those after the last line told
         if hidden:  # the jobs done after the last line told are counted with what is hidden
             routine, after = routine[routine < last], routine[routine >= last]

@@ -122,6 +122,13 @@ class Histories:
     def jobs(self) -> Stories:
         return Stories(self)
 
+    @property
+    def duplicate_starts(self) -> np.ndarray:
+        """The ``seq`` of each duplicate execution's ``exec_start``, sorted: what the
+        timeline rings and the page colours as a duplicate."""
+        return np.array(sorted({d.seq for d in self.duplicates if d.what == "execution"}),
+                        np.int64)
+
 
 # --- plain stories, on whole columns -----------------------------------------------------------
 

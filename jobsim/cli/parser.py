@@ -36,7 +36,7 @@ class _Parser(argparse.ArgumentParser):
         if message.startswith("the following arguments are required"):
             # argparse asks for the missing argument before it names a flag it does not know
             # (``jobsim run --nope``): the flag is the mistake to name first
-            unknown = self._unknown_flags()
+            unknown = self._unknown_flags(self._words)
             if unknown:
                 message = f"unrecognized arguments: {' '.join(unknown)}; {message}"
         raise _UsageError(f"{self.prog}: {message}", self.prog)
@@ -46,9 +46,8 @@ class _Parser(argparse.ArgumentParser):
         that is close to one it does (``--sed``), or ""."""
         import difflib
 
-        self._words = words
         known = [o for o in self._option_string_actions if o.startswith("--")]
-        unknown = self._unknown_flags()
+        unknown = self._unknown_flags(words)
         close = {w: difflib.get_close_matches(w.split("=", 1)[0], known, n=1, cutoff=0.7)
                  for w in unknown}
         close = {w: c[0] for w, c in close.items() if c}
@@ -58,9 +57,10 @@ class _Parser(argparse.ArgumentParser):
             return f"did you mean {next(iter(close.values()))}?"
         return "did you mean " + ", ".join(f"{c} (for {w})" for w, c in close.items()) + "?"
 
-    def _unknown_flags(self) -> list[str]:
+    def _unknown_flags(self, words: list[str]) -> list[str]:
+        """The words that are flags this parser does not know (up to a ``--``)."""
         out = []
-        for word in self._words:
+        for word in words:
             if word == "--":
                 break
             if (word.startswith("-") and word != "-"

@@ -52,7 +52,7 @@ def run_plots(a: Any, jobs: pd.DataFrame, folder: Path, steps: Any = None,
     alone = a.result.scenario.variant is None
     made = [("per-node timeline", "timeline.png", lambda: plots.node_timeline(
         tdf, colour=a.result.scenario.timeline_colour, jobs=jobs,
-        duplicates=a.histories.duplicates))]
+        duplicates=a.histories.duplicate_starts))]
     counted = counted_jobs(jobs, a.summary)
     listed = []  # a run of too few jobs for a distribution: each job's start delay in words
     if alone or jobs["priority"].nunique() > 1:  # a variant's: what the shared one merges

@@ -63,7 +63,7 @@ def node_timeline(trace_df: pd.DataFrame, max_bars: int = 2000, colour: str = "o
 
     An execution the run's analysis counts as a duplicate (``Histories.duplicates``, the
     summary's "duplicate executions") is ringed, and the title counts them: ``duplicates``
-    gives them (the ``Duplicate`` list, or the ``seq`` of each one's ``exec_start``), else
+    gives the ``seq`` of each one's ``exec_start`` (``Histories.duplicate_starts``), else
     they come from the run when the input is one. A bare trace frame without them is read
     as: a run of a job after an earlier run of it that did not fail — which also counts a
     crashed run's second re-run and misses a run after a dead letter.
@@ -77,7 +77,7 @@ def node_timeline(trace_df: pd.DataFrame, max_bars: int = 2000, colour: str = "o
     if duplicates is None and trace_df is not None and not isinstance(trace_df, pd.DataFrame):
         from ...analysis.inputs import as_histories
 
-        duplicates = as_histories(trace_df).duplicates
+        duplicates = as_histories(trace_df).duplicate_starts
     trace_df = None if trace_df is None else _trace_rows(trace_df)
     if trace_df is None or len(trace_df) == 0:
         fig, ax = _figure(10.0, 3.0)
@@ -108,12 +108,10 @@ def node_timeline(trace_df: pd.DataFrame, max_bars: int = 2000, colour: str = "o
     ex = pair_executions(df if isinstance(df["node"].dtype, pd.CategoricalDtype) else
                      df.assign(node=node), t_end)
     if duplicates is not None:  # the analysis's own, by the seq of each one's start
-        seqs = [getattr(d, "seq", d) for d in duplicates if getattr(d, "what", "execution")
-                == "execution"]
         seq = trace_df["seq"].to_numpy() if "seq" in trace_df.columns else \
             trace_df.index.to_numpy()  # (the trace's own frames: the row number)
         starts = seq[drawn][kind_is(df, "exec_start")]
-        ex["duplicate"] = np.isin(starts, np.asarray(seqs, dtype=np.int64))
+        ex["duplicate"] = np.isin(starts, np.asarray(duplicates, dtype=np.int64))
     shown = evenly_spaced(ex, max_bars)
     height = min(12.0, 2.2 + 0.75 * len(names))
     fig, ax = _figure(11.0, height)

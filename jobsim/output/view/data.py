@@ -155,9 +155,7 @@ def _classified(tdf: pd.DataFrame, node_all: np.ndarray, t_end: float,
     node = node_all[drawn]
     ex = pair_executions(df.assign(node=node), t_end)
     seqs = df.index.to_numpy()[(df["kind"] == "exec_start").to_numpy(bool)]
-    dups = np.array(sorted({d.seq for d in hist.duplicates if d.what == "execution"}),
-                    np.int64)
-    is_dup = np.isin(seqs, dups)
+    is_dup = np.isin(seqs, hist.duplicate_starts)
     # each execution's own outcome: the first completed / retry / dead letter of its node,
     # job and attempt
     after = tdf["kind"].isin(["completed", "retry_scheduled", "dead_lettered"]).to_numpy(bool)

@@ -61,13 +61,6 @@ def looked_up(names: Any, table: dict[Any, Any], missing: Any, dtype: Any) -> np
                     dtype)[codes]
 
 
-def _codes(names: np.ndarray, code: dict[str, int]) -> np.ndarray:
-    """Node names as their codes (-2: a name without one), by the names' distinct values."""
-    uniq, inverse = np.unique(names.astype(str), return_inverse=True)
-    return np.array([code.get(n, -2) for n in uniq.tolist()] or [0], np.int16)[inverse] \
-        if len(names) else np.zeros(0, np.int16)
-
-
 def acquisitions(tdf: pd.DataFrame, node_all: np.ndarray, node_code: dict[str, int],
                  lanes: dict[str, tuple[float, int]]) -> tuple[dict[str, np.ndarray], dict]:
     """Each acquisition (``kind`` 0 empty, 1 a claim), drawn just under its node's lanes:
@@ -126,7 +119,7 @@ def effects(tdf: pd.DataFrame, node_all: np.ndarray, node_code: dict[str, int],
                              "attempt": drawn["attempt"], "row": np.arange(len(eff))}
                             ).drop_duplicates(["node", "job", "attempt"])
         found = pd.DataFrame({
-            "node": _codes(node[at_end], node_code),
+            "node": looked_up(node[at_end], node_code, -2, np.int16),
             "job": tdf["job"].to_numpy()[every[at_end]],
             "attempt": tdf["attempt"].to_numpy()[every[at_end]]}).merge(
             rows, how="left", on=["node", "job", "attempt"])
@@ -147,12 +140,9 @@ def effects(tdf: pd.DataFrame, node_all: np.ndarray, node_code: dict[str, int],
     found = pd.DataFrame({"node": node, "job": job, "attempt": attempt}).merge(
         threads, how="left", on=["node", "job", "attempt"])
     thread = found["thread"].fillna(0).to_numpy(float)
-    base = {n: lanes[n][0] for n in lanes}
-    uniq, inverse = np.unique(node.astype(str), return_inverse=True)
-    y = np.array([base[n] for n in uniq.tolist()] or [0.0], float)[inverse] + thread - 0.3 \
-        if len(node) else np.zeros(0)
+    y = looked_up(node, {n: y0 for n, (y0, _) in lanes.items()}, np.nan, float) + thread - 0.3
     table = {"time": tdf["time"].to_numpy(float)[idx], "y": y.astype(np.float32),
-             "kind": code, "node": _codes(node, node_code),
+             "kind": code, "node": looked_up(node, node_code, -2, np.int16),
              "job": job, "attempt": attempt}
     counts = {"effects": int(effect.sum()), "effects_late": int((all_code == 1).sum()),
               "effects_duplicate": int((all_code == 2).sum()),
