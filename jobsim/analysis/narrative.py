@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base.durations import format_duration
+from ..base.durations import format_duration, format_span
 from ..base.trace import K, Trace
 from .history import KINDS_OF_JOB
 
@@ -49,12 +49,12 @@ def _clock(t: float) -> str:
 
 def _waited(ms: int) -> str:
     """The worker's wait before it reported the failure (``fail_wait``), if any."""
-    return f", reported after the worker waited {format_duration(ms / 1000.0)}" if ms else ""
+    return f", reported after the worker waited {format_span(ms / 1000.0)}" if ms else ""
 
 
 def _timer_job(tid: int, due: float, t: float) -> str:
     """A boundary timer's timer job that fired: when it was due, how late it ran."""
-    return (f"its timer job {tid}, due at t={due:g}s, ran {format_duration(t - due)} late"
+    return (f"its timer job {tid}, due at t={due:g}s, ran {format_span(t - due)} late"
             if t > due else f"its timer job {tid} ran at its due time")
 
 
@@ -278,7 +278,7 @@ def narrate(trace: Trace, limit: int | None = 60) -> list[str]:
                          "no effect, the run fails")
         elif k == K["retry_scheduled"]:
             lines.append(f"  {who} job {j} failed ({text}){_waited(c_[i])}; retry in "
-                         f"{format_duration(x_[i] - times[i])} ({a_[i]} left)")
+                         f"{format_span(x_[i] - times[i])} ({a_[i]} left)")
         elif k == K["dead_lettered"] and a_[i] == 2:
             lines.append(f"  {who} job {j} FAILED: {text} (kept until retried or cancelled)")
         elif k == K["operation_ignored"]:

@@ -70,3 +70,16 @@ def format_duration(seconds: float) -> str:
     if seconds >= 3600 and seconds % 3600 == 0:
         return f"{seconds / 3600:g}h"
     return f"{seconds:g}s"
+
+
+def format_span(seconds: float) -> str:
+    """A span that was measured or drawn rather than written in a file (a jittered retry's
+    delay, how late a timer ran), to three significant figures: ``4.12s``, not
+    ``4.11844s``; whole figures as ``format_duration`` spells them.
+
+    >>> format_span(4.11844), format_span(10.0), format_span(0.0123456), format_span(3599.7)
+    ('4.12s', '10s', '12.3ms', '1h')
+    """
+    if math.isinf(seconds) or seconds == 0:
+        return format_duration(seconds)
+    return format_duration(float(f"{seconds:.3g}"))

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..base.durations import format_duration
+from ..base.durations import format_span
 from ..executor.config import ExecutorConfig, Scenario
 from .backlog import peak_backlog
 from .lint_polls import lock_step
@@ -47,7 +47,7 @@ class Warning:  # noqa: A001 - jobsim's own kind of warning, not Python's
 
 
 def _dur(seconds: float) -> str:  # three significant figures, as a scenario writes it
-    return format_duration(float(f"{seconds:.3g}"))
+    return format_span(seconds)
 
 
 # --- what the file says, and what each node does ----------------------------------------------

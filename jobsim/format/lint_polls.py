@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 
-from ..base.durations import format_duration
+from ..base.durations import format_duration, format_span
 from ..executor.config import Scenario
 from .lint_work import run_p99
 
@@ -79,6 +79,6 @@ def lock_step(sc: Scenario) -> Iterator[Found]:
            f"interval anew, so the nodes' polls can drift into lock-step (the report says "
            f"whether they did), where a job waits about T/2 = {format_duration(T / 2)} for a "
            f"poll, not T/(N+1) = "
-           f"{format_duration(float(f'{T / (n + 1):.3g}'))}; fix: executor.poll_jitter: 0.5 "
+           f"{format_span(T / (n + 1))}; fix: executor.poll_jitter: 0.5 "
            f"(the phases stay apart), or poll_jitter: 0 written out if lock-step is what "
            f"you study")
