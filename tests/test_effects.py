@@ -4,9 +4,12 @@ apart from starvation. Each on a scenario written with defaults, at several seed
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import jobsim.api as api
+from jobsim.analysis.effects import executions
+from jobsim.base.trace import K
 from jobsim.format.lint import lint
 from jobsim.format.scenario import from_dict, load_variants
 from jobsim.output.words import sentences
@@ -343,3 +346,39 @@ def test_the_warnings_count_of_jobs_reads_as_a_number(x, text):
     from jobsim.format.lint_polls import _about
 
     assert _about(x) == text
+
+
+def test_the_lock_step_wait_is_of_jobs_due_with_a_thread_free():
+    """The polls decide the wait of a job that falls due with a thread free; a burst of
+    2-minute jobs that fills every thread makes the others wait for a thread as well. The
+    report's mean for lock-step is the first (about T/2 in lock-step), not the mean of all
+    (past T/2, which lock-step alone could never give), and the second is told apart."""
+    doc = {**POLLERS, "handlers": {"work": {"duration": "200ms"}, "long": {"duration": "2m"}},
+           "workload": {"streams": POLLERS["workload"]["streams"] + [
+               {"name": "b", "handler": "long", "rate": "1/s", "count": 40, "start": "10m"}]}}
+    for seed in (1, 2, 3):
+        a = api.analyse(api.run(from_dict(doc), seed))
+        s, p = a.summary, a.summary["effects"]["poll_phases"]
+        assert p["lock_step"], (seed, p)
+        # by hand, from the trace: each job's due time (its creation's x) and first start,
+        # and the executions running at its due instant (just after it)
+        c = a.result.trace.arrays()
+        kind, t, job = c["kind"], c["time"], c["job"]
+        created, started = kind == K["job_created"], kind == K["exec_start"]
+        due_of = dict(zip(job[created].tolist(), c["x"][created].tolist()))
+        first: dict[int, float] = {}
+        for j, at in zip(job[started].tolist(), t[started].tolist()):
+            first.setdefault(j, at)
+        due = np.array([due_of[j] for j in first])
+        delay = np.array(list(first.values())) - due
+        began, ended = executions(c, s["end_time"])[:2]
+        running = ((began[None, :] <= due[:, None]) & (ended[None, :] > due[:, None])).sum(1)
+        busy = running >= 32
+        assert p["due_while_busy"] == busy.sum() > 100, seed
+        assert p["start_delay_mean_free"] == pytest.approx(delay[~busy].mean(), rel=1e-6)
+        assert p["start_delay_mean_busy"] == pytest.approx(delay[busy].mean(), rel=1e-6)
+        assert 4.0 <= p["start_delay_mean_free"] <= 6.0 < 1.3 * 5.0 < p["start_delay_mean"]
+        said = " ".join(sentences(s))
+        assert (f"Jobs due while a thread was free waited a mean "
+                f"{p['start_delay_mean_free']:.3g} s to start") in said, said
+        assert f"the {busy.sum():,} due while every thread was busy waited a mean" in said

@@ -13,7 +13,10 @@ in lock-step. The run is in ``lock_step`` when the spread over its last tenth is
 the independent phases' (what is left is the claims' and runs' own time, which does not
 shrink with ``T``); ``from_start`` when the nodes' first polls were already so close (pinned
 starts, or phases drawn close). A node that is down (crashed, not yet restarted) has no
-phase: the spread is the live nodes'.
+phase: the spread is the live nodes'. The polls decide the wait of a job that falls due with
+a thread free; one that falls due while every thread is busy waits for a thread as well: the
+mean start delay is given for each (``start_delay_mean_free``, ``start_delay_mean_busy``,
+``due_while_busy`` of them), and with jitter, lock-step must show in the first.
 
 **Imbalance** (``imbalance``). Each node's executions against its even share (its threads ×
 time up, among the nodes that handle the job: ``nodes.<n>.even_share``). Phases that stay
@@ -113,9 +116,13 @@ def _executions(cols: dict[str, np.ndarray], end: float) -> tuple[np.ndarray, ..
 # --- poll phases and imbalance ----------------------------------------------------------------
 
 def poll_phases(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[NodeConfig, ...],
-                end: float, start_delay_mean: float | None) -> dict[str, Any] | None:
+                end: float, start_delay_mean: float | None,
+                waits: tuple[float | None, float | None, int] = (None, None, 0)
+                ) -> dict[str, Any] | None:
     """The nodes' poll phases (see the module's docstring), or None where they mean nothing:
-    fewer than two polling nodes, intervals that differ, a fake clock, under ten intervals."""
+    fewer than two polling nodes, intervals that differ, a fake clock, under ten intervals.
+    ``waits``: ``waits_by_room`` — the polls decide only the waits of jobs that fell due
+    with a thread free."""
     series = phase_series(cols, names, nodes, end)
     if series is None:
         return None
@@ -134,15 +141,19 @@ def poll_phases(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[Node
     n = len(polling)
     jitter = max(c.executor.poll_jitter for c in nodes if c.name in polling)
     independent = T * (n - 1) / (n + 1)
+    free, busy, n_busy = waits
+    decided = start_delay_mean if not n_busy else free
     out = {"interval": T, "nodes": n, "jitter": jitter,
            "spread_start": _r(first), "spread_end": _r(last),
            "spread_independent": _r(independent),
            # with jitter a phase jumps each poll: the waits must show it too
            "lock_step": bool(last < LOCK_STEP * independent and (
-               not jitter or start_delay_mean is None or
-               start_delay_mean >= 1.25 * T / (n + 1))),
+               not jitter or decided is None or decided >= 1.25 * T / (n + 1))),
            "from_start": bool(first < LOCK_STEP * independent),  # pinned, or drawn close
            "start_delay_mean": _r(start_delay_mean) if start_delay_mean is not None else None,
+           # the waits the polls decide (due with a thread free), and the others'
+           "start_delay_mean_free": _r(decided), "start_delay_mean_busy": _r(busy),
+           "due_while_busy": n_busy,
            "start_delay_independent": _r(T / (n + 1)), "start_delay_lock_step": _r(T / 2)}
     # the share of the cycle before each node's polls, over the run's last tenth
     gaps = _gaps_before(live[-tenth:], T).mean(axis=0) / T
@@ -301,17 +312,17 @@ def load(jobs: pd.DataFrame, runs: tuple[np.ndarray, ...], node_figures: dict[st
             "aging_horizon": _r(gap / aging) if aging > 0 and gap > 0 else None}
 
 
-def saturation(jobs: pd.DataFrame, runs: tuple[np.ndarray, ...], threads: int,
-               end: float) -> dict[str, Any] | None:
-    """How long every thread was busy while due jobs waited (``threads``: the cluster's)."""
+def busy_levels(jobs: pd.DataFrame, runs: tuple[np.ndarray, ...], threads: int,
+                end: float) -> tuple[np.ndarray, ...] | None:
+    """The instants where the busy threads or the waiting jobs changed, with each count
+    after the instant: ``(at, busy, waiting)``; None where every thread was never busy at
+    once (nothing waited for a thread: the cheap answer)."""
     if threads <= 0 or end <= 0 or not len(runs[0]):
         return None
-    empty = {"threads": threads, "time": 0.0, "share": 0.0, "longest": None,
-             "longest_from": None, "most_waiting": None}
     began, ended = np.sort(runs[0]), np.sort(runs[1])
     peak = (np.arange(1, len(began) + 1) - np.searchsorted(ended, began, side="right")).max()
-    if peak < threads:  # never every thread busy: the cheap answer
-        return empty
+    if peak < threads:
+        return None
     due = jobs["due"].to_numpy(dtype=float)
     start = jobs["first_start"].to_numpy(dtype=float)
     start = start[~np.isnan(start)]
@@ -323,7 +334,19 @@ def saturation(jobs: pd.DataFrame, runs: tuple[np.ndarray, ...], threads: int,
     order = np.argsort(t, kind="stable")
     t, b, w = t[order], np.cumsum(db[order]), np.cumsum(dw[order])
     last = np.append(t[1:] != t[:-1], True) & (t <= end)  # each instant's level after it
-    at, b, w = t[last], b[last], w[last]
+    return t[last], b[last], w[last]
+
+
+def saturation(levels: tuple[np.ndarray, ...] | None, threads: int,
+               end: float) -> dict[str, Any] | None:
+    """How long every thread was busy while due jobs waited (``threads``: the cluster's;
+    ``levels``: ``busy_levels``)."""
+    if threads <= 0 or end <= 0:
+        return None
+    if levels is None:
+        return {"threads": threads, "time": 0.0, "share": 0.0, "longest": None,
+                "longest_from": None, "most_waiting": None}
+    at, b, w = levels
     full = (b >= threads) & (w > 0)
     length = np.diff(np.append(at, end))
     total = float(length[full].sum())
@@ -340,6 +363,25 @@ def saturation(jobs: pd.DataFrame, runs: tuple[np.ndarray, ...], threads: int,
     return out
 
 
+def waits_by_room(jobs: pd.DataFrame, levels: tuple[np.ndarray, ...] | None,
+                  threads: int) -> tuple[float | None, float | None, int]:
+    """The mean start delay of the jobs that fell due while a thread was free (the polls
+    decide their wait), that of those that fell due while every thread was busy (they
+    waited for a thread too), and how many of those there were."""
+    due = jobs["due"].to_numpy(dtype=float)
+    start = jobs["first_start"].to_numpy(dtype=float)
+    ran = ~np.isnan(start)
+    due, delay = due[ran], start[ran] - due[ran]
+    if levels is None:
+        return (float(delay.mean()) if len(delay) else None), None, 0
+    at, b, _ = levels
+    i = np.searchsorted(at, due, side="right") - 1
+    busy = b[np.maximum(i, 0)] >= threads
+    busy &= i >= 0
+    free = delay[~busy]
+    return (float(free.mean()) if len(free) else None,
+            float(delay[busy].mean()) if busy.any() else None, int(busy.sum()))
+
 
 def detect(cols: dict[str, np.ndarray], names: list[str], jobs: pd.DataFrame,
            nodes: tuple[NodeConfig, ...], end: float, figures: dict[str, Any]
@@ -348,11 +390,12 @@ def detect(cols: dict[str, np.ndarray], names: list[str], jobs: pd.DataFrame,
     means nothing in this run). ``figures``: the summary so far (its nodes and latency)."""
     runs = executions(cols, end)
     mean = figures["latency"]["start_delay"].get("mean")
-    phases = poll_phases(cols, names, nodes, end, mean)
+    threads = sum(n.executor.threads for n in nodes)
+    levels = busy_levels(jobs, runs, threads, end)
+    phases = poll_phases(cols, names, nodes, end, mean, waits_by_room(jobs, levels, threads))
     ex = nodes[0].executor if nodes else None
     aging = ex.aging_rate if ex is not None and ex.order == "aging" else 0.0
-    threads = sum(n.executor.threads for n in nodes)
     full = figures["acquisition"]["full"]
     return {"poll_phases": phases, "imbalance": imbalance(figures["nodes"], phases, full),
             "load": load(jobs, runs, figures["nodes"], aging, end),
-            "saturation": saturation(jobs, runs, threads, end)}
+            "saturation": saturation(levels, threads, end) if len(runs[0]) else None}

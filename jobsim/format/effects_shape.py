@@ -12,7 +12,8 @@ ANY = "<any>"
 EFFECTS_SHAPE: dict[str, Any] = {
     "poll_phases": {k: None for k in (
         "interval", "nodes", "jitter", "spread_start", "spread_end", "spread_independent",
-        "lock_step", "start_delay_mean", "start_delay_independent",
+        "lock_step", "start_delay_mean", "start_delay_mean_free", "start_delay_mean_busy",
+        "due_while_busy", "start_delay_independent",
         "start_delay_lock_step", "from_start")} | {"gap_share": {ANY: None}},
     "imbalance": {k: None for k in ("most", "most_executions", "most_even", "least",
                                     "least_executions", "least_even", "imbalanced",

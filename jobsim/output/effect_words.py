@@ -82,10 +82,15 @@ def _lock_step(phases: dict[str, Any]) -> str:
                 f"behind the others"
                 + (", and with no jitter nothing pulls the phases apart again" if
                    not phases["jitter"] else "") + ".")
-    mean = phases.get("start_delay_mean")
+    mean = phases.get("start_delay_mean_free", phases.get("start_delay_mean"))
+    busy = phases.get("due_while_busy") or 0
     if mean is not None and T / (n + 1) / 2 <= mean <= T:  # a wait the polls decide
-        line += (f" Jobs waited a mean {_s(mean)} to start, against {_s(T / (n + 1))} for "
-                 f"independent phases (T/(N+1)) and {_s(T / 2)} in full lock-step (T/2).")
+        whose = "Jobs due while a thread was free" if busy else "Jobs"
+        line += (f" {whose} waited a mean {_s(mean)} to start, against {_s(T / (n + 1))} "
+                 f"for independent phases (T/(N+1)) and {_s(T / 2)} in full lock-step (T/2)")
+        line += (f"; the {busy:,} due while every thread was busy waited a mean "
+                 f"{_s(phases['start_delay_mean_busy'])}, for a thread as well as a poll."
+                 if busy else ".")
     if not phases["jitter"] and not phases.get("from_start"):
         line += " executor.poll_jitter: 0.5 keeps them apart."
     return line
