@@ -514,3 +514,68 @@ workload: {jobs: [{name: f, handler: f}]}
     assert a.violations == []
     assert a.summary["jobs"]["dead_lettered"] == 1
     assert a.histories.jobs[1].failures == 5000
+
+
+CRASH_AND_BACK = """
+name: fs
+seed: 11
+until: drained
+policy: failsafe
+nodes: 3
+handlers:
+  task: {duration: {exponential: {mean: 4s}}}
+workload:
+  streams: [{name: tasks, handler: task, count: 600, rate: 3/s}]
+faults:
+  - {at: 60s, crash: node-2, restart_after: 30s}
+"""
+
+
+def test_a_crash_rerun_is_not_said_to_be_another_nodes_when_the_restarted_node_ran_it():
+    """failsafe-executor's crashed node, back after 30 s, takes its own expired jobs again:
+    report.md said "another node ran it again" of re-runs all by the crashed node."""
+    from jobsim.output.words import sentences
+
+    _, result = _run(CRASH_AND_BACK)
+    a = analyse(result)
+    crash_runs = [d for d in a.histories.duplicates if d.cause == "crash"]
+    assert crash_runs and all(d.node == "node-2" for d in crash_runs)
+    said = " ".join(sentences(a.summary))
+    assert "because a node crashed while it ran the job" in said
+    assert "another node ran it again" not in said
+    assert "on the same one after its restart" in said
+
+
+PAUSED_LONG_RUNS = """
+name: expiry
+seed: 3
+until: drained
+executor: {lock_time: 20s, poll_interval: 2s, threads: 2}
+nodes: 2
+handlers:
+  report:
+    duration: {lognormal: {median: 8s, p99: 40s}}
+    side_effect: {at: end, say: emailed}
+workload:
+  streams: [{name: reports, handler: report, count: 120, rate: 0.25/s}]
+faults: FAULTS
+"""
+
+
+def test_a_pause_duplicate_is_not_said_to_be_the_pauses_alone():
+    """A run goes on through a pause and its end is told when the pause ends, so the trace
+    cannot tell whether the run would have outlasted its lock unpaused: here job 27's run
+    (21.9 s against a 20 s lock) is a duplicate without the pause too. The report says the
+    lock expired during the pause and that the run without it tells the pause's share."""
+    from jobsim.output.words import sentences
+
+    paused = analyse(_run(PAUSED_LONG_RUNS.replace(
+        "FAULTS", "[{at: 100s, pause: node-1, for: 30s}]"))[1])
+    unpaused = analyse(_run(PAUSED_LONG_RUNS.replace("FAULTS", "[]"))[1])
+    by_pause = {d.job for d in paused.histories.duplicates if d.cause == "pause"}
+    anyway = {d.job for d in unpaused.histories.duplicates if d.cause == "lock_expired"}
+    assert by_pause & anyway == {27}
+    said = " ".join(sentences(paused.summary))
+    assert "the job's lock expired while its holder was paused" in said
+    assert "the scenario without the pause tells how many the pause alone caused" in said
+    assert said.count("tells how many the pause alone caused") == 1

@@ -14,8 +14,10 @@ CAUSE_WORDS = {
     "unsafe_acquisition": "two nodes acquired the job at once (an unguarded claim)",
     "lock_expired": "the job's lock expired while it still ran or waited in a node's queue, "
                     "and another claim took it",
-    "pause": "a paused node woke up and finished a job another node had taken over",
-    "crash": "a node crashed while it ran the job, and another node ran it again",
+    "pause": "the job's lock expired while its holder was paused: another node took it, and "
+             "the paused node finished it on waking",
+    "crash": "a node crashed while it ran the job (or before its end was written), and the "
+             "job ran again: on another node, or on the same one after its restart",
     "partition": "a node cut off from the database ran on while another took its jobs",
     "server_restart": "the server restarted and handed out its activated jobs again",
     "failed_after_effect": "a run failed after its side effect and the retry repeated it",
@@ -26,6 +28,11 @@ CAUSE_WORDS = {
     "unexplained": "no fault of the scenario explains it (a bug to report)",
 }
 
+
+#: said once after the causes when a pause is one of them: the trace cannot tell it apart
+PAUSE_CAVEAT = ("A run goes on through a pause and ends when the pause does, so one longer "
+                "than its lock would have run twice unpaused too: the scenario without the "
+                "pause tells how many the pause alone caused.")
 
 #: how a named job ended, as a sentence's end
 ENDS = {"dead_lettered": "went to the dead-letter table", "failed": "was kept as failed",
@@ -54,10 +61,15 @@ def _n(count: int, one: str, many: str | None = None) -> str:
     return f"{count:,} {one if count == 1 else (many or one + 's')}"
 
 
+def _were(count: int) -> str:
+    return "was" if count == 1 else "were"
+
+
 def sentences(summary: dict[str, Any]) -> list[str]:
     """What one run shows, in a few sentences from its summary."""
     jobs = summary["jobs"]
-    out = [f"{_n(jobs['created'], 'job')} were created and {jobs['done']:,} done"
+    out = [f"{_n(jobs['created'], 'job')} {_were(jobs['created'])} created and "
+           f"{jobs['done']:,} done"
            + (f"; {_n(jobs['dead_lettered'], 'job')} went to the dead-letter table"
               if jobs["dead_lettered"] else "")
            + (f", {_n(jobs['incident'], 'incident')} raised" if jobs.get("incident") else "")
@@ -66,7 +78,7 @@ def sentences(summary: dict[str, Any]) -> list[str]:
            + (f", {_n(jobs['lost'], 'job')} LOST" if jobs["lost"] else "") + "."]
     execs, fails = summary["executions"], summary["failures"]
     out.append(f"They took {_n(execs, 'execution')}"
-               + (f", {fails:,} of them failed and were retried or given up" if fails else
+               + (f", {fails:,} of them failed and {_were(fails)} retried or given up" if fails else
                   ", none failed") + ".")
     dup = summary["duplicate_executions"]
     if dup["total"]:
@@ -83,10 +95,14 @@ def sentences(summary: dict[str, Any]) -> list[str]:
             f"{n:,} because {CAUSE_WORDS.get(c, c)}" for n, c in causes) + ".")
     elif dup["total"]:
         out.append("No side effect happened twice.")
+    if dup["by_cause"].get("pause") or side["by_cause"].get("pause"):
+        out.append(PAUSE_CAVEAT)
     fenced = summary.get("side_effects_refused", 0)
     if fenced:
         out.append(f"{_n(fenced, 'side effect')} of a run whose job a later claim had taken "
-                   "was refused by its fencing token (no effect; the run failed).")
+                   f"{_were(fenced)} refused by {'its' if fenced == 1 else 'their'} fencing "
+                   f"token{'' if fenced == 1 else 's'} (no effect; the "
+                   f"run{'' if fenced == 1 else 's'} failed).")
     ignored = summary.get("operations_ignored", 0)
     if ignored:
         out.append(f"{_n(ignored, 'operation')} named a job "
@@ -96,7 +112,7 @@ def sentences(summary: dict[str, Any]) -> list[str]:
     rejected = summary.get("completions", {}).get("rejected_by_guard", 0)
     if rejected:
         out.append(f"{_n(rejected, 'completion')} of a node that no longer held the job "
-                   "were refused by the owner guard.")
+                   f"{_were(rejected)} refused by the owner guard.")
     delay = summary["latency"]["start_delay"]
     if delay.get("n"):
         few = " (fewer than 20 jobs: read it as a list, not a distribution)" \
