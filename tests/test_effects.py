@@ -382,3 +382,67 @@ def test_the_lock_step_wait_is_of_jobs_due_with_a_thread_free():
         assert (f"Jobs due while a thread was free waited a mean "
                 f"{p['start_delay_mean_free']:.3g} s to start") in said, said
         assert f"the {busy.sum():,} due while every thread was busy waited a mean" in said
+
+
+def test_a_few_urgent_jobs_ahead_of_a_polled_queue_are_not_starvation():
+    """Three priority-10 timers beside a 0.8 load of bulk jobs, strict priority, defaults
+    (10 s polls): the bulk class's worst wait (about a poll interval) is up to 20 times the
+    timers' (under 1 s at seed 7), but no urgent job ran ahead of the bulk job that waited
+    longest:
+    what it waited for is the polls and the queue, which any ordering has. A class is
+    starved only if higher-priority work that overtook it fills half its longest wait."""
+    doc = {"name": "urgent", "until": "drained", "executor": {"order": "priority"},
+           "nodes": 3,
+           "handlers": {"bulk": {"duration": {"exponential": {"mean": "3s"}}},
+                        "urgent": {"duration": "1s"}},
+           "workload": {"streams": [{"name": "low", "handler": "bulk", "count": 1500,
+                                     "rate": "3/s"}],
+                        "jobs": [{"name": f"t{i}", "handler": "urgent", "kind": "timer",
+                                  "at": f"{at}s", "due_in": "1s", "priority": 10}
+                                 for i, at in enumerate((59, 179, 299))]}}
+    ratio_alone = []  # the seeds at which the worst waits' ratio alone said "starved"
+    for seed in (7, 8, 9):
+        s = _summary(doc, seed)
+        load = s["effects"]["load"]
+        worst = {p: f["worst_wait"] for p, f in load["by_priority"].items()}
+        if worst["0"] > 10 * worst["10"]:
+            ratio_alone.append(seed)
+        assert load["verdict"] == "stable", (seed, load)
+        assert load["by_priority"]["0"]["overtaken"] < 0.5 * worst["0"]
+        assert "Starvation" not in " ".join(sentences(s))
+    assert ratio_alone, "no seed shows what the ratio alone called starvation"
+
+
+def test_starvation_names_the_work_that_overtook_the_longest_waiting_job():
+    """The strict-priority starvation above, checked by hand: the higher class's runs that
+    fell due after the low class's longest-waiting job and started before it."""
+    doc = {"name": "starve", "seed": 3, "until": "drained",
+           "executor": {"order": "priority", "threads": 2, "poll_interval": "1s",
+                        "wakeup": "notify"},
+           "nodes": 1, "handlers": {"work": {"duration": {"exponential": {"mean": "1s"}}},
+                                    "slow": {"duration": "1s"}},
+           "workload": {"streams": [
+               {"name": "high", "handler": "work", "count": 1500, "rate": "1.9/s",
+                "priority": 10},
+               {"name": "low", "handler": "slow", "count": 5, "rate": "0.01/s"}]}}
+    a = api.analyse(api.run(from_dict(doc), 3))
+    low = a.summary["effects"]["load"]["by_priority"]["0"]
+    c = a.result.trace.arrays()
+    kind, job = c["kind"], c["job"]
+    created = kind == K["job_created"]
+    due = dict(zip(job[created].tolist(), c["x"][created].tolist()))
+    prio = dict(zip(job[created].tolist(), c["b"][created].tolist()))
+    began, ended, _, ran = executions(c, a.summary["end_time"])
+    first: dict[int, float] = {}
+    for j, at in sorted(zip(ran.tolist(), began.tolist()), key=lambda ja: ja[1]):
+        first.setdefault(j, at)
+    lows = [j for j in due if prio[j] == 0]
+    w = max(lows, key=lambda j: first[j] - due[j])
+    assert first[w] - due[w] == pytest.approx(low["worst_wait"])
+    ahead = {j for j in due if prio[j] == 10 and due[j] > due[w] and first[j] < first[w]}
+    work = sum(e - b for b, e, j in zip(began, ended, ran.tolist()) if j in ahead) / 2
+    assert low["overtaken"] == pytest.approx(work, rel=1e-6)
+    assert work >= 0.5 * low["worst_wait"] and a.summary["effects"]["load"]["verdict"] == \
+        "starved"
+    said = " ".join(sentences(a.summary))
+    assert f"kept the threads busy for {work:.3g} s of its" in said, said

@@ -31,9 +31,12 @@ that were up: ``offered`` is the utilisation it asks for, in
 total and by priority class, the class and those above it. At 1 or more the run is
 ``overloaded``: the backlog grows while jobs arrive and no ordering bounds the waits, which
 grow with the length of the stream. Arrivals over fewer than ``SUSTAINED`` mean runs' lengths
-(or under 50 jobs) are a ``burst``: no rate to speak of. Below 1, a class whose worst wait is many times the top
-class's is ``starved`` by the ordering; under ``order: aging``, where a lower class waited
-as long as aging takes to lift it over the top class (``aging_horizon``: the priority gap over
+(or under 50 jobs) are a ``burst``: no rate to speak of. Below 1, a class whose worst wait
+is many times the top class's, at least half of it the work of higher classes' jobs due after
+its longest-waiting job that ran first (``overtaken``, in seconds of the threads up), is
+``starved`` by the ordering (a wait for the polls or a queue, which any ordering has, is
+not); under ``order: aging``, where a lower class waited as long as aging takes to lift it
+over the top class (``aging_horizon``: the priority gap over
 the aging rate), the run is ``aging_bounded`` (aging came into play); else ``stable``.
 
 **Saturation** (``saturation``). The time every thread that was up was busy with a due job
@@ -65,8 +68,10 @@ FIT = 0.1
 SAMPLES = 2000
 #: arrivals over fewer than this many mean runs' lengths are a burst, not a rate
 SUSTAINED = 20.0
-#: a class waiting this many times longer than the top class's worst wait is starved
+#: a class waiting this many times longer than the top class's worst wait is starved, when
+#: at least ``OVERTAKEN`` of its longest wait is higher classes' work that overtook it
 STARVED = 10.0
+OVERTAKEN = 0.5
 
 
 def _r(x: float | None) -> float | None:
@@ -278,6 +283,8 @@ def load(jobs: pd.DataFrame, runs: tuple[np.ndarray, ...], node_figures: dict[st
     offered = 0.0
     ran_all = per_job[~np.isnan(per_job)]
     mean_work = float(ran_all.mean()) if len(ran_all) else 0.0
+    first = jobs["first_start"].to_numpy(dtype=float)
+    longest: dict[str, float] = {}  # each class's longest wait, a job never started's too
     for p in sorted(set(prio.tolist()), reverse=True):
         here = prio == p
         ran = per_job[here][~np.isnan(per_job[here])]
@@ -286,12 +293,16 @@ def load(jobs: pd.DataFrame, runs: tuple[np.ndarray, ...], node_figures: dict[st
         span = float(due[here].max() - due[here].min())  # the class's own arrivals
         rho = total / (span if span > 0.1 * window else window) / threads
         offered += rho
-        delay = (jobs["first_start"] - jobs["due"]).to_numpy(dtype=float)[here]
+        delay = (first - due)[here]
         classes[str(int(p))] = {"jobs": int(here.sum()), "offered": _r(rho),
                                 "with_higher": _r(offered),
                                 "never_started": int(np.isnan(delay).sum()),
                                 "worst_wait": _r(float(np.nanmax(delay))) if
-                                (~np.isnan(delay)).any() else None}
+                                (~np.isnan(delay)).any() else None,
+                                "overtaken": None}
+        ahead, longest[str(int(p))] = _overtaken(here, prio > p, due, first, per_job,
+                                                 threads, end)
+        classes[str(int(p))]["overtaken"] = _r(ahead)
     # a rate needs arrivals spread over many runs' length: a burst has no offered load
     gap = float(jobs["priority"].max() - jobs["priority"].min())
     verdict = "burst" if len(jobs) < 50 or window < SUSTAINED * mean_work else \
@@ -299,8 +310,12 @@ def load(jobs: pd.DataFrame, runs: tuple[np.ndarray, ...], node_figures: dict[st
     if verdict == "stable" and len(classes) > 1:
         top = classes[max(classes, key=int)]
         scale = max(top["worst_wait"] or 0.0, 1e-9)
-        starved = [c for c, f in classes.items() if f["never_started"] or
-                   (f["worst_wait"] or 0.0) > STARVED * scale and (f["worst_wait"] or 0) > 1.0]
+        # a class the ordering held back: its longest wait far beyond the top class's, and
+        # at least half of it the work of higher classes due after it that ran first (a
+        # poll interval, or a queue that any ordering would have, is not starvation)
+        starved = [c for c, f in classes.items() if (f["never_started"] or (
+            (f["worst_wait"] or 0.0) > STARVED * scale and (f["worst_wait"] or 0) > 1.0))
+            and f["overtaken"] >= OVERTAKEN * longest[c]]
         if starved:
             verdict = "starved"
         elif aging > 0 and any((f["worst_wait"] or 0.0) >= (int(max(classes, key=int)) -
@@ -310,6 +325,25 @@ def load(jobs: pd.DataFrame, runs: tuple[np.ndarray, ...], node_figures: dict[st
     return {"offered": _r(offered), "threads": _r(threads), "window": _r(window),
             "by_priority": classes, "verdict": verdict,
             "aging_horizon": _r(gap / aging) if aging > 0 and gap > 0 else None}
+
+
+def _waits(here: np.ndarray, due: np.ndarray, first: np.ndarray, end: float) -> np.ndarray:
+    """The waits of a class's jobs: to their first start, or to the run's end if never."""
+    return np.where(np.isnan(first[here]), end, first[here]) - due[here]
+
+
+def _overtaken(here: np.ndarray, higher: np.ndarray, due: np.ndarray, first: np.ndarray,
+               per_job: np.ndarray, threads: float, end: float) -> tuple[float, float]:
+    """A class's longest wait (a job never started waits until the run's end), and the
+    seconds of it that the work of higher-priority jobs due after that job, and started
+    before it, takes on the threads up: what the ordering put ahead of it."""
+    waits = _waits(here, due, first, end)
+    if not len(waits):
+        return 0.0, 0.0
+    k = int(np.argmax(waits))
+    d, s = due[here][k], due[here][k] + waits[k]
+    ahead = higher & (due > d) & (first < s)  # (NaN: never started, never ahead)
+    return float(np.nansum(per_job[ahead])) / threads, float(waits[k])
 
 
 def busy_levels(jobs: pd.DataFrame, runs: tuple[np.ndarray, ...], threads: int,

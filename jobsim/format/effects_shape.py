@@ -21,7 +21,8 @@ EFFECTS_SHAPE: dict[str, Any] = {
     "load": {"offered": None, "threads": None, "window": None, "verdict": None,
              "aging_horizon": None,
              "by_priority": {ANY: {k: None for k in ("jobs", "offered", "with_higher",
-                                                     "never_started", "worst_wait")}}},
+                                                     "never_started", "worst_wait",
+                                                     "overtaken")}}},
     "saturation": {k: None for k in ("threads", "time", "share", "longest",
                                      "longest_from", "most_waiting")}}
 

@@ -129,9 +129,19 @@ def _verdict(load: dict[str, Any], threads: str, split: str, worst: str) -> list
                 f"longer, none bounds every class's wait." + (f" Worst waits: {worst}." if
                                                              worst and split else "")]
     if verdict == "starved":
+        classes = load["by_priority"]
+        low = max((c for c in classes if c != max(classes, key=int)),
+                  key=lambda c: classes[c].get("overtaken") or 0.0)
+        ahead = classes[low].get("overtaken")
+        waited = classes[low].get("worst_wait")
+        of = f" of its {_s(waited)} wait" if waited and not classes[low]["never_started"] \
+            else ""
+        why = (f": jobs of higher priority that fell due after priority {low}'s longest-"
+               f"waiting job ran before it and kept the threads busy for {_s(ahead)}{of}"
+               if ahead else "")
         return [f"Starvation, not overload: the jobs asked for {load['offered']:.2f} of what "
                 f"the {threads} can do{split}, yet the ordering kept a class waiting far "
-                f"longer than the top one (worst waits: {worst})."]
+                f"longer than the top one (worst waits: {worst}){why}."]
     if verdict == "aging_bounded":
         return [f"Under capacity: the jobs asked for {load['offered']:.2f} of what the "
                 f"{threads} can do{split}, and aging came into play: a job waiting "
