@@ -366,6 +366,9 @@ SHIPPED = {
     ("zeebe", "lock-shorter-than-run", "executor.lock_time"),
     # the FIFO it shows on purpose: the urgent timer waits behind the 100 others
     ("challenge", "ignored-setting", "variants.fifo → workload.jobs[0].priority"),
+    # and the prefetch it shows on purpose: the timer claimed behind a queue it cannot jump
+    ("challenge", "priority-behind-local-queue", "variants.prefetch → executor.queue_size"),
+    ("challenge", "priority-behind-local-queue", "variants.lesson → executor.queue_size"),
     # the double charges it shows on purpose: the timeouts and the fast clock
     ("double_charges", "ambiguous-timeout", "variants.none → handlers.charge.calls[1]"),
     ("double_charges", "ambiguous-timeout", "variants.fencing → handlers.charge.calls[1]"),
@@ -439,3 +442,42 @@ def test_a_timer_or_boundary_timer_due_at_the_horizon_is_warned_of(tmp_path, cap
     path.write_text(P30D, encoding="utf-8")
     assert main(["validate", str(path)]) == 0
     assert "handlers.task.boundary_timer.after: its boundary timer" in capsys.readouterr().err
+
+
+URGENT_BEHIND_QUEUE = """
+name: starve
+seed: 7
+until: drained
+executor: {order: priority, queue_size: 50, batch_size: 50}
+nodes: 3
+handlers:
+  bulk: {duration: {exponential: {mean: 3s}}}
+  urgent: {duration: 1s}
+workload:
+  streams: [{name: low, handler: bulk, count: 2000, rate: 4/s, priority: 0}]
+  jobs:
+    - {name: t3, handler: urgent, kind: timer, at: 0s, due_in: 300s, priority: 10}
+"""
+
+
+def test_a_priority_order_behind_a_local_queue_is_warned_of_and_the_run_shows_why():
+    """A newcomer's scenario: strict priority, a 50-row local queue on 3 nodes of 4
+    threads. The urgent timer was claimed 0.5 s after it fell due and then waited 34.9 s
+    in the queue behind bulk jobs; the lint said nothing. Now it warns, with the bound
+    (50 × 3 s / 4 ≈ 37.5 s); with no local queue it does not, and the timer starts within
+    a second."""
+    from jobsim.format.scenario import loads
+    from jobsim.output.report import analyse
+    from jobsim.sim.world import run
+
+    found = [w for w in lint(loads(URGENT_BEHIND_QUEUE)) if w.code == "priority-behind-local-queue"]
+    assert len(found) == 1 and found[0].path == "executor.queue_size"
+    assert "≈ 37.5s" in found[0].message and "queue_size: 0" in found[0].message
+    late = analyse(run(loads(URGENT_BEHIND_QUEUE))).summary["named"]["t3"]["start_delay"]
+    assert late > 10.0
+    plain = URGENT_BEHIND_QUEUE.replace("queue_size: 50, batch_size: 50", "batch_size: 50")
+    assert not [w for w in lint(loads(plain)) if w.code == "priority-behind-local-queue"]
+    assert analyse(run(loads(plain))).summary["named"]["t3"]["start_delay"] < 1.0
+    one_level = URGENT_BEHIND_QUEUE.replace("priority: 10", "priority: 0")
+    assert not [w for w in lint(loads(one_level))
+                if w.code == "priority-behind-local-queue"]

@@ -7,9 +7,10 @@ or after it (``due-after-the-end``), an operation that acts where no job ever is
 (``call-without-timeout``), an effect call whose timeout its service's answers outlast,
 retried without an idempotency key (``ambiguous-timeout``), a service nothing calls
 (``service-not-called``), a rule for beyond a capacity it does not have or priorities
-that the nodes' order does not read (``ignored-setting``), or nodes' clocks further apart
-than a lock can bear (``clock-skew``), or polls that drift into lock-step (``poll-lock-step``,
-``lint_polls``). Each is a (code, dotted path, message) as in ``lint``."""
+that the nodes' order does not read (``ignored-setting``), priorities that a local queue
+runs first in, first out once claimed (``priority-behind-local-queue``), or nodes' clocks
+further apart than a lock can bear (``clock-skew``), or polls that drift into lock-step
+(``poll-lock-step``, ``lint_polls``). Each is a (code, dotted path, message) as in ``lint``."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ Found = tuple[str, str, str]
 def workload_traps(sc: Scenario) -> list[Found]:
     """The workload's traps, in the order they are reported."""
     return [*_after_the_end(sc), *_due_after_the_end(sc), *_handed_back_for_ever(sc),
-            *_stopped_schedules(sc), *_ignored_priorities(sc),
+            *_stopped_schedules(sc), *_ignored_priorities(sc), *_priority_behind_queue(sc),
             *_calls_that_hang(sc), *_ambiguous_timeouts(sc), *_idle_services(sc),
             *_skewed_clocks(sc), *_operations_that_cannot_act(sc)]
 
@@ -133,6 +134,54 @@ def _ignored_priorities(sc: Scenario) -> Iterator[Found]:
            f"(executor.order: {order}), whatever their priority ({said}): a job of priority "
            f"{levels[-1]} waits behind any of {levels[0]} taken before it as if it had none; "
            f"fix: executor.order: priority (or aging), or leave the priorities out")
+
+
+def _priority_behind_queue(sc: Scenario) -> Iterator[Found]:
+    """Priorities the order reads, on nodes with a local queue: a claim takes the most
+    urgent due rows, but the local queue hands what it holds to the threads first in, first
+    out, so an urgent job claimed after others waits behind them (Flowable's async executor
+    and every prefetching executor alike)."""
+    if sc.executor.order in _ORDER_WORDS:
+        return  # priorities are not read at all (``_ignored_priorities``)
+    items = [(f"{group}[{i}]", item.priority, item.handler) for group, items in (
+        ("jobs", sc.jobs), ("streams", sc.streams), ("recurring", sc.recurring))
+        for i, item in enumerate(items)]
+    levels = sorted({p for _, p, _ in items})
+    if len(levels) < 2:
+        return
+    urgent = {h for _, p, h in items if p == levels[-1]}
+    others = {h for _, p, h in items if p < levels[-1]}
+    raws = sc.document.get("nodes") if isinstance(sc.document.get("nodes"), list) else []
+    mean = max(sc.handlers[h].duration.mean for h in others) if others else 0.0
+
+    def depth(cfg: Any) -> int:  # what a queue may hold: the lesson's loop claims when empty
+        return min(cfg.queue_size, cfg.batch_size) if cfg.claim_when == "empty" else \
+            cfg.queue_size
+
+    # worth a warning where the queue may hold an urgent job back longer than a poll
+    # interval and a run, which a claim by priority is meant to bound
+    queued = [(i, n) for i, n in enumerate(sc.nodes) if n.executor.queue_size > 0 and (
+        n.executor.handles is None or urgent & set(n.executor.handles)) and
+        depth(n.executor) * mean / n.executor.threads > max(n.executor.poll_interval, mean)]
+    if not queued:
+        return
+    i, node = queued[0]
+    cfg = node.executor
+    own = i < len(raws) and isinstance(raws[i], dict) and "queue_size" in raws[i]
+    which = "" if len(queued) == len(sc.nodes) else \
+        f"(on {', '.join(n.name for _, n in queued)}) "
+    behind = (f" (up to {depth(cfg)} × a mean run of {format_duration(mean)} / "
+              f"{cfg.threads} thread{'s' if cfg.threads != 1 else ''} ≈ "
+              f"{format_duration(float(f'{depth(cfg) * mean / cfg.threads:.3g}'))}, more "
+              f"than a poll interval and a run)")
+    yield ("priority-behind-local-queue",
+           f"nodes[{i}].queue_size" if own else "executor.queue_size",
+           f"{which}the nodes claim by priority (executor.order: {sc.executor.order}), but "
+           f"their local queue (queue_size {cfg.queue_size}) runs what it holds first in, "
+           f"first out: a job of priority {levels[-1]} claimed after lower ones already "
+           f"queued waits behind them{behind}, and the order cannot help it; fix: "
+           f"queue_size: 0 (claim only for idle threads), or a smaller "
+           f"{'batch' if cfg.claim_when == 'empty' else 'queue'}")
 
 
 def _idle_services(sc: Scenario) -> Iterator[Found]:
