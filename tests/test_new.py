@@ -139,3 +139,26 @@ def test_a_reader_that_goes_away_is_no_error_of_the_run(tmp_path):
     assert proc.wait(timeout=600) == 0, err
     assert "cannot write" not in err and "Traceback" not in err, err
     assert (tmp_path / "o" / "report.md").exists()
+
+
+@pytest.mark.parametrize("policy", [None, *sorted(PRESETS)])
+def test_the_templates_word_on_a_failure_is_what_its_executor_does(tmp_path, policy):
+    """failsafe-executor makes one attempt: its template said a failure "is retried" while
+    its run kept 23 jobs failed. The comment now says what the run does, and the run
+    agrees: retries exactly where the comment says so."""
+    from jobsim.cli.new import template
+    from jobsim.output.report import analyse
+    from jobsim.sim.world import run
+
+    text = template("t", policy)
+    said = next(line for line in text.splitlines() if "fail_rate" in line)
+    from jobsim.base.trace import K
+
+    result = run(scenario.loads(text))
+    s = analyse(result).summary
+    retried = bool((result.trace.arrays()["kind"] == K["retry_scheduled"]).any())
+    if "(retried:" in said:
+        assert retried, (policy, said)
+    else:
+        assert "never retried here" in said and not retried, (policy, said)
+        assert "is kept as failed" not in said or s["jobs"]["failed"] > 0

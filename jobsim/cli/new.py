@@ -51,8 +51,33 @@ executor:
 }
 
 
+#: where an exhausted job goes, by ``executor.exhausted``
+_EXHAUSTED = {"dead_letter": "goes to the dead-letter table", "incident": "raises an incident",
+              "failed": "is kept as failed"}
+
+
+def _retried(text: str) -> str:
+    """What the template's comment says of a failed execution: what the scenario's retry
+    policy (the preset's, or the generic one) does with it."""
+    try:
+        sc = loads(text.replace("{retried}", ""), "the template")
+    except ScenarioError:
+        return "(and is retried)"  # ``new`` reports the loader's words
+    policy = sc.retry_for(sc.nodes[0].name, "work")
+    end = _EXHAUSTED.get(sc.executor.exhausted, "ends failed")
+    n = policy.total_attempts()
+    if n > 1:
+        return f"(retried: {n:,} attempts in all)"
+    return f"(never retried here: one attempt, then the job {end})"
+
+
 def template(name: str, policy: str | None = None) -> str:
     """The scenario ``jobsim new`` writes."""
+    text = _template(name, policy)
+    return text.replace("{retried}", _retried(text))
+
+
+def _template(name: str, policy: str | None) -> str:
     executor, faults = _NEEDS.get(policy or "", ("", ""))
     if policy:
         whose = f"policy: {policy}              # whose executor: `jobsim list --policies`\n"
@@ -82,7 +107,7 @@ nodes:                       # the executor processes, racing for the same rows
 handlers:                    # what running a job does
   work:
     duration: {{exponential: {{mean: 2s}}}}   # how long one execution takes
-    outcome: {{fail_rate: 0.1}}             # one execution in ten fails (and is retried)
+    outcome: {{fail_rate: 0.1}}             # one execution in ten fails {{retried}}
 
 workload:                    # the jobs: here a Poisson stream of 200, one a second on average
   streams:
