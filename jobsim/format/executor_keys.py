@@ -142,6 +142,12 @@ EXECUTOR: dict[str, Field] = {
 NOT_PER_NODE = Const(lambda v: False, "no retry policy per node: retries are set on a job when "
                      "it is created; set retry in executor or in the handler", {"not": {}})
 
+def not_per_node(key: str) -> Const:
+    """A key of the cluster as a whole written on a node: refused, saying where it goes."""
+    return Const(lambda v: False, f"no {key} per node: it is a setting of the table every "
+                 f"node shares; set executor.{key}", {"not": {}})
+
+
 #: settings of the cluster as a whole, not of a node: the table's ORDER BY (its index), and
 #: the retry policy (retries are set on a job when it is created, and every node follows them)
 TABLE_ONLY: dict[str, Field] = {

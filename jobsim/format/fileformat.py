@@ -17,6 +17,7 @@ from ..base.errors import Problem
 from ..executor.policies import PRESETS
 from .executor_keys import EXECUTOR as _EXECUTOR, NOT_PER_NODE as _NOT_PER_NODE
 from .executor_keys import TABLE_ONLY as _TABLE_ONLY, backoff as _backoff, retry as _retry
+from .executor_keys import not_per_node as _not_per_node
 from .effects_shape import EFFECTS_SHAPE, WINDOW_SHAPE
 from .executor_keys import exponential as _exponential
 from ..executor.handlers import FAIL_RETRIES
@@ -283,6 +284,8 @@ _expect = MapOf(Either([(lambda v: isinstance(v, list), ListOf(Condition(), min_
                 doc="figure of the summary → comparison (or a list of them); the run fails "
                     "(exit 1) when one does not hold", max_len=200)
 _ANY = Const(lambda v: True, "any value", {})
+#: the table's settings refused on a node, saying where they go (retry has its own words)
+_CLUSTER_ONLY = {key: _not_per_node(key) for key in _TABLE_ONLY if key != "retry"}
 
 FORMAT = Obj({
     "name": Name(doc="the scenario's name; its report folder"),
@@ -332,7 +335,8 @@ FORMAT = Obj({
                                                       "then follows initial_delay); absent: "
                                                       "it starts at 0 and polls first at a "
                                                       "phase drawn within one poll interval"),
-                                                  **_EXECUTOR, "retry": _NOT_PER_NODE},
+                                                  **_EXECUTOR, **_CLUSTER_ONLY,
+                                                  "retry": _NOT_PER_NODE},
                                                  ("name",)),
                                              min_len=1, max_len=256))],
                     "a node count or a list of nodes"),
