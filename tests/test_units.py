@@ -168,3 +168,36 @@ def test_the_share_of_draws_beyond_a_time_is_each_distributions_own():
     r = random.Random(7)
     draws = [0.1 * math.exp(ln.sigma * r.gauss(0.0, 1.0)) for _ in range(100_000)]
     assert abs(sum(d > 0.3 for d in draws) / len(draws) - ln.beyond(0.3)) < 0.005
+
+
+def _reads(text: str) -> bool:
+    try:
+        parse_duration(text)
+        return True
+    except ValueError:
+        return False
+
+
+def test_the_schemas_duration_pattern_accepts_what_the_loader_reads_and_no_more():
+    """`jobsim schema` refused "5 s" and ".5s", which the loader reads as 5 s and 0.5 s,
+    and took "PX": an editor checking a file against the schema must agree with jobsim.
+    Fixed cases, then random strings of the characters durations are made of (a fresh
+    seed each run, printed on failure)."""
+    import random
+    import re
+
+    from jobsim.base.durations import SCHEMA_PATTERN, SIGNED_SCHEMA_PATTERN
+
+    pattern, signed = re.compile(SCHEMA_PATTERN), re.compile(SIGNED_SCHEMA_PATTERN)
+    fixed = ["5 s", ".5s", " 10s ", "250ms", "2min", "1.5h", "P30D", "PT1H30M", " PT5S ",
+             "P1DT", "P", "PT", "PX", "5", "s", "5sec", "5 ", "-5s", "1.s", "P1.5D", "PT.5S"]
+    seed = random.randrange(2**32)
+    rng = random.Random(seed)
+    alphabet = "0123456789. msinhdPTHMSD-"
+    fuzzed = ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 7)))
+              for _ in range(5000)]
+    for text in fixed + fuzzed:
+        assert bool(pattern.search(text)) == _reads(text), (seed, text)
+        unsigned = text.strip()
+        reads_signed = _reads(unsigned[1:]) if unsigned.startswith("-") else _reads(text)
+        assert bool(signed.search(text)) == reads_signed, (seed, text)

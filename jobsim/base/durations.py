@@ -17,8 +17,32 @@ _ISO = re.compile(
     r"(?:T(?:(?P<h>\d+(?:\.\d+)?)H)?(?:(?P<m>\d+(?:\.\d+)?)M)?(?:(?P<s>\d+(?:\.\d+)?)S)?)?$"
 )
 _CYCLE = re.compile(r"^R(\d+)/(P.+)$")
+#: the JSON Schema's pattern for a duration: the strings ``parse_duration`` reads, no more
+#: and no fewer (ECMA-262 syntax; "P" and "PT" alone carry no figure)
+_NUM = r"\d+(?:\.\d+)?"
+SCHEMA_PATTERN = (rf"^\s*(?:(?:{_NUM}|\.\d+)\s*(?:ms|s|min|m|h|d)|P(?!T?\s*$)(?:{_NUM}D)?"
+                  rf"(?:T(?:{_NUM}H)?(?:{_NUM}M)?(?:{_NUM}S)?)?)\s*$")
+#: the same, ahead or behind (``-25s``: a clock's offset)
+SIGNED_SCHEMA_PATTERN = r"^\s*-?" + SCHEMA_PATTERN[len(r"^"):]
 
 EXPECTED = "a duration with a unit, like 250ms, 10s, 5m, 1h, 2d or ISO-8601 PT10M"
+
+#: units spelt out, and the unit a file writes for each
+_SPELT = {"sec": "s", "secs": "s", "second": "s", "seconds": "s", "mins": "m", "minute": "m",
+          "minutes": "m", "hr": "h", "hrs": "h", "hour": "h", "hours": "h", "day": "d",
+          "days": "d", "msec": "ms", "msecs": "ms", "millisecond": "ms", "milliseconds": "ms"}
+_WORDS = re.compile(r"^\s*(\d+(?:\.\d+)?|\.\d+)\s*([A-Za-z]+)\s*$")
+
+
+def duration_hint(text: object) -> str:
+    """"did you mean '5s'?" for a duration whose unit is spelt out (``5sec``, ``2 hours``).
+
+    >>> duration_hint("5sec"), duration_hint("2 hours"), duration_hint("5x")
+    ("did you mean '5s'?", "did you mean '2h'?", '')
+    """
+    m = _WORDS.match(text) if isinstance(text, str) else None
+    unit = _SPELT.get(m.group(2).lower()) if m else None
+    return f"did you mean '{m.group(1)}{unit}'?" if m and unit else ""
 
 
 def parse_duration(text: object) -> float:

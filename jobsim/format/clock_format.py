@@ -51,8 +51,9 @@ class SignedDur(Field):
         return value
 
     def schema(self):
-        return self._described({"type": "string",
-                                "pattern": r"^-?(\d+(\.\d+)?(ms|s|min|m|h|d)|P.*)$"})
+        from ..base.durations import SIGNED_SCHEMA_PATTERN
+
+        return self._described({"type": "string", "pattern": SIGNED_SCHEMA_PATTERN})
 
 
 class Drift(Field):

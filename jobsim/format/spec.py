@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..base.durations import EXPECTED as DURATION_EXPECTED
-from ..base.durations import parse_cycle, parse_duration
+from ..base.durations import duration_hint, format_duration, parse_cycle, parse_duration
 from ..base.errors import Problem
 
 MISSING: Any = object()
@@ -181,12 +181,12 @@ class Dur(Field):
                 expected = "a duration with a unit (a bare number is ambiguous), like 30s"
             else:
                 expected = DURATION_EXPECTED + (" or none" if self.none_ok else "")
-            problems.append(Problem(path, expected, show(value)))
+            problems.append(Problem(path, expected, show(value), duration_hint(value)))
             return MISSING
         if (self.positive and seconds <= 0) or not (self.lo <= seconds <= self.hi):
-            low = "more than 0s" if self.positive else f"at least {self.lo:g}s"
-            problems.append(Problem(path, f"a duration {low} and at most {self.hi:g}s",
-                                    show(value)))
+            low = "more than 0s" if self.positive else f"at least {format_duration(self.lo)}"
+            problems.append(Problem(path, f"a duration {low} and at most "
+                                    f"{format_duration(self.hi)}", show(value)))
             return MISSING
         return seconds
 
@@ -196,8 +196,9 @@ class Dur(Field):
         return format_duration(value) if isinstance(value, (int, float)) else value
 
     def schema(self):
-        s: dict[str, Any] = {"type": "string",
-                             "pattern": r"^(\d+(\.\d+)?(ms|s|min|m|h|d)|P.*)$"}
+        from ..base.durations import SCHEMA_PATTERN
+
+        s: dict[str, Any] = {"type": "string", "pattern": SCHEMA_PATTERN}
         if self.none_ok:
             s = {"anyOf": [s, {"const": "none"}, {"type": "null"}]}
         return self._described(s)
