@@ -38,7 +38,7 @@ _TOLD = [K[k] for k in ("tick", "job_created", "side_effect", "exec_end", "retry
                         "node_restarted", "node_paused", "node_resumed", "withdrawn",
                         "boundary_timer", "server_restarted", "revived", "cancelled",
                         "resubmitted", "service_state", "effect_refused",
-                        "operation_ignored", "stale_write")]
+                        "operation_ignored", "stale_write", "unlocked")]
 #: jobs whose run is told by what it does, not by a "done" line
 _QUIET = ("timer", "boundary_timer")
 
@@ -139,10 +139,25 @@ def _lines(cols: dict[str, np.ndarray], idx: np.ndarray, texts: list[str]) -> np
     late = np.zeros(len(idx), bool)
     stale = k == K["stale_write"]
     late[stale] = _after_withdrawal(cols, idx[stale])
-    return (np.isin(k, _ALWAYS) | late
+    return (np.isin(k, _ALWAYS) | late | _resets(cols, idx, texts)[1]
             | (((k == K["side_effect"]) | ((k == K["exec_end"]) & (b == 1))) & said)
             | ((k == K["cancelled"]) & (a <= 0)) | (done & ((a == 0) | ~quiet))
             | ((k == K["locked"]) & ((b == 1) | (a >= 0))))
+
+
+#: what a reset thread writes when it frees an expired lock (``parts/reset.py``)
+RESET = "lock expired (reset)"
+
+
+def _resets(cols: dict[str, np.ndarray], idx: np.ndarray, texts: list[str]
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """Which events of ``idx`` are a reset thread freeing an expired lock, and which of
+    those begin a run of them (one statement: one instant, one node), told as one line."""
+    code = texts.index(RESET) if RESET in texts else -2
+    reset = (cols["kind"][idx] == K["unlocked"]) & (cols["text"][idx] == code)
+    t, n = cols["time"][idx], cols["node"][idx]
+    same = np.r_[False, reset[:-1] & (t[1:] == t[:-1]) & (n[1:] == n[:-1])]
+    return reset, reset & ~same
 
 
 def _routine(cols: dict[str, np.ndarray], idx: np.ndarray) -> np.ndarray:
@@ -175,6 +190,8 @@ _SHORT = (("crash", "crashes", lambda k, a, b: k == K["node_crashed"]),
           ("service outage", "service outages",
            lambda k, a, b: (k == K["service_state"]) & (a == 1) & (b == 0)),
           ("brown-out", "brown-outs", lambda k, a, b: (k == K["service_state"]) & (a == 2)),
+          ("reset of expired locks", "resets of expired locks",
+           lambda k, a, b: k == K["unlocked"]),
           ("takeover of an expired lock", "takeovers of an expired lock",
            lambda k, a, b: (k == K["locked"]) & (b == 0)),
           ("double acquisition", "double acquisitions",
@@ -248,6 +265,10 @@ def narrate(trace: Trace, limit: int | None = 60) -> list[str]:
             routine, after = routine[routine < last], routine[routine >= last]
         runs = _done_runs(cols["time"][told[routine]], np.searchsorted(kept, routine),
                           len(kept))
+    reset, head = _resets(cols, told, trace.texts)
+    group = np.cumsum(head)[reset]  # each reset's run, numbered from 1
+    freed = dict(zip(np.flatnonzero(head).tolist(), np.bincount(group)[1:].tolist()))
+    at = np.flatnonzero(keep).tolist()  # each line's place among the told events
     idx = told[keep]
     kinds, times, nodes_, jobs = (cols[c][idx].tolist() for c in ("kind", "time", "node", "job"))
     a_, b_, c_, x_, s_ = (cols[c][idx].tolist() for c in ("a", "b", "c", "x", "text"))
@@ -336,6 +357,12 @@ def narrate(trace: Trace, limit: int | None = 60) -> list[str]:
         elif k == K["locked"] and b_[i] == 1:
             lines.append(f"  {who} job {j} ACQUIRED TWICE: {names[a_[i]]}'s lock was still "
                          "valid")
+        elif k == K["unlocked"]:
+            n = freed.get(at[i], 1)
+            lines.append(f"  {who} its reset thread FREED {n:,} expired lock"
+                         f"{'s' if n != 1 else ''} at t={times[i]:g}s (job {j}"
+                         f"{f' and {n - 1:,} more' if n != 1 else ''}): free to be claimed "
+                         "again")
         elif k == K["locked"]:
             whose = "its own lock" if a_[i] == nodes_[i] else f"{names[a_[i]]}'s lock"
             lines.append(f"  {who} job {j} TAKEN OVER at t={times[i]:g}s: {whose} had expired")
