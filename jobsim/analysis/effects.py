@@ -56,6 +56,7 @@ import pandas as pd
 
 from ..base.trace import K
 from ..executor.config import NodeConfig
+from .saturation import busy_levels, rounded as _r, saturation, waits_by_room
 
 #: a run's spread of phases under this share of independent phases' is lock-step (what is
 #: left of it is the claims' and runs' own time, which does not shrink with the interval)
@@ -72,10 +73,6 @@ SUSTAINED = 20.0
 #: at least ``OVERTAKEN`` of its longest wait is higher classes' work that overtook it
 STARVED = 10.0
 OVERTAKEN = 0.5
-
-
-def _r(x: float | None) -> float | None:
-    return None if x is None or math.isnan(x) else float(round(float(x), 9))
 
 
 #: the last trace's executions (its time column, weakly; its end; the result): the summary
@@ -344,77 +341,6 @@ def _overtaken(here: np.ndarray, higher: np.ndarray, due: np.ndarray, first: np.
     d, s = due[here][k], due[here][k] + waits[k]
     ahead = higher & (due > d) & (first < s)  # (NaN: never started, never ahead)
     return float(np.nansum(per_job[ahead])) / threads, float(waits[k])
-
-
-def busy_levels(jobs: pd.DataFrame, runs: tuple[np.ndarray, ...], threads: int,
-                end: float) -> tuple[np.ndarray, ...] | None:
-    """The instants where the busy threads or the waiting jobs changed, with each count
-    after the instant: ``(at, busy, waiting)``; None where every thread was never busy at
-    once (nothing waited for a thread: the cheap answer)."""
-    if threads <= 0 or end <= 0 or not len(runs[0]):
-        return None
-    began, ended = np.sort(runs[0]), np.sort(runs[1])
-    peak = (np.arange(1, len(began) + 1) - np.searchsorted(ended, began, side="right")).max()
-    if peak < threads:
-        return None
-    due = jobs["due"].to_numpy(dtype=float)
-    start = jobs["first_start"].to_numpy(dtype=float)
-    start = start[~np.isnan(start)]
-    # busy threads and waiting jobs as two counts over one sorted list of their changes
-    t = np.concatenate([runs[0], runs[1], due, start])
-    n0, n1, n2 = len(runs[0]), len(runs[0]) + len(runs[1]), len(runs[0]) + len(runs[1]) + len(due)
-    db, dw = np.zeros(len(t), np.int64), np.zeros(len(t), np.int64)
-    db[:n0], db[n0:n1], dw[n1:n2], dw[n2:] = 1, -1, 1, -1
-    order = np.argsort(t, kind="stable")
-    t, b, w = t[order], np.cumsum(db[order]), np.cumsum(dw[order])
-    last = np.append(t[1:] != t[:-1], True) & (t <= end)  # each instant's level after it
-    return t[last], b[last], w[last]
-
-
-def saturation(levels: tuple[np.ndarray, ...] | None, threads: int,
-               end: float) -> dict[str, Any] | None:
-    """How long every thread was busy while due jobs waited (``threads``: the cluster's;
-    ``levels``: ``busy_levels``)."""
-    if threads <= 0 or end <= 0:
-        return None
-    if levels is None:
-        return {"threads": threads, "time": 0.0, "share": 0.0, "longest": None,
-                "longest_from": None, "most_waiting": None}
-    at, b, w = levels
-    full = (b >= threads) & (w > 0)
-    length = np.diff(np.append(at, end))
-    total = float(length[full].sum())
-    out: dict[str, Any] = {"threads": threads, "time": _r(total), "share": _r(total / end),
-                           "longest": None, "longest_from": None, "most_waiting": None}
-    if total > 0:
-        edges = np.diff(np.concatenate([[0], full.astype(np.int8), [0]]))
-        begin, stop = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
-        run_length = np.concatenate([[0.0], np.cumsum(length)])
-        spans = run_length[stop] - run_length[begin]
-        k = int(spans.argmax())
-        out.update(longest=_r(float(spans[k])), longest_from=_r(float(at[begin[k]])),
-                   most_waiting=int(w[begin[k]:stop[k]].max()))
-    return out
-
-
-def waits_by_room(jobs: pd.DataFrame, levels: tuple[np.ndarray, ...] | None,
-                  threads: int) -> tuple[float | None, float | None, int]:
-    """The mean start delay of the jobs that fell due while a thread was free (the polls
-    decide their wait), that of those that fell due while every thread was busy (they
-    waited for a thread too), and how many of those there were."""
-    due = jobs["due"].to_numpy(dtype=float)
-    start = jobs["first_start"].to_numpy(dtype=float)
-    ran = ~np.isnan(start)
-    due, delay = due[ran], start[ran] - due[ran]
-    if levels is None:
-        return (float(delay.mean()) if len(delay) else None), None, 0
-    at, b, _ = levels
-    i = np.searchsorted(at, due, side="right") - 1
-    busy = b[np.maximum(i, 0)] >= threads
-    busy &= i >= 0
-    free = delay[~busy]
-    return (float(free.mean()) if len(free) else None,
-            float(delay[busy].mean()) if busy.any() else None, int(busy.sum()))
 
 
 def detect(cols: dict[str, np.ndarray], names: list[str], jobs: pd.DataFrame,
