@@ -134,18 +134,22 @@ def test_overload_is_told_apart_from_aging_under_capacity():
     assert "Under capacity" in said and "Overloaded" not in said
 
 
+#: strict priority under capacity: a steady high class on 2 threads, a trickle of low jobs
+STRICT = {"name": "starve", "seed": 3, "until": "drained",
+          "executor": {"order": "priority", "threads": 2, "poll_interval": "1s",
+                       "wakeup": "notify"},
+          "nodes": 1, "handlers": {"work": {"duration": {"exponential": {"mean": "1s"}}},
+                                   "slow": {"duration": "1s"}},
+          "workload": {"streams": [
+              {"name": "high", "handler": "work", "count": 1500, "rate": "1.9/s",
+               "priority": 10},
+              {"name": "low", "handler": "slow", "count": 5, "rate": "0.01/s"}]}}
+
+
 def test_a_stable_ordering_that_shuts_a_class_out_is_starvation():
     """Strict priority under capacity (0.97 of it at this seed), the low class's worst wait
     475 s against the high class's 21 s."""
-    doc = {"name": "starve", "seed": 3, "until": "drained",
-           "executor": {"order": "priority", "threads": 2, "poll_interval": "1s",
-                        "wakeup": "notify"},
-           "nodes": 1, "handlers": {"work": {"duration": {"exponential": {"mean": "1s"}}},
-                                    "slow": {"duration": "1s"}},
-           "workload": {"streams": [
-               {"name": "high", "handler": "work", "count": 1500, "rate": "1.9/s",
-                "priority": 10},
-               {"name": "low", "handler": "slow", "count": 5, "rate": "0.01/s"}]}}
+    doc = STRICT
     s = _summary(doc, 3)
     load = s["effects"]["load"]
     assert load["offered"] < 1.0
@@ -416,15 +420,7 @@ def test_a_few_urgent_jobs_ahead_of_a_polled_queue_are_not_starvation():
 def test_starvation_names_the_work_that_overtook_the_longest_waiting_job():
     """The strict-priority starvation above, checked by hand: the higher class's runs that
     fell due after the low class's longest-waiting job and started before it."""
-    doc = {"name": "starve", "seed": 3, "until": "drained",
-           "executor": {"order": "priority", "threads": 2, "poll_interval": "1s",
-                        "wakeup": "notify"},
-           "nodes": 1, "handlers": {"work": {"duration": {"exponential": {"mean": "1s"}}},
-                                    "slow": {"duration": "1s"}},
-           "workload": {"streams": [
-               {"name": "high", "handler": "work", "count": 1500, "rate": "1.9/s",
-                "priority": 10},
-               {"name": "low", "handler": "slow", "count": 5, "rate": "0.01/s"}]}}
+    doc = STRICT
     a = api.analyse(api.run(from_dict(doc), 3))
     low = a.summary["effects"]["load"]["by_priority"]["0"]
     c = a.result.trace.arrays()
