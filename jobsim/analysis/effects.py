@@ -312,7 +312,7 @@ def load(jobs: pd.DataFrame, runs: tuple[np.ndarray, ...], node_figures: dict[st
         # poll interval, or a queue that any ordering would have, is not starvation)
         starved = [c for c, f in classes.items() if (f["never_started"] or (
             (f["worst_wait"] or 0.0) > STARVED * scale and (f["worst_wait"] or 0) > 1.0))
-            and f["overtaken"] >= OVERTAKEN * longest[c]]
+            and longest[c] > 1.0 and f["overtaken"] >= OVERTAKEN * longest[c]]
         if starved:
             verdict = "starved"
         elif aging > 0 and any((f["worst_wait"] or 0.0) >= (int(max(classes, key=int)) -
