@@ -291,15 +291,14 @@ def load(jobs: pd.DataFrame, runs: tuple[np.ndarray, ...], node_figures: dict[st
         rho = total / (span if span > 0.1 * window else window) / threads
         offered += rho
         delay = (first - due)[here]
+        ahead, longest[str(int(p))] = _overtaken(here, prio > p, due, first, per_job,
+                                                 threads, end)
         classes[str(int(p))] = {"jobs": int(here.sum()), "offered": _r(rho),
                                 "with_higher": _r(offered),
                                 "never_started": int(np.isnan(delay).sum()),
                                 "worst_wait": _r(float(np.nanmax(delay))) if
                                 (~np.isnan(delay)).any() else None,
-                                "overtaken": None}
-        ahead, longest[str(int(p))] = _overtaken(here, prio > p, due, first, per_job,
-                                                 threads, end)
-        classes[str(int(p))]["overtaken"] = _r(ahead)
+                                "overtaken": _r(ahead)}
     # a rate needs arrivals spread over many runs' length: a burst has no offered load
     gap = float(jobs["priority"].max() - jobs["priority"].min())
     verdict = "burst" if len(jobs) < 50 or window < SUSTAINED * mean_work else \

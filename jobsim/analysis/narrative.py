@@ -129,8 +129,10 @@ def _after_withdrawal(cols: dict[str, np.ndarray], idx: np.ndarray) -> np.ndarra
                                                          idx.tolist())], dtype=bool)
 
 
-def _lines(cols: dict[str, np.ndarray], idx: np.ndarray, texts: list[str]) -> np.ndarray:
-    """Whether each event of ``idx`` tells a line (the branches of ``narrate``)."""
+def _lines(cols: dict[str, np.ndarray], idx: np.ndarray, texts: list[str],
+           resets: np.ndarray) -> np.ndarray:
+    """Whether each event of ``idx`` tells a line (the branches of ``narrate``);
+    ``resets``: those that begin a reset thread's statement (``_resets``)."""
     k, a, b = cols["kind"][idx], cols["a"][idx], cols["b"][idx]
     said = np.array([bool(t) for t in texts] + [False])[cols["text"][idx]]  # -1: the last
     done = k == K["completed"]
@@ -139,7 +141,7 @@ def _lines(cols: dict[str, np.ndarray], idx: np.ndarray, texts: list[str]) -> np
     late = np.zeros(len(idx), bool)
     stale = k == K["stale_write"]
     late[stale] = _after_withdrawal(cols, idx[stale])
-    return (np.isin(k, _ALWAYS) | late | _resets(cols, idx, texts)[1]
+    return (np.isin(k, _ALWAYS) | late | resets
             | (((k == K["side_effect"]) | ((k == K["exec_end"]) & (b == 1))) & said)
             | ((k == K["cancelled"]) & (a <= 0)) | (done & ((a == 0) | ~quiet))
             | ((k == K["locked"]) & ((b == 1) | (a >= 0))))
@@ -230,7 +232,8 @@ def narrate(trace: Trace, limit: int | None = 60) -> list[str]:
     the outage at 8 minutes."""
     cols = trace.arrays()
     told = np.flatnonzero(np.isin(cols["kind"], _TOLD))
-    line = _lines(cols, told, trace.texts)
+    reset, head = _resets(cols, told, trace.texts)
+    line = _lines(cols, told, trace.texts, head)
     count = int(line.sum())
     keep = line.copy()
     runs: list[str] = []  # with a long story: the count of jobs done before each kept line
@@ -265,7 +268,6 @@ def narrate(trace: Trace, limit: int | None = 60) -> list[str]:
             routine, after = routine[routine < last], routine[routine >= last]
         runs = _done_runs(cols["time"][told[routine]], np.searchsorted(kept, routine),
                           len(kept))
-    reset, head = _resets(cols, told, trace.texts)
     group = np.cumsum(head)[reset]  # each reset's run, numbered from 1
     freed = dict(zip(np.flatnonzero(head).tolist(), np.bincount(group)[1:].tolist()))
     at = np.flatnonzero(keep).tolist()  # each line's place among the told events

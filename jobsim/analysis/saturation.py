@@ -18,9 +18,6 @@ def rounded(x: float | None) -> float | None:
     return None if x is None or math.isnan(x) else float(round(float(x), 9))
 
 
-_r = rounded
-
-
 def busy_levels(jobs: pd.DataFrame, runs: tuple[np.ndarray, ...], threads: int,
                 end: float) -> tuple[np.ndarray, ...] | None:
     """The instants where the busy threads or the waiting jobs changed, with each count
@@ -59,15 +56,16 @@ def saturation(levels: tuple[np.ndarray, ...] | None, threads: int,
     full = (b >= threads) & (w > 0)
     length = np.diff(np.append(at, end))
     total = float(length[full].sum())
-    out: dict[str, Any] = {"threads": threads, "time": _r(total), "share": _r(total / end),
-                           "longest": None, "longest_from": None, "most_waiting": None}
+    out: dict[str, Any] = {"threads": threads, "time": rounded(total),
+                           "share": rounded(total / end), "longest": None,
+                           "longest_from": None, "most_waiting": None}
     if total > 0:
         edges = np.diff(np.concatenate([[0], full.astype(np.int8), [0]]))
         begin, stop = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
         run_length = np.concatenate([[0.0], np.cumsum(length)])
         spans = run_length[stop] - run_length[begin]
         k = int(spans.argmax())
-        out.update(longest=_r(float(spans[k])), longest_from=_r(float(at[begin[k]])),
+        out.update(longest=rounded(float(spans[k])), longest_from=rounded(float(at[begin[k]])),
                    most_waiting=int(w[begin[k]:stop[k]].max()))
     return out
 
@@ -85,8 +83,7 @@ def waits_by_room(jobs: pd.DataFrame, levels: tuple[np.ndarray, ...] | None,
         return (float(delay.mean()) if len(delay) else None), None, 0
     at, b, _ = levels
     i = np.searchsorted(at, due, side="right") - 1
-    busy = b[np.maximum(i, 0)] >= threads
-    busy &= i >= 0
+    busy = (i >= 0) & (b[np.maximum(i, 0)] >= threads)
     free = delay[~busy]
     return (float(free.mean()) if len(free) else None,
             float(delay[busy].mean()) if busy.any() else None, int(busy.sum()))

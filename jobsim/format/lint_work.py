@@ -20,7 +20,7 @@ import math
 from typing import Any
 
 from ..base import dists
-from ..base.durations import format_duration
+from ..base.durations import format_duration, format_span
 from ..executor.config import Scenario
 from ..executor.handlers import Call
 
@@ -114,6 +114,13 @@ _ORDER_WORDS = {"id": "by id, the order they were created in", "due": "by due ti
                 "created": "by creation time"}
 
 
+def _prioritised(sc: Scenario) -> list[tuple[str, int, str]]:
+    """Each workload item's place in the file, priority and handler."""
+    return [(f"{group}[{i}]", item.priority, item.handler) for group, items in (
+        ("jobs", sc.jobs), ("streams", sc.streams), ("recurring", sc.recurring))
+        for i, item in enumerate(items)]
+
+
 def _ignored_priorities(sc: Scenario) -> Iterator[Found]:
     """Jobs of more than one priority where the nodes take rows by an order that reads
     none (``executor.order`` id, due or created): a priority the file gives has no effect,
@@ -121,13 +128,11 @@ def _ignored_priorities(sc: Scenario) -> Iterator[Found]:
     order = sc.executor.order
     if order not in _ORDER_WORDS:
         return
-    items = [(f"{group}[{i}]", item.priority) for group, items in (
-        ("jobs", sc.jobs), ("streams", sc.streams), ("recurring", sc.recurring))
-        for i, item in enumerate(items)]
-    levels = sorted({p for _, p in items})
+    items = _prioritised(sc)
+    levels = sorted({p for _, p, _ in items})
     if len(levels) < 2:
         return
-    where = next(w for w, p in items if p == levels[-1])  # the most urgent
+    where = next(w for w, p, _ in items if p == levels[-1])  # the most urgent
     said = ", ".join(map(str, levels[:-1])) + f" and {levels[-1]}"
     yield ("ignored-setting", f"workload.{where}.priority",
            f"priority has no effect here: the nodes take rows {_ORDER_WORDS[order]} "
@@ -143,9 +148,7 @@ def _priority_behind_queue(sc: Scenario) -> Iterator[Found]:
     and every prefetching executor alike)."""
     if sc.executor.order in _ORDER_WORDS:
         return  # priorities are not read at all (``_ignored_priorities``)
-    items = [(f"{group}[{i}]", item.priority, item.handler) for group, items in (
-        ("jobs", sc.jobs), ("streams", sc.streams), ("recurring", sc.recurring))
-        for i, item in enumerate(items)]
+    items = _prioritised(sc)
     levels = sorted({p for _, p, _ in items})
     if len(levels) < 2:
         return
@@ -172,7 +175,7 @@ def _priority_behind_queue(sc: Scenario) -> Iterator[Found]:
         f"(on {', '.join(n.name for _, n in queued)}) "
     behind = (f" (up to {depth(cfg)} × a mean run of {format_duration(mean)} / "
               f"{cfg.threads} thread{'s' if cfg.threads != 1 else ''} ≈ "
-              f"{format_duration(float(f'{depth(cfg) * mean / cfg.threads:.3g}'))}, more "
+              f"{format_span(depth(cfg) * mean / cfg.threads)}, more "
               f"than a poll interval and a run)")
     yield ("priority-behind-local-queue",
            f"nodes[{i}].queue_size" if own else "executor.queue_size",
