@@ -109,6 +109,7 @@ class Store(Indexes):
         pop, push = heapq.heappop, heapq.heappush
         out: list[Locked] = []
         strict, horizon, took = 1, self.horizon, 0
+        expiring = ix.expiries(lock_until, horizon)  # where every lock's entry goes
         while ready and len(out) < n:
             _, _, rid, stamp = pop(ready)
             row = rows.get(rid)
@@ -127,8 +128,7 @@ class Store(Indexes):
             self._stamp += 1
             row.stamp = self._stamp
             if lock_until >= row.due:
-                if lock_until < horizon:
-                    push(pending, (lock_until, strict, rid, row.stamp))
+                expiring((lock_until, strict, rid, row.stamp))
             elif row.due < horizon:
                 push(pending, (row.due, 0, rid, row.stamp))
         self._held[table] += took
