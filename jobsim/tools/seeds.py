@@ -15,15 +15,14 @@ replaced whole, and a cache in it would be part of the report.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..base.errors import Problem, ScenarioError
 from ..format.fileformat import MAX_SEEDS
-from ..output.report import Analysis
-from .sweep import _execute
-from .sweep.cache import _Cache, _doc_hash, task_key
 from .sweep.grid import SWEEP_BUDGET_RUNS
-from .sweep.runs import flatten
+
+if TYPE_CHECKING:  # the runs and their rows are imported by what runs them: ``check``
+    from ..output.report import Analysis  # alone (``jobsim validate``) needs no pandas
 
 #: the largest seed a scenario may have (the file format's bound)
 MAX_SEED = 2 ** 63 - 1
@@ -68,6 +67,8 @@ def check(base: int, n: int, events: Sequence[float], budget_events: float | Non
 
 def own_row(a: Analysis) -> dict[str, Any]:
     """The row of the run the report holds, as ``run_one`` makes one for another seed."""
+    from .sweep.runs import flatten
+
     row: dict[str, Any] = {"seed": a.result.seed, "ok": True, "error": None}
     row.update(flatten(a.summary))
     row["violations"] = len(a.unexpected_violations)
@@ -91,6 +92,9 @@ def rows_over_seeds(analyses: Sequence[Analysis], n: int, workers: int = 1,
     """The seeds, and for each run of ``analyses`` (a variant, or the scenario) its row at
     each seed: the first its own (``own_row``), the others run at ``seed + 1`` … on
     ``workers`` local processes. ``progress(done, total)`` follows the runs."""
+    from .sweep.cache import _Cache, _doc_hash, task_key
+    from .sweep.execute import _execute
+
     seeds = seeds_of(analyses[0].result.seed, n)
     tasks, keys = [], []
     for a in analyses:
