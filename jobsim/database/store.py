@@ -128,7 +128,8 @@ class Store(Indexes):
             self._stamp += 1
             row.stamp = self._stamp
             if lock_until >= row.due:
-                expiring((lock_until, strict, rid, row.stamp))
+                if lock_until < horizon:  # (else nowhere: no poll of the run sees it)
+                    expiring((lock_until, strict, rid, row.stamp))
             elif row.due < horizon:
                 push(pending, (row.due, 0, rid, row.stamp))
         self._held[table] += took
