@@ -146,6 +146,20 @@ def test_steps_on_a_terminal_count_and_name_the_step(monkeypatch):
     assert term.getvalue().endswith("report: done\n")  # the bar goes, the closing line stays
 
 
+def test_each_step_is_drawn_as_it_begins(monkeypatch):
+    """Steps begun within tqdm's ``mininterval`` of each other were not drawn: a 200,000-job
+    report showed "report: file 0 [00:00]" for the 3 s of its CSV files."""
+    monkeypatch.delenv("JOBSIM_PROGRESS", raising=False)
+    term = Terminal()
+    steps = Steps("report", stream=term)
+    for i, what in enumerate(["view.html", "jobs.csv and trace.csv (2,000 events)",
+                              "timeline.png"]):
+        steps.step(what, 2 if i == 1 else 1)
+        assert term.getvalue().rstrip().endswith(what), (what, term.getvalue())
+    assert "report: file 3" in term.getvalue()
+    steps.close()
+
+
 def test_a_drained_runs_progress_moves_while_its_jobs_retry():
     """Jobs that fail and retry end only late in a run until drained: its progress counts
     the executions started against the estimate's, so it moves while no job has ended yet,

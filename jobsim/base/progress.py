@@ -189,6 +189,10 @@ class Steps:
         elif self.bar is not None:
             self.bar.set_postfix_str(what, refresh=False)
             self.bar.update(n)
+            # drawn now: ``update`` draws only ``mininterval`` after the last drawing, and a
+            # step begun sooner (trace.csv, a second after the page) stood unnamed under
+            # the last one's name (or "file 0") for all the seconds it took
+            self.bar.refresh()
 
     def close(self, text: str | None = None) -> None:
         """The bar goes; ``text``, if any, stays as a line (in a log and on a terminal)."""
