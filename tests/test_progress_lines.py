@@ -160,6 +160,32 @@ def test_each_step_is_drawn_as_it_begins(monkeypatch):
     steps.close()
 
 
+def test_a_notebook_without_ipywidgets_gets_lines_and_no_traceback(monkeypatch):
+    """tqdm's notebook bar, made without ipywidgets, failed half-way and its ``__del__``
+    printed "Exception ignored … 'tqdm_notebook' object has no attribute 'disp'" into the
+    cell, twice; the lines of a log came after it."""
+    import gc
+    import sys
+
+    from jobsim.base import progress
+    from tqdm import notebook
+
+    monkeypatch.delenv("JOBSIM_PROGRESS", raising=False)
+    monkeypatch.setattr(progress, "_in_notebook", lambda: True)
+    monkeypatch.setattr(notebook, "IProgress", None)  # as tqdm has it without ipywidgets
+    ignored: list = []
+    monkeypatch.setattr(sys, "unraisablehook", ignored.append)
+    log = io.StringIO()
+    with Bar(100, "run", unit="%", stream=log) as bar:
+        bar.stage("simulating 3 jobs")
+    steps = Steps("report", stream=log)
+    steps.step("timeline.png")
+    steps.close()
+    gc.collect()
+    assert ignored == []
+    assert log.getvalue() == "run: simulating 3 jobs\nreport: timeline.png\n"
+
+
 def test_a_drained_runs_progress_moves_while_its_jobs_retry():
     """Jobs that fail and retry end only late in a run until drained: its progress counts
     the executions started against the estimate's, so it moves while no job has ended yet,

@@ -136,14 +136,21 @@ class Bar:
 
 
 def _notebook_bar(kwargs: dict[str, Any]) -> Any:
-    """tqdm's widget in a notebook (None elsewhere, or without ipywidgets: text then)."""
+    """tqdm's widget in a notebook (None elsewhere, or without ipywidgets: text then).
+
+    Without ipywidgets, tqdm's notebook bar fails half-way through its making, and the
+    half-made bar's ``__del__`` printed a traceback into the cell ("'tqdm_notebook' object
+    has no attribute 'disp'"): ipywidgets is asked for first, through tqdm's own import
+    of it."""
     if not _in_notebook():
         return None
     try:
-        from tqdm.notebook import tqdm as notebook_tqdm
+        from tqdm import notebook
 
-        return notebook_tqdm(**kwargs)
-    except Exception:  # noqa: BLE001 - no ipywidgets: fall back to text
+        if getattr(notebook, "IProgress", None) is None:  # tqdm found no ipywidgets
+            return None
+        return notebook.tqdm(**kwargs)
+    except Exception:  # noqa: BLE001 - an ipywidgets tqdm cannot use: fall back to text
         return None
 
 
