@@ -93,6 +93,24 @@ def test_a_log_gets_a_line_for_each_phase(tmp_path, capsys, monkeypatch, paralle
     assert not noisy, noisy
 
 
+def test_a_log_says_the_runs_over_seeds_and_a_sweeps_as_they_begin(tmp_path, capsys,
+                                                                      monkeypatch):
+    """The other seeds' runs and a sweep's had no line before 10 s: a log said "analysing
+    the trace" through 9 s of runs over seeds, and nothing at all for a sweep's first 15 s."""
+    monkeypatch.delenv("JOBSIM_PROGRESS", raising=False)
+    status, err, _ = _run(tmp_path, capsys, "--seeds", "3", "--workers", "1")
+    assert status == 0, err
+    lines = err.splitlines()
+    runs = lines.index("lines: seeds: 2 more runs at seeds 8 to 9")
+    assert "analysing the trace" in lines[runs - 1] and "report:" in lines[runs + 1], lines
+    path = tmp_path / "lines.yaml"
+    status = main(["sweep", str(path), "--grid", "executor.threads=2,4", "--replications", "2",
+                   "--out", str(tmp_path / "sweep"), "--workers", "1"])
+    err = capsys.readouterr().err
+    assert status == 0, err
+    assert err.splitlines()[0] == "sweep lines: 4 runs", err
+
+
 def test_quiet_says_nothing(tmp_path, capsys, monkeypatch):
     monkeypatch.delenv("JOBSIM_PROGRESS", raising=False)
     status, err, _ = _run(tmp_path, capsys, "--quiet")

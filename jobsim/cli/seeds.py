@@ -71,7 +71,11 @@ def over_seeds(analyses: list[Any], n: int, workers: int | None, quiet: bool) ->
 
     name = analyses[0].result.scenario.name
     workers = workers or min(os.cpu_count() or 1, MAX_WORKERS)
-    with Bar((n - 1) * len(analyses), f"{name}: seeds", unit="runs", show=not quiet) as bar:
+    runs, first = (n - 1) * len(analyses), analyses[0].result.seed
+    with Bar(runs, f"{name}: seeds", unit="runs", show=not quiet) as bar:
+        # what the count is, at once (a log has no line of the count before 10 s)
+        at = f"seed {first + 1:,}" if n == 2 else f"seeds {first + 1:,} to {first + n - 1:,}"
+        bar.stage(f"{runs:,} more {'run' if runs == 1 else 'runs'} at {at}")
         try:
             seeds, rows = rows_over_seeds(analyses, n, workers,
                                           lambda done, total: bar.set(done))

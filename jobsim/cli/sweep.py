@@ -139,6 +139,9 @@ def _execute(args: argparse.Namespace, settings: _Settings, out: Path) -> Any:
             if bar is not None:
                 bar.close()
             bar = progress_mod.Bar(total, f"sweep {base.name}", unit="runs")
+            # what the count is, at once (a log has no line of the count before 10 s)
+            bar.stage(f"{total:,} {'run' if total == 1 else 'runs'}" +
+                      (f", {done:,} of them from the cache" if done else ""))
         bar.set(done)
 
     def stage(text: str) -> None:
