@@ -356,6 +356,24 @@ def test_run_with_a_bad_seed_flag_exits_2_without_traceback(out, capsys, seed):
     assert_nothing_written(out)
 
 
+@pytest.mark.parametrize("argv", [
+    ["run", str(LESSON), "--out", ""], ["run", str(LESSON), "--timings", " "],
+    ["sweep", str(LESSON), "--out", ""], ["hunt", str(LESSON), "--out", ""],
+    ["view", "somewhere", "--out", ""], ["new", "mine", "--out", ""],
+    ["reports", "--out", ""],
+])
+def test_an_empty_file_or_folder_name_is_refused(tmp_path, monkeypatch, capsys, argv):
+    """``--out ""`` wrote the report to the default folder, ``--timings ""`` wrote no
+    timings: each as if the flag were not given."""
+    monkeypatch.chdir(tmp_path)
+    status = main(argv)
+    err = capsys.readouterr().err
+    assert status == 2, err
+    flag = next(a for a in argv if a.startswith("--"))
+    assert f"argument {flag}: expected a file or folder name (got " in err, err
+    assert "Traceback" not in err and list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("argv, says", [
     (["run", "--nope"], "unrecognized arguments: --nope; the following arguments are required"),
     (["run", "--nope=1", "--quiet"], "unrecognized arguments: --nope=1;"),

@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .values import (_at_least, _at_least_two, _bench_cases, _bounded, _events, _positive,
-                     _seed, _size, _window)
+from .values import (_at_least, _at_least_two, _bench_cases, _bounded, _events, _path,
+                     _positive, _seed, _size, _window)
 
 
 class _UsageError(Exception):
@@ -95,10 +95,11 @@ def _parser() -> argparse.ArgumentParser:
     p.commands = sub.choices  # type: ignore[attr-defined]  # (its name → its parser)
     r = sub.add_parser("run", help="run a scenario and write its report folder")
     r.add_argument("scenario", help="a scenario YAML file")
-    r.add_argument("--out", help="the report folder (default: reports/<scenario name>; a "
-                                 "what-if run — --set, --seed or --no-expect — goes to "
-                                 "reports/_scratch/<scenario name>/<its overrides>, a "
-                                 "git-ignored folder)")
+    r.add_argument("--out", type=_path,
+                   help="the report folder (default: reports/<scenario name>; a "
+                        "what-if run — --set, --seed or --no-expect — goes to "
+                        "reports/_scratch/<scenario name>/<its overrides>, a "
+                        "git-ignored folder)")
     r.add_argument("--seed", type=_seed, help="override the scenario's seed (default: the "
                                               "file's)")
     r.add_argument("--set", dest="sets", action="append", default=[], metavar="PATH=VALUE",
@@ -118,16 +119,17 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--strict", action="store_true",
                    help="treat warnings about known traps as errors: run nothing, exit 2")
     _seeds_args(r)
-    r.add_argument("--timings", metavar="FILE",
+    r.add_argument("--timings", type=_path, metavar="FILE",
                    help="also write FILE: JSON of the wall and CPU seconds of each phase "
-                        "(simulate, analysis, csv, plots, page, other) and the peak memory (MB); "
+                        "(start: the imports; simulate, analysis, csv, plots, page, other) "
+                        "and the peak memory (MB); "
                         "the report is the same with or without it")
     _budget_args(r)
     _window_args(r)
     vw = sub.add_parser("view", help="write the interactive page (view.html) of a run "
                                      "folder, from its files")
     vw.add_argument("run_dir", metavar="RUN_DIR", help="a run folder that jobsim run wrote")
-    vw.add_argument("--out", metavar="FILE",
+    vw.add_argument("--out", type=_path, metavar="FILE",
                     help="the page (default: RUN_DIR/view.html); an existing file only if "
                          "jobsim wrote it")
     v = sub.add_parser("validate", help="check scenario files, report every problem, and "
@@ -142,8 +144,9 @@ def _parser() -> argparse.ArgumentParser:
     nw.add_argument("name", metavar="NAME", help="the scenario's name (and its file's)")
     nw.add_argument("--policy", metavar="P", help="a real system's executor (jobsim list "
                                                   "--policies); default: the generic one")
-    nw.add_argument("--out", metavar="FILE", help="the file to write (default: NAME.yaml "
-                                                  "here); an existing file is left alone")
+    nw.add_argument("--out", type=_path, metavar="FILE",
+                    help="the file to write (default: NAME.yaml "
+                         "here); an existing file is left alone")
     ls = sub.add_parser("list", help="the shipped scenarios with their descriptions")
     ls.add_argument("folder", nargs="?", help="a folder of scenarios (default: scenarios/)")
     ls.add_argument("--policies", action="store_true",
@@ -151,7 +154,7 @@ def _parser() -> argparse.ArgumentParser:
     rp = sub.add_parser("reports", help="regenerate the report folder of every shipped "
                                         "scenario (reports/<name>/)")
     rp.add_argument("folder", nargs="?", help="a folder of scenarios (default: scenarios/)")
-    rp.add_argument("--out", default="reports", help="where the report folders go")
+    rp.add_argument("--out", type=_path, default="reports", help="where the report folders go")
     sw = sub.add_parser("sweep", help="run a scenario over a grid of settings × "
                                       "replications, in parallel, with confidence intervals")
     sw.add_argument("scenario", help="a scenario YAML file (its sweep: section, if any, "
@@ -167,8 +170,9 @@ def _parser() -> argparse.ArgumentParser:
                     help="local worker processes (default: the machine's cores)")
     sw.add_argument("--dask", metavar="ADDRESS",
                     help="run on an existing Dask cluster, e.g. tcp://10.0.0.5:8786")
-    sw.add_argument("--out", help="the sweep folder (default: sweeps/<scenario name>, in a "
-                                  "sweeps/ folder git ignores)")
+    sw.add_argument("--out", type=_path,
+                    help="the sweep folder (default: sweeps/<scenario name>, in a "
+                         "sweeps/ folder git ignores)")
     sw.add_argument("--plot", action="append", default=[], metavar="FIGURE",
                     help="a summary figure to plot against the first axis (repeatable; "
                          "default: the file's sweep.plot)")
@@ -203,8 +207,9 @@ def _parser() -> argparse.ArgumentParser:
                     help="local worker processes (default: the machine's cores)")
     hu.add_argument("--dask", metavar="ADDRESS",
                     help="run on an existing Dask cluster, e.g. tcp://10.0.0.5:8786")
-    hu.add_argument("--out", help="the hunt folder (default: hunts/<scenario name>, in a "
-                                  "hunts/ folder git ignores)")
+    hu.add_argument("--out", type=_path,
+                    help="the hunt folder (default: hunts/<scenario name>, in a "
+                         "hunts/ folder git ignores)")
     hu.add_argument("--set", dest="sets", action="append", default=[],
                     metavar="PATH=VALUE", help="override one value of the configuration, e.g. "
                                                "faults=[] (repeatable)")

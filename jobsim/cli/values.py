@@ -7,6 +7,14 @@ from __future__ import annotations
 import argparse
 
 
+def _path(text: str) -> str:
+    """A file or folder name (``--out``, ``--timings``): an empty one was taken as none given
+    (``--out ""`` wrote to the default folder, ``--timings ""`` wrote nothing)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"expected a file or folder name (got {text!r})")
+    return text
+
+
 def _events(text: str) -> float:
     from ..sim.cost import MAX_EVENTS
 
