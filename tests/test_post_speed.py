@@ -182,6 +182,19 @@ def test_summary_matches_the_committed_reports(results):
 
 # --- --timings -----------------------------------------------------------------------------
 
+def test_the_runs_over_other_seeds_are_a_phase_with_their_workers_cpu(tmp_path):
+    """They were counted as ``other``, and their worker processes' CPU not at all: 8.5 s of
+    a run's wall time, of which 0.25 CPU s, and a ``simulate_share`` of 0.17."""
+    timings = tmp_path / "t.json"
+    assert main(["run", str(SCENARIOS / "challenge.yaml"), "--out", str(tmp_path / "o"),
+                 "--quiet", "--seeds", "3", "--workers", "2", "--timings", str(timings)]) == 0
+    figures = json.loads(timings.read_text(encoding="utf-8"))
+    seeds, other = figures["phases"]["seeds"], figures["phases"]["other"]
+    # 8 more runs in two workers: their CPU is theirs, not this process's
+    assert seeds["cpu_s"] > seeds["wall_s"] * 0.5 > 0 and seeds["cpu_s"] > other["cpu_s"]
+    assert figures["cpu_s"] >= sum(p["cpu_s"] for p in figures["phases"].values()) - 1e-3
+
+
 def test_timings_file_and_unchanged_report(tmp_path, capsys):
     lesson = str(SCENARIOS / "lesson.yaml")
     assert main(["run", lesson, "--out", str(tmp_path / "plain"), "--quiet"]) == 0
@@ -189,8 +202,9 @@ def test_timings_file_and_unchanged_report(tmp_path, capsys):
     assert main(["run", lesson, "--out", str(tmp_path / "timed"), "--quiet",
                  "--timings", str(timings)]) == 0
     figures = json.loads(timings.read_text(encoding="utf-8"))
-    assert set(figures["phases"]) == {"simulate", "analysis", "csv", "plots", "page",
-                                      "other"}
+    assert set(figures["phases"]) == {"simulate", "analysis", "seeds", "csv", "plots",
+                                      "page", "other"}
+    assert figures["phases"]["seeds"]["cpu_s"] == 0  # one seed: no other runs
     for f in figures["phases"].values():
         assert f["wall_s"] >= 0 and f["cpu_s"] >= 0
     assert figures["wall_s"] >= sum(f["wall_s"] for f in figures["phases"].values()) - 1e-3
@@ -237,7 +251,8 @@ def test_a_commands_timings_count_from_jobsims_import(tmp_path):
                    check=True, capture_output=True, env={**os.environ, "JOBSIM_PROGRESS": "0"})
     figures = json.loads(timings.read_text(encoding="utf-8"))
     phases = figures["phases"]
-    assert set(phases) == {"start", "simulate", "analysis", "csv", "plots", "page", "other"}
+    assert set(phases) == {"start", "simulate", "analysis", "seeds", "csv", "plots", "page",
+                           "other"}
     # the imports before the command: more CPU than the lesson's simulation, and counted
     assert phases["start"]["cpu_s"] > phases["simulate"]["cpu_s"] > 0
     for key in ("wall_s", "cpu_s"):

@@ -18,10 +18,11 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
-#: the phases of ``jobsim run``, in order (``page``: view.html); ``other`` is the rest (the
-#: report's text, the printed story and summary, loading the scenario); a command that is
-#: its process also has ``start``, before all of them (the interpreter and the imports)
-PHASES = ("simulate", "analysis", "csv", "plots", "page", "other")
+#: the phases of ``jobsim run``, in order (``seeds``: the runs over the other seeds, with
+#: their worker processes' CPU; ``page``: view.html); ``other`` is the rest (the report's
+#: text, the printed story and summary, loading the scenario); a command that is its process
+#: also has ``start``, before all of them (the interpreter and the imports)
+PHASES = ("simulate", "analysis", "seeds", "csv", "plots", "page", "other")
 #: marks a timings file as jobsim's: only such a file is ever replaced
 MARK = "jobsim_timings"
 
@@ -95,6 +96,17 @@ class Phases:
         return {MARK: 1, "phases": phases, "wall_s": round(wall, 6), "cpu_s": round(cpu, 6),
                 "simulate_share": round(self._wall["simulate"] / wall, 6) if wall > 0 else None,
                 "peak_rss_mb": _mb(peak_mb())}
+
+
+def children_cpu() -> float:
+    """The CPU seconds of this process's children that ended and were waited for (a pool's
+    workers once it is shut down); 0 where the platform does not say."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return 0.0
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _mb(value: float | None) -> float | None:

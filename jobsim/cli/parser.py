@@ -121,7 +121,7 @@ def _parser() -> argparse.ArgumentParser:
     _seeds_args(r)
     r.add_argument("--timings", type=_path, metavar="FILE",
                    help="also write FILE: JSON of the wall and CPU seconds of each phase "
-                        "(start: the imports; simulate, analysis, csv, plots, page, other) "
+                        "(start: the imports; simulate, analysis, seeds, csv, plots, page, other) "
                         "and the peak memory (MB); "
                         "the report is the same with or without it")
     _budget_args(r)

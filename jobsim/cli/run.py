@@ -23,7 +23,8 @@ from .status import BAD_INPUT, FAILED, OK, stopped
 def _run(args: argparse.Namespace) -> int:
     from ..base import outdir
     from ..base.outdir import OutputError, ignored_dir, unmake
-    from ..base.phases import Phases, TimingsError, check_file, write_file
+    from ..base.phases import (Phases, TimingsError, check_file, children_cpu, phase,
+                              write_file)
     from ..format import scenario as scenario_mod
     from ..format.lint import lint_runs
     from ..format.window_format import with_window
@@ -66,7 +67,13 @@ def _run(args: argparse.Namespace) -> int:
     try:
         analyses = run_variants(runs, [Guard(est, budget, what) for est, what in estimates],
                                 quiet=args.quiet, every_poll=args.every_poll, phases=phases)
-        seeds = seeds_mod.over_seeds(analyses, n_seeds, args.workers, args.quiet)
+        seeds = None
+        if n_seeds > 1:
+            workers_cpu = children_cpu()
+            with phase(phases, "seeds"):  # and its workers' CPU, once they have ended
+                seeds = seeds_mod.over_seeds(analyses, n_seeds, args.workers, args.quiet)
+            if phases is not None:
+                phases.add("seeds", 0.0, children_cpu() - workers_cpu)
         steps = Steps("report", show=not args.quiet)
         try:
             if not args.out and seeds_mod.named(args, runs[0]).overrides:
