@@ -31,7 +31,9 @@ def run(scenario: Any, seed: int | None = None, *, variant: str | None = None,
     final ``store``, ``end_time``…). From a path or a document: ``variant`` picks one of its
     variants (else its base run; ``load_variants`` gives them all), ``sets`` overrides
     values by dotted path (``["executor.lock_time=30s"]``). ``options`` are
-    ``sim.world.run``'s (``progress``, ``guard``, ``idle_shortcut``)."""
+    ``sim.world.run``'s (``progress``, ``guard``, ``idle_shortcut``); ``progress=True``
+    draws the run's progress as ``jobsim run`` does (a widget in a notebook with
+    ipywidgets, a bar on a terminal, lines in a log; none under ``JOBSIM_PROGRESS=0``)."""
     if variant is not None or sets:
         if isinstance(scenario, Scenario):
             raise TypeError("variant= and sets= pick from a scenario file or document; "
@@ -47,7 +49,14 @@ def run(scenario: Any, seed: int | None = None, *, variant: str | None = None,
         scenario = runs[0] if variant is not None else \
             (_scenario.from_dict(scenario, sets=sets) if isinstance(scenario, dict)
              else _scenario.load(scenario, sets=sets))
-    return _world.run(as_scenario(scenario), seed, **options)
+    scenario = as_scenario(scenario)
+    if options.get("progress") is True:
+        from .base.progress import Bar, run_progress
+
+        with Bar(100, scenario.variant or scenario.name, unit="%") as bar:
+            options["progress"] = run_progress(bar)
+            return _world.run(scenario, seed, **options)
+    return _world.run(scenario, seed, **options)
 
 
 def analyse(result: Any) -> Any:

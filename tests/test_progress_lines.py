@@ -204,6 +204,23 @@ def test_a_notebook_without_ipywidgets_gets_lines_and_no_traceback(monkeypatch):
     assert log.getvalue() == "run: simulating 3 jobs\nreport: timeline.png\n"
 
 
+def test_the_api_draws_a_runs_progress_when_asked(monkeypatch):
+    """``jobsim.run(…)`` in a notebook said nothing for the seconds a big run takes;
+    ``progress=True`` draws it as ``jobsim run`` does, and moves nothing in the run."""
+    import sys
+
+    import jobsim
+
+    monkeypatch.delenv("JOBSIM_PROGRESS", raising=False)
+    term = Terminal()
+    monkeypatch.setattr(sys, "stderr", term)
+    drawn = jobsim.run(ROOT / "scenarios" / "retry_storm.yaml", progress=True)
+    assert re.search(r"retry_storm: +\d+%\|", term.getvalue()), term.getvalue()[:300]
+    assert "t=" in term.getvalue() and not NOISE.search(term.getvalue())
+    plain = jobsim.run(ROOT / "scenarios" / "retry_storm.yaml")
+    assert drawn.trace.sha256() == plain.trace.sha256()
+
+
 def test_a_drained_runs_progress_moves_while_its_jobs_retry():
     """Jobs that fail and retry end only late in a run until drained: its progress counts
     the executions started against the estimate's, so it moves while no job has ended yet,

@@ -135,6 +135,13 @@ class Bar:
         self.close()
 
 
+def run_progress(bar: Bar) -> Any:
+    """A run's ``progress(fraction, now, unit="s")`` (``sim.world.run``) drawn on ``bar``, a
+    share in %: the simulated time beside it (or the count a run until drained tells)."""
+    return lambda f, t, unit="s": bar.set(100 * f, f"t={t:,.0f}s" if unit == "s" else
+                                          f"{t:,.0f} {unit}")
+
+
 def _notebook_bar(kwargs: dict[str, Any]) -> Any:
     """tqdm's widget in a notebook (None elsewhere, or without ipywidgets: text then).
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..base import memory
 from ..base.phases import Phases, phase
-from ..base.progress import Bar
+from ..base.progress import Bar, run_progress
 from ..sim.world import run
 from .report import (VIEW_LIMIT, Analysis, analyse, format_summary, format_violation,
                      view_left_out)
@@ -31,9 +31,8 @@ def run_variants(runs: Sequence[Any], guards: Sequence[Any], *, quiet: bool = Fa
             bar.stage(f"simulating {_what(sc)}")
             try:
                 with phase(phases, "simulate"):
-                    result = run(sc, progress=lambda f, t, unit="s": bar.set(
-                        100 * f, f"t={t:,.0f}s" if unit == "s" else f"{t:,.0f} {unit}"),
-                        guard=guard, idle_shortcut=not every_poll)
+                    result = run(sc, progress=run_progress(bar), guard=guard,
+                                 idle_shortcut=not every_poll)
             except BaseException:
                 bar.close()
                 raise
