@@ -221,6 +221,40 @@ def test_the_api_draws_a_runs_progress_when_asked(monkeypatch):
     assert drawn.trace.sha256() == plain.trace.sha256()
 
 
+@pytest.mark.parametrize("rows, columns", [(0, 100), (0, 0), (30, 0), (30, 100)])
+def test_a_terminal_of_no_size_still_shows_the_bars(monkeypatch, rows, columns):
+    """A pseudo-terminal never sized (``script``, some CI runners) says 0 rows: tqdm took
+    the screen as -1 rows high and hid every bar, and a run showed no progress at all."""
+    fcntl = pytest.importorskip("fcntl")
+    pty = pytest.importorskip("pty")
+    import os
+    import struct
+    import termios
+
+    monkeypatch.delenv("JOBSIM_PROGRESS", raising=False)
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
+    with os.fdopen(slave, "w", encoding="utf-8", closefd=True) as term:
+        with Bar(100, "run", unit="%", stream=term) as bar:
+            bar.set(40, "t=12s")
+            bar.bar.refresh()
+        steps = Steps("report", stream=term)
+        steps.step("timeline.png")
+        steps.close()
+        term.flush()
+        shown = b""
+        while True:  # what the terminal received (all of it is there: the writes are done)
+            import select
+
+            if not select.select([master], [], [], 0.2)[0]:
+                break
+            shown += os.read(master, 65536)
+    os.close(master)
+    text = shown.decode("utf-8", "replace")
+    assert "run: 40%|" in text and "t=12s" in text, text
+    assert "report: file 1" in text and "timeline.png" in text, text
+
+
 def test_a_drained_runs_progress_moves_while_its_jobs_retry():
     """Jobs that fail and retry end only late in a run until drained: its progress counts
     the executions started against the estimate's, so it moves while no job has ended yet,

@@ -37,6 +37,20 @@ class _Lines:
         self.stream.flush()
 
 
+def _screen(stream: Any) -> dict[str, Any]:
+    """tqdm's size settings for the terminal ``stream``: its own (``dynamic_ncols``), unless
+    the terminal says it has no rows or no columns (a pseudo-terminal never sized: ``script``,
+    some CI runners). tqdm then takes the screen as -1 rows high and hides every bar, so the
+    run showed no progress at all: a fixed size instead, 24 rows of its columns (or 80)."""
+    try:
+        columns, lines = os.get_terminal_size(stream.fileno())
+    except (AttributeError, OSError, ValueError):  # not a real terminal (a test's stream)
+        return {"dynamic_ncols": True}
+    if columns > 0 and lines > 0:
+        return {"dynamic_ncols": True}
+    return {"ncols": columns if columns > 0 else 80, "nrows": 24}
+
+
 def _in_notebook() -> bool:
     shell = sys.modules.get("IPython")
     if shell is None:
@@ -77,7 +91,7 @@ class Bar:
         if not (show and enabled()):
             return
         kwargs: dict[str, Any] = dict(total=total, desc=desc, unit=unit, leave=False,
-                                      dynamic_ncols=True)
+                                      **(_screen(stream or sys.stderr) if self.tty else {}))
         if scale is not None:
             kwargs["unit_scale"] = scale
         if unit == "%":  # a share of a whole: no rate (``154.43%/s`` says nothing)
@@ -94,7 +108,7 @@ class Bar:
             # a log gets lines only from work long enough to need them
             self.bar = tqdm(file=_Lines(self.stream), mininterval=log_every,
                             maxinterval=log_every, delay=log_every, ascii=True, ncols=100,
-                            **{k: v for k, v in kwargs.items() if k != "dynamic_ncols"})
+                            **kwargs)
 
     def set(self, n: float, postfix: str | None = None) -> None:
         if self.bar is None:
@@ -187,10 +201,10 @@ class Steps:
         if self.tty:
             from tqdm import tqdm
 
-            self.bar = tqdm(file=stream_of(self.stream), mininterval=0.2, dynamic_ncols=True,
+            self.bar = tqdm(file=stream_of(self.stream), mininterval=0.2,
                             bar_format="{desc}: " + unit.rstrip("s") + " {n_fmt} "
                                        "[{elapsed}]{postfix}",
-                            **kwargs)
+                            **_screen(self.stream), **kwargs)
         else:
             self.lines = True
 
