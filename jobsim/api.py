@@ -51,9 +51,10 @@ def run(scenario: Any, seed: int | None = None, *, variant: str | None = None,
              else _scenario.load(scenario, sets=sets))
     scenario = as_scenario(scenario)
     if options.get("progress") is True:
-        from .base.progress import Bar, run_progress
+        from .base.progress import Bar, run_progress, simulating
 
         with Bar(100, scenario.variant or scenario.name, unit="%") as bar:
+            bar.stage(simulating(scenario))  # in a log, its line at once
             options["progress"] = run_progress(bar)
             return _world.run(scenario, seed, **options)
     return _world.run(scenario, seed, **options)

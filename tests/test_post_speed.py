@@ -185,14 +185,21 @@ def test_summary_matches_the_committed_reports(results):
 def test_the_runs_over_other_seeds_are_a_phase_with_their_workers_cpu(tmp_path):
     """They were counted as ``other``, and their worker processes' CPU not at all: 8.5 s of
     a run's wall time, of which 0.25 CPU s, and a ``simulate_share`` of 0.17."""
-    timings = tmp_path / "t.json"
-    assert main(["run", str(SCENARIOS / "challenge.yaml"), "--out", str(tmp_path / "o"),
-                 "--quiet", "--seeds", "3", "--workers", "2", "--timings", str(timings)]) == 0
-    figures = json.loads(timings.read_text(encoding="utf-8"))
-    seeds, other = figures["phases"]["seeds"], figures["phases"]["other"]
-    # 8 more runs in two workers: their CPU is theirs, not this process's
-    assert seeds["cpu_s"] > seeds["wall_s"] * 0.5 > 0 and seeds["cpu_s"] > other["cpu_s"]
-    assert figures["cpu_s"] >= sum(p["cpu_s"] for p in figures["phases"].values()) - 1e-3
+    def timed(workers: str) -> dict:
+        timings = tmp_path / f"t{workers}.json"
+        assert main(["run", str(SCENARIOS / "challenge.yaml"), "--out",
+                     str(tmp_path / f"o{workers}"), "--quiet", "--seeds", "4", "--workers",
+                     workers, "--timings", str(timings)]) == 0
+        return json.loads(timings.read_text(encoding="utf-8"))
+
+    alone, pooled = timed("1"), timed("2")  # the same 12 runs, here or in two workers
+    here = alone["phases"]["seeds"]["cpu_s"]
+    assert here > 0 and alone["phases"]["seeds"]["wall_s"] > 0
+    # CPU seconds of the same work, whoever did it: the workers' counted (without them,
+    # this process's share is a tenth of it), and not counted twice
+    assert 0.5 * here < pooled["phases"]["seeds"]["cpu_s"] < 2.5 * here, (alone, pooled)
+    for figures in (alone, pooled):
+        assert figures["cpu_s"] >= sum(p["cpu_s"] for p in figures["phases"].values()) - 1e-3
 
 
 def test_timings_file_and_unchanged_report(tmp_path, capsys):

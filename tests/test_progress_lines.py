@@ -219,6 +219,10 @@ def test_the_api_draws_a_runs_progress_when_asked(monkeypatch):
     assert "t=" in term.getvalue() and not NOISE.search(term.getvalue())
     plain = jobsim.run(ROOT / "scenarios" / "retry_storm.yaml")
     assert drawn.trace.sha256() == plain.trace.sha256()
+    log = io.StringIO()  # in a log (a notebook without ipywidgets), what it runs at once
+    monkeypatch.setattr(sys, "stderr", log)
+    jobsim.run(ROOT / "scenarios" / "retry_storm.yaml", progress=True)
+    assert log.getvalue() == "retry_storm: simulating 1,000 jobs until drained\n"
 
 
 @pytest.mark.parametrize("rows, columns", [(0, 100), (0, 0), (30, 0), (30, 100)])
@@ -242,12 +246,16 @@ def test_a_terminal_of_no_size_still_shows_the_bars(monkeypatch, rows, columns):
         steps.step("timeline.png")
         steps.close()
         term.flush()
-        shown = b""
-        while True:  # what the terminal received (all of it is there: the writes are done)
-            import select
+        import select
+        import time
 
-            if not select.select([master], [], [], 0.2)[0]:
-                break
+        shown, deadline = b"", time.monotonic() + 10.0
+        # what the terminal received, until the last step's name (the kernel passes it on
+        # from the pty's one end to the other in its own time)
+        while b"timeline.png" not in shown and time.monotonic() < deadline:
+            if select.select([master], [], [], 0.5)[0]:
+                shown += os.read(master, 65536)
+        while select.select([master], [], [], 0.2)[0]:  # and the rest
             shown += os.read(master, 65536)
     os.close(master)
     text = shown.decode("utf-8", "replace")

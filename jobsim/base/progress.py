@@ -149,6 +149,13 @@ class Bar:
         self.close()
 
 
+def simulating(sc: Any) -> str:
+    """What a run (a ``Scenario``) simulates, in a few words: its jobs and how long."""
+    jobs = sc.job_count
+    until = "until drained" if sc.until is None else f"for {sc.until:,.0f} s"
+    return f"simulating {jobs:,} jobs {until}" if jobs else f"simulating {until}"
+
+
 def run_progress(bar: Bar) -> Any:
     """A run's ``progress(fraction, now, unit="s")`` (``sim.world.run``) drawn on ``bar``, a
     share in %: the simulated time beside it (or the count a run until drained tells)."""

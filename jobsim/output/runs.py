@@ -15,7 +15,7 @@ from typing import Any
 
 from ..base import memory
 from ..base.phases import Phases, phase
-from ..base.progress import Bar, run_progress
+from ..base.progress import Bar, run_progress, simulating
 from ..sim.world import run
 from .report import (VIEW_LIMIT, Analysis, analyse, format_summary, format_violation,
                      view_left_out)
@@ -28,7 +28,7 @@ def run_variants(runs: Sequence[Any], guards: Sequence[Any], *, quiet: bool = Fa
     analyses = []
     for sc, guard in zip(runs, guards):
         with Bar(100, sc.variant or sc.name, unit="%", show=not quiet) as bar:
-            bar.stage(f"simulating {_what(sc)}")
+            bar.stage(simulating(sc))
             try:
                 with phase(phases, "simulate"):
                     result = run(sc, progress=run_progress(bar), guard=guard,
@@ -44,13 +44,6 @@ def run_variants(runs: Sequence[Any], guards: Sequence[Any], *, quiet: bool = Fa
                 analyses.append(analyse(result))
                 memory.release()
     return analyses
-
-
-def _what(sc: Any) -> str:
-    """What a run simulates, in a few words: its jobs and how long."""
-    jobs = sc.job_count
-    until = "until drained" if sc.until is None else f"for {sc.until:,.0f} s"
-    return f"{jobs:,} jobs {until}" if jobs else until
 
 
 def told(analyses: list[Analysis], out: Path, quiet: bool) -> list[str]:
