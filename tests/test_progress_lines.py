@@ -263,6 +263,26 @@ def test_a_terminal_of_no_size_still_shows_the_bars(monkeypatch, rows, columns):
     assert "report: file 1" in text and "timeline.png" in text, text
 
 
+def test_the_simulations_last_count_is_the_runs_end(monkeypatch):
+    """A log's last count of the simulation is its end, the instant its summary gives
+    (``run_watched`` tells the end after the last chunk of events)."""
+    from functools import partial
+
+    from jobsim.format.scenario import load_variants
+    from jobsim.output import runs
+    from jobsim.sim.cost import Guard, estimate
+
+    monkeypatch.delenv("JOBSIM_PROGRESS", raising=False)
+    log = io.StringIO()
+    monkeypatch.setattr(runs, "Bar", partial(Bar, stream=log, log_every=0.0))
+    sc = next(s for s in load_variants(ROOT / "scenarios" / "retry_storm.yaml")
+              if s.variant == "exponential")
+    (a,) = runs.run_variants([sc], [Guard(estimate(sc), what="exponential")])
+    lines = log.getvalue().splitlines()
+    assert lines[-1] == "exponential: analysing the trace", lines
+    assert "100%" in lines[-2] and f"t={a.result.end_time:,.0f}s" in lines[-2], lines
+
+
 def test_a_drained_runs_progress_moves_while_its_jobs_retry():
     """Jobs that fail and retry end only late in a run until drained: its progress counts
     the executions started against the estimate's, so it moves while no job has ended yet,

@@ -36,9 +36,6 @@ def run_variants(runs: Sequence[Any], guards: Sequence[Any], *, quiet: bool = Fa
             except BaseException:
                 bar.close()
                 raise
-            # its end, as the summary gives it: the last count came up to a chunk of
-            # events before it (6,295 s drawn of a run drained at 6,702.6 s)
-            bar.set(100, f"t={result.end_time:,.0f}s")
             bar.stage("analysing the trace")
             with phase(phases, "analysis"):
                 analyses.append(analyse(result))
