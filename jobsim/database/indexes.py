@@ -51,17 +51,21 @@ class _Index:
         #: lock-bound (strict) entries of ``pending``'s kind, in order of their instant
         self.lane: deque[tuple[float, int, int, int]] = deque()
 
-    def expiries(self, at: float, horizon: float) -> Callable[[tuple[float, int, int, int]],
-                                                              None]:
+    def expiries(self, at: float) -> Callable[[tuple[float, int, int, int]], None]:
         """Where the entry of a lock that expires at ``at`` goes: ``lane`` if that is no
-        earlier than its last entry's instant, else the heap; nowhere at or after
-        ``horizon`` (no poll of the run can see it)."""
+        earlier than its last entry's instant, else the heap."""
         lane = self.lane
-        if at >= horizon:
-            return _nowhere
         if LANE and (not lane or at >= lane[-1][0]):
             return lane.append
         return partial(heapq.heappush, self.pending)
+
+    def push(self, entry: tuple[float, int, int, int]) -> None:
+        """An entry of ``pending``'s kind: a lock's (strict) where ``expiries`` says, a due
+        time's to the heap."""
+        if entry[1]:
+            self.expiries(entry[0])(entry)
+        else:
+            heapq.heappush(self.pending, entry)
 
     def promote_lane(self, now: float, rows: dict[int, Row], table: str,
                      key: Callable[[Row], tuple[float, float]]) -> None:
@@ -77,10 +81,6 @@ class _Index:
             if row is not None and row.stamp == stamp and row.table == table:
                 k1, k2 = key(row)
                 push(ready, (k1, k2, rid, stamp))
-
-
-def _nowhere(entry: tuple[float, int, int, int]) -> None:
-    """The entry of a row that becomes eligible only at or after the run's end: dropped."""
 
 
 def _next_pending(ix: _Index, rows: dict[int, Row], table: str,
@@ -194,12 +194,11 @@ class Indexes:
                 heapq.heappush(self._leases, (row.lock_until, row.id, stamp))
             return
         elif row.lock_until >= row.due:
-            ix.expiries(row.lock_until, self.horizon)((row.lock_until, 1, row.id, stamp))
-            return
+            entry = (row.lock_until, 1, row.id, stamp)
         else:
             entry = (row.due, 0, row.id, stamp)
         if entry[0] < self.horizon:
-            heapq.heappush(ix.pending, entry)
+            ix.push(entry)
 
     def _valid(self, rid: int, stamp: int, table: str) -> Row | None:
         row = self.rows.get(rid)

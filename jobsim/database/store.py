@@ -109,7 +109,7 @@ class Store(Indexes):
         pop, push = heapq.heappop, heapq.heappush
         out: list[Locked] = []
         strict, horizon, took = 1, self.horizon, 0
-        expiring = ix.expiries(lock_until, horizon)  # where every lock's entry goes
+        expiring = ix.expiries(lock_until)  # where every lock's entry goes
         while ready and len(out) < n:
             _, _, rid, stamp = pop(ready)
             row = rows.get(rid)
@@ -128,7 +128,7 @@ class Store(Indexes):
             self._stamp += 1
             row.stamp = self._stamp
             if lock_until >= row.due:
-                if lock_until < horizon:  # (else nowhere: no poll of the run sees it)
+                if lock_until < horizon:
                     expiring((lock_until, strict, rid, row.stamp))
             elif row.due < horizon:
                 push(pending, (row.due, 0, rid, row.stamp))
