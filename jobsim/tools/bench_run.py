@@ -4,15 +4,15 @@ after it (the analysis, the CSV files, the plots, the report's text).
 ``report_run(jobs)`` runs ``jobsim run``'s path — the run under its cost guard, the
 analysis, the report folder with its plots, the printed story and summary — on
 ``bench.full_model_scenario(jobs, seed)`` in a fresh child process (forked where the
-platform can), into a temporary folder, and returns each phase's wall and CPU seconds, the
-total wall seconds and the child's peak resident memory (MB).
+platform can, and free to fork its own as the command does), into a temporary folder, and
+returns each phase's wall and CPU seconds, the total wall seconds and the child's peak
+resident memory (MB).
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
-import multiprocessing
 import tempfile
 import time
 from pathlib import Path
@@ -23,6 +23,7 @@ from ..output.report import write
 from ..output.runs import run_variants, told
 from ..sim.cost import Budget, Guard, estimate
 from .bench import full_model_scenario
+from .bench_measure import Side, in_child
 
 
 def _report_run(jobs: int, seed: int) -> dict[str, Any]:
@@ -50,8 +51,7 @@ def report_run(jobs: int, seed: int = 1) -> dict[str, Any]:
     """``jobsim run`` of ``full_model_scenario(jobs, seed)`` with its full report (plots
     included) in a fresh child process: ``phases`` (simulate, analysis, csv, plots, page, other:
     each ``wall_s`` and ``cpu_s``), ``wall_s`` and ``total_wall_s`` (with building the
-    scenario), ``simulate_share`` (of ``wall_s``) and ``peak_rss_mb``."""
-    ctx = multiprocessing.get_context("fork" if "fork" in
-                                      multiprocessing.get_all_start_methods() else "spawn")
-    with ctx.Pool(1, maxtasksperchild=1) as pool:
-        return pool.apply(_report_run, (jobs, seed))
+    scenario), ``simulate_share`` (of ``wall_s``) and ``peak_rss_mb``. The child may have
+    children of its own, as the command does (the CSV files, the plots and the page built
+    side by side where cores allow: ``output.children``); a pool's worker could not."""
+    return in_child(Side("jobsim run", jobs, _report_run, (jobs,)), seed).result
