@@ -175,3 +175,74 @@ def test_a_stop_while_waiting_for_a_child_ends_it_at_once(monkeypatch):
         child.wait()
     # ended, not waited for: its minute of sleep is cut short (terminated, SIGTERM)
     assert not proc.is_alive() and proc.exitcode == -15 and child.proc is None
+
+
+@pytest.mark.skipif(not children.parallel(), reason="no fork or one core: always serial")
+def test_a_big_runs_csv_files_written_in_a_child_are_the_same_bytes_and_digests(
+        tmp_path, monkeypatch):
+    """A run of ``APART_FROM`` events or more has its CSV files written by a child beside
+    the plots: the folder is byte for byte the one written here, the manifest's digests
+    (the child's, taken as it wrote) are the files' own, and the child's CPU is the CSV
+    phase's."""
+    import hashlib
+
+    from jobsim.base.outdir import MANIFEST
+    from jobsim.output import run_files
+
+    monkeypatch.setattr(run_files, "APART_FROM", 0)
+    args = ["run", str(CHALLENGE), "--quiet", "--no-view",
+            "--set", "workload.streams.0.count=20"]
+    monkeypatch.setenv("JOBSIM_PARALLEL", "0")
+    assert main(args + ["--out", str(tmp_path / "serial")]) in (0, 1)
+    monkeypatch.setenv("JOBSIM_PARALLEL", "1")
+    calls = []
+    begin = children.Child.begin
+    monkeypatch.setattr(children.Child, "begin", lambda self: calls.append(self.what) or
+                        begin(self))
+    timings = tmp_path / "t.json"
+    assert main(args + ["--out", str(tmp_path / "child"), "--timings", str(timings)]) in (0, 1)
+    # the challenge has variants: each writes its files in a child of its own
+    csv = [w for w in calls if w.endswith("jobs.csv and trace.csv could not be written")]
+    serial, child = _files(tmp_path / "serial"), _files(tmp_path / "child")
+    traces = sorted(name for name in child if name.endswith("trace.csv"))
+    assert len(traces) > 1 and sorted(csv) == [
+        f"{name[:-len('trace.csv')]}jobs.csv and trace.csv could not be written"
+        for name in traces], calls
+    assert serial == child
+    manifest = json.loads(child[MANIFEST])["files"]
+    assert manifest == {name: hashlib.sha256(data).hexdigest()
+                        for name, data in child.items() if name != MANIFEST}
+    phases = json.loads(timings.read_text())["phases"]
+    assert phases["csv"]["cpu_s"] > 0 and phases["other"]["cpu_s"] >= 0
+
+
+@pytest.mark.skipif(not children.parallel(), reason="no fork or one core: always serial")
+def test_csv_files_that_fail_in_their_child_are_a_clear_error_and_nothing_is_written(
+        tmp_path, monkeypatch):
+    from jobsim.output import run_files
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("the CSV broke")
+
+    monkeypatch.setattr(run_files, "APART_FROM", 0)
+    monkeypatch.setattr(run_files, "write_csv", broken)
+    out = tmp_path / "out"
+    with pytest.raises(children.ChildError) as exc:
+        main(["run", str(ROOT / "scenarios" / "lesson.yaml"), "--quiet", "--out", str(out)])
+    said = str(exc.value)
+    assert "jobs.csv and trace.csv could not be written" in said
+    assert "RuntimeError: the CSV broke" in said
+    assert not out.exists() and not list(tmp_path.iterdir())  # no temporary folder either
+
+
+def test_without_plots_the_csv_files_are_written_here(tmp_path, monkeypatch):
+    """``--no-plots``: nothing to draw meanwhile, so no child for the CSV files."""
+    from jobsim.output import run_files
+
+    monkeypatch.setattr(run_files, "APART_FROM", 0)
+    calls = []
+    monkeypatch.setattr(children.Child, "begin", lambda self: calls.append(self.what))
+    out = tmp_path / "out"
+    assert main(["run", str(ROOT / "scenarios" / "lesson.yaml"), "--quiet", "--no-plots",
+                 "--out", str(out)]) in (0, 1)
+    assert calls == [] and (out / "trace.csv").is_file()

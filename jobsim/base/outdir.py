@@ -103,9 +103,27 @@ def ignored_dir(path: Path) -> list[Path]:
 _DIGESTS: dict[tuple[int, ...], str] = {}
 
 
-def sha256_of(path: Path) -> str:
+def _key(path: Path) -> tuple[int, ...]:
     st = os.stat(path)
-    key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def wrote(path: Path, digest: str) -> dict[tuple[int, ...], str]:
+    """Remember ``digest`` as the SHA-256 of ``path``, taken while it was written (its
+    writer closed it): the manifest need not read it again. Returns the entry, for a child
+    process's writer to hand to its parent (``learn``)."""
+    entry = {_key(path): digest}
+    _DIGESTS.update(entry)
+    return entry
+
+
+def learn(digests: dict[tuple[int, ...], str]) -> None:
+    """Digests a child process took of files it wrote (``wrote``)."""
+    _DIGESTS.update(digests)
+
+
+def sha256_of(path: Path) -> str:
+    key = _key(path)
     if key not in _DIGESTS:
         h = hashlib.sha256()
         with open(path, "rb") as f:

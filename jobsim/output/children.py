@@ -1,7 +1,8 @@
 """Parts of a report built beside the rest: where the platform forks and more than one core
 is ours, a child process builds view.html while this one writes the CSV files and draws the
-plots, and a big run's plots are shared with a second child; elsewhere (in a notebook's
-kernel, or with ``JOBSIM_PARALLEL=0``) all is built here, one after the other.
+plots, a big run's plots are shared with a second child, and a bigger run's CSV files are
+written by a third (``output.run_files``); elsewhere (in a notebook's kernel, or with
+``JOBSIM_PARALLEL=0``) all is built here, one after the other.
 The bytes are the same either way: the same code on the same analyses (tests hold it).
 
 A child's CPU seconds count as its phase's (``base.phases``: the page's, the plots'); a stop
@@ -58,10 +59,10 @@ def _child(send: Any, parent: int, work: Callable[[], None]) -> None:
         os._exit(1)
     try:
         t = time.process_time()
-        work()
-        send.send((True, time.process_time() - t))
+        got = work()
+        send.send((True, time.process_time() - t, got))
     except BaseException:  # the parent raises it, with this traceback
-        send.send((False, traceback.format_exc()))
+        send.send((False, traceback.format_exc(), None))
     finally:
         send.close()
 
@@ -73,14 +74,16 @@ class ChildError(Exception):
 
 
 class Child:
-    """``work()`` in a forked child: ``begin`` it, ``wait`` for it (its CPU seconds), and
-    ``stop`` it on the way out whatever happened. ``what`` names the work in an error
-    ("view.html could not be built")."""
+    """``work()`` in a forked child: ``begin`` it, ``wait`` for it (its CPU seconds; what
+    ``work`` returned, which must pickle, is then ``result``), and ``stop`` it on the way
+    out whatever happened. ``what`` names the work in an error ("view.html could not be
+    built")."""
 
-    def __init__(self, work: Callable[[], None], what: str):
+    def __init__(self, work: Callable[[], Any], what: str):
         self.work, self.what = work, what
         self.proc: Any = None
         self.receive: Any = None
+        self.result: Any = None
 
     def begin(self) -> bool:
         """Fork the child; False (and nothing left open) where the fork fails: the caller
@@ -107,7 +110,7 @@ class Child:
         """The child's CPU seconds once it ended; ChildError if it failed. A stop while
         waiting (Ctrl-C, SIGTERM) ends the child at once."""
         try:
-            ok, got = self.receive.recv()
+            ok, got, self.result = self.receive.recv()
         except EOFError:
             ok, got = False, f"the process doing it died (exit code {self.proc.exitcode})"
         except BaseException:

@@ -21,6 +21,7 @@ Each column becomes an Arrow string array; a block of rows at a time is joined i
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 from collections.abc import Sequence
 from pathlib import Path
@@ -31,6 +32,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..base import outdir
 from ..base.printable import printable
 
 #: rows formatted and written at a time (a block's text is a few tens of MB)
@@ -157,20 +159,27 @@ def printable_frame(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def write_csv(path: str | Path, columns: dict[str, Any], rows: int) -> None:
+def write_csv(path: str | Path, columns: dict[str, Any], rows: int) -> dict[Any, str]:
     """Write ``columns`` (name → values of ``rows`` rows: see ``column_text``) as ``path``,
-    a block of rows at a time."""
+    a block of rows at a time. Its SHA-256, taken as it is written, is remembered for the
+    folder's manifest (``base.outdir.wrote``: its entry is returned)."""
+    digest = hashlib.sha256()
     with open(path, "wb") as f:
-        f.write((",".join(quoted(list(columns))) + "\n").encode("utf-8"))
+        head = (",".join(quoted(list(columns))) + "\n").encode("utf-8")
+        f.write(head)
+        digest.update(head)
         for start in range(0, rows, BLOCK):
             stop = min(rows, start + BLOCK)
             parts = [column_text(_rows(v, start, stop)) for v in columns.values()]
             parts[-1] = pc.binary_join_element_wise(parts[-1], "\n", "")  # each line's end
             lines = pc.binary_join_element_wise(*parts, ",")
             del parts
-            f.write(_text(lines))
-            del lines
+            text = _text(lines)
+            f.write(text)
+            digest.update(text)
+            del text, lines
     pa.default_memory_pool().release_unused()  # the blocks' text, back to the system
+    return outdir.wrote(Path(path), digest.hexdigest())
 
 
 def _rows(values: Any, start: int, stop: int) -> Any:

@@ -6,6 +6,7 @@ report.md and the page."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -32,13 +33,80 @@ def write_run(a: Any, folder: Path, with_plots: bool, phases: Any = None,
     (folder / "summary.json").write_text(json.dumps(a.summary, sort_keys=True, indent=2) + "\n",
                                          encoding="utf-8")
     with phase(phases, "csv"):
-        step(steps, f"{prefix}jobs.csv and trace.csv ({len(result.trace):,} events)", 2)
         jobs = jobs_with_services(a)
+        csv = _CsvFiles(folder, jobs, result.trace, prefix)
+        apart = with_plots and len(result.trace) >= APART_FROM and csv.begin()
+        step(steps, f"{prefix}jobs.csv and trace.csv ({len(result.trace):,} events)"
+             + (" (in a second process)" if apart else ""), 2)
+        if not apart:
+            csv.write()
+            memory.release()
+    try:
+        made = _rest(a, jobs, folder, with_plots, phases, steps, prefix)
+        csv.finish(phases)
+    finally:
+        csv.stop()
+    return made
+
+
+#: a run of this many trace events or more, with plots to draw meanwhile, has its CSV files
+#: written by a child process where ``children.parallel()``: below, the fork costs about
+#: what it saves
+APART_FROM = 200_000
+
+
+class _CsvFiles:
+    """jobs.csv and trace.csv of a run: written here (``write``), or ``begin`` in a child
+    process beside the plots and ``finish`` (the child's CPU seconds the phase's, its
+    files' digests this process's: the manifest does not read them again)."""
+
+    def __init__(self, folder: Path, jobs: Any, trace: Any, prefix: str = ""):
+        self.folder, self.jobs, self.trace, self.prefix = folder, jobs, trace, prefix
+        self.child: Any = None
+
+    def write(self) -> dict[Any, str]:
+        jobs = self.jobs
         # a broker's deadline: an integer of epoch ms, as the server gives it (none: empty)
-        write_csv(folder / "jobs.csv", {c: jobs[c].astype("Int64") if c == "deadline" else
-                                        jobs[c] for c in jobs.columns}, len(jobs))
-        write_csv(folder / "trace.csv", trace_columns(result.trace), len(result.trace))
-        memory.release()
+        digests = write_csv(self.folder / "jobs.csv",
+                            {c: jobs[c].astype("Int64") if c == "deadline" else jobs[c]
+                             for c in jobs.columns}, len(jobs))
+        digests.update(write_csv(self.folder / "trace.csv", trace_columns(self.trace),
+                                 len(self.trace)))
+        return digests
+
+    def begin(self) -> bool:
+        """The files begun in a child process; False where there is none to be had."""
+        from .children import Child, parallel
+
+        if not parallel():
+            return False
+        child = Child(self.write, f"{self.prefix}jobs.csv and trace.csv could not be "
+                                  "written")
+        if not child.begin():
+            return False
+        self.child = child
+        return True
+
+    def finish(self, phases: Any) -> None:
+        if self.child is None:
+            return
+        t = time.perf_counter()
+        cpu = self.child.wait()
+        outdir.learn(self.child.result)
+        self.child = None
+        if phases is not None:
+            phases.add("csv", time.perf_counter() - t, cpu)
+
+    def stop(self) -> None:
+        if self.child is not None:
+            self.child.stop()
+            self.child = None
+
+
+def _rest(a: Any, jobs: Any, folder: Path, with_plots: bool, phases: Any, steps: Any,
+          prefix: str) -> list[tuple[str, str]]:
+    """The run's files after its CSV files: scenario.yaml, violations.txt, the plots."""
+    result = a.result
     doc = dict(result.scenario.document)
     doc["seed"] = result.seed
     overrides = result.scenario.overrides
