@@ -246,3 +246,25 @@ def test_without_plots_the_csv_files_are_written_here(tmp_path, monkeypatch):
     assert main(["run", str(ROOT / "scenarios" / "lesson.yaml"), "--quiet", "--no-plots",
                  "--out", str(out)]) in (0, 1)
     assert calls == [] and (out / "trace.csv").is_file()
+
+
+@pytest.mark.skipif(not children.parallel(), reason="no fork or one core: always serial")
+def test_progress_says_the_csv_files_are_written_in_another_process(tmp_path, monkeypatch):
+    import io
+
+    from jobsim.base.progress import Steps
+    from jobsim.format import scenario
+    from jobsim.output import run_files
+    from jobsim.output.report import analyse
+    from jobsim.sim.world import run
+
+    monkeypatch.setattr(run_files, "APART_FROM", 0)
+    a = analyse(run(scenario.load(ROOT / "scenarios" / "lesson.yaml")))
+    log = io.StringIO()
+    steps = Steps("report", stream=log)
+    run_files.write_run(a, tmp_path, True, None, steps)
+    steps.close()
+    n = len(a.result.trace)
+    assert log.getvalue().splitlines()[0] == \
+        f"report: jobs.csv and trace.csv ({n:,} events) (in another process)"
+    assert (tmp_path / "trace.csv").read_bytes().count(b"\n") == n + 1

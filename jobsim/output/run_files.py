@@ -37,7 +37,7 @@ def write_run(a: Any, folder: Path, with_plots: bool, phases: Any = None,
         csv = _CsvFiles(folder, jobs, result.trace, prefix)
         apart = with_plots and len(result.trace) >= APART_FROM and csv.begin()
         step(steps, f"{prefix}jobs.csv and trace.csv ({len(result.trace):,} events)"
-             + (" (in a second process)" if apart else ""), 2)
+             + (" (in another process)" if apart else ""), 2)
         if not apart:
             csv.write()
             memory.release()
