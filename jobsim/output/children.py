@@ -123,6 +123,15 @@ class Child:
             raise ChildError(f"{self.what}:\n{got}")
         return got
 
+    def waited(self, phases: Any, name: str) -> Any:
+        """``wait`` for the child, its CPU seconds and this process's wait for it told to
+        ``phases`` (if any) as phase ``name``'s; what its work returned."""
+        t = time.perf_counter()
+        cpu = self.wait()
+        if phases is not None:
+            phases.add(name, time.perf_counter() - t, cpu)
+        return self.result
+
     def stop(self) -> None:
         """End the child, if any, and wait for it (before its folder is removed)."""
         if self.proc is not None:
@@ -175,11 +184,8 @@ class Page:
             with phase(phases, "page"):
                 _build(self.analyses, self.path)
             return
-        t = time.perf_counter()
-        cpu = self.child.wait()  # a stop meanwhile ends the child (and ``stop`` again)
-        self.child = None
-        if phases is not None:
-            phases.add("page", time.perf_counter() - t, cpu)
+        child, self.child = self.child, None
+        child.waited(phases, "page")  # a stop meanwhile ends the child
 
     def stop(self) -> None:
         """End the child, if any, and wait for it (before its folder is removed)."""

@@ -6,7 +6,6 @@ report.md and the page."""
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -90,12 +89,8 @@ class _CsvFiles:
     def finish(self, phases: Any) -> None:
         if self.child is None:
             return
-        t = time.perf_counter()
-        cpu = self.child.wait()
-        outdir.learn(self.child.result)
-        self.child = None
-        if phases is not None:
-            phases.add("csv", time.perf_counter() - t, cpu)
+        child, self.child = self.child, None
+        outdir.learn(child.waited(phases, "csv"))  # a stop meanwhile ends the child
 
     def stop(self) -> None:
         if self.child is not None:
