@@ -42,23 +42,6 @@ def test_the_page_built_in_a_child_is_the_same_bytes(tmp_path, monkeypatch):
 
 
 @pytest.mark.skipif(not children.parallel(), reason="no fork or one core: always serial")
-def test_a_page_that_fails_in_its_child_is_a_clear_error_and_nothing_is_written(
-        tmp_path, monkeypatch):
-    def broken(analyses, path):
-        raise RuntimeError("the page broke")
-
-    monkeypatch.setattr(children, "_build", broken)
-    monkeypatch.setattr(children, "PAGE_FROM", 0)
-    out = tmp_path / "out"
-    # jobsim's own failure, as it would be in the process (not a usage error, exit 2)
-    with pytest.raises(children.ChildError) as exc:
-        main(["run", str(ROOT / "scenarios" / "lesson.yaml"), "--quiet", "--out", str(out)])
-    said = str(exc.value)
-    assert "view.html could not be built" in said and "RuntimeError: the page broke" in said
-    assert not out.exists() and not list(tmp_path.iterdir())  # no temporary folder either
-
-
-@pytest.mark.skipif(not children.parallel(), reason="no fork or one core: always serial")
 def test_a_big_runs_plots_shared_with_a_child_are_the_same_bytes(tmp_path, monkeypatch):
     """Every other plot of a run of ``SHARED_FROM`` events or more is drawn in a child:
     the folder is byte for byte the one drawn here, and the child's CPU is the plots'."""
@@ -116,46 +99,63 @@ def test_progress_tells_what_each_process_draws_as_it_begins_it(tmp_path, monkey
 
 
 @pytest.mark.skipif(not children.parallel(), reason="no fork or one core: always serial")
-def test_a_plot_that_fails_in_its_child_is_a_clear_error_and_nothing_is_written(
-        tmp_path, monkeypatch):
-    from jobsim.output import figures, plots
+@pytest.mark.parametrize("part", ["page", "plots", "csv"])
+def test_a_part_that_fails_in_its_child_is_a_clear_error_and_nothing_is_written(
+        part, tmp_path, monkeypatch):
+    """The page, a big run's every other plot, a bigger run's CSV files: a failure in the
+    child is jobsim's own failure, as it would be in the process (not a usage error, exit 2),
+    with the child's traceback, and no report and no temporary folder are left."""
+    from jobsim.output import figures, plots, run_files
 
     def broken(*args, **kwargs):
-        raise RuntimeError("the timeline broke")
+        raise RuntimeError(f"the {part} broke")
 
-    monkeypatch.setattr(figures, "SHARED_FROM", 0)
-    monkeypatch.setattr(figures, "CDF_JOBS", 0)  # 3 plots, as a big run's: 1 in the child
-    monkeypatch.setattr(plots, "node_timeline", broken)  # the child's: the second of three
+    if part == "page":
+        monkeypatch.setattr(children, "_build", broken)
+        monkeypatch.setattr(children, "PAGE_FROM", 0)
+        what = "view.html could not be built"
+    elif part == "plots":
+        monkeypatch.setattr(figures, "SHARED_FROM", 0)
+        monkeypatch.setattr(figures, "CDF_JOBS", 0)  # 3 plots, as a big run's: 1 in the child
+        monkeypatch.setattr(plots, "node_timeline", broken)  # the child's: the second of three
+        what = "plots could not be drawn"
+    else:
+        monkeypatch.setattr(run_files, "APART_FROM", 0)
+        monkeypatch.setattr(run_files, "write_csv", broken)
+        what = "jobs.csv and trace.csv could not be written"
     out = tmp_path / "out"
     with pytest.raises(children.ChildError) as exc:
-        main(["run", str(ROOT / "scenarios" / "lesson.yaml"), "--quiet", "--no-view",
-              "--out", str(out)])
+        main(["run", str(ROOT / "scenarios" / "lesson.yaml"), "--quiet", "--out", str(out)])
     said = str(exc.value)
-    assert "plots could not be drawn" in said and "RuntimeError: the timeline broke" in said
+    assert what in said and f"RuntimeError: the {part} broke" in said
     assert not out.exists() and not list(tmp_path.iterdir())  # no temporary folder either
 
 
 def test_where_a_fork_fails_the_work_is_done_here(tmp_path, monkeypatch):
-    """No memory or no process left for a fork: the page and the plots are drawn in the
-    process, the same files, and no pipe is left open."""
+    """No memory or no process left for a fork: the page, the plots and the CSV files are
+    written in the process, the same files as a run that never forks."""
     import multiprocessing.process
 
-    from jobsim.output import figures
+    from jobsim.output import figures, run_files
 
     def refused(self):
         raise OSError(11, "Resource temporarily unavailable")
 
     monkeypatch.setattr(figures, "SHARED_FROM", 0)
     monkeypatch.setattr(children, "PAGE_FROM", 0)
+    monkeypatch.setattr(run_files, "APART_FROM", 0)
     monkeypatch.setattr(figures, "CDF_JOBS", 0)  # 3 plots, as a big run's: 1 in the child
+    args = ["run", str(ROOT / "scenarios" / "lesson.yaml"), "--quiet", "--out"]
+    monkeypatch.setenv("JOBSIM_PARALLEL", "0")
+    assert main(args + [str(tmp_path / "serial")]) in (0, 1)
     monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", refused)
     monkeypatch.setattr(children, "parallel", lambda: True)
     monkeypatch.setattr(figures, "parallel", lambda: True)
     out = tmp_path / "out"
-    assert main(["run", str(ROOT / "scenarios" / "lesson.yaml"), "--quiet",
-                 "--out", str(out)]) in (0, 1)
-    assert {"view.html", "timeline.png", "latency_cdf.png", "table_depth.png"} <= \
-        set(_files(out))
+    assert main(args + [str(out)]) in (0, 1)
+    assert {"view.html", "timeline.png", "latency_cdf.png", "table_depth.png",
+            "trace.csv"} <= set(_files(out))
+    assert _files(out) == _files(tmp_path / "serial")
 
 
 @pytest.mark.skipif(not children.parallel(), reason="no fork or one core: always serial")
@@ -214,25 +214,6 @@ def test_a_big_runs_csv_files_written_in_a_child_are_the_same_bytes_and_digests(
                         for name, data in child.items() if name != MANIFEST}
     phases = json.loads(timings.read_text())["phases"]
     assert phases["csv"]["cpu_s"] > 0 and phases["other"]["cpu_s"] >= 0
-
-
-@pytest.mark.skipif(not children.parallel(), reason="no fork or one core: always serial")
-def test_csv_files_that_fail_in_their_child_are_a_clear_error_and_nothing_is_written(
-        tmp_path, monkeypatch):
-    from jobsim.output import run_files
-
-    def broken(*args, **kwargs):
-        raise RuntimeError("the CSV broke")
-
-    monkeypatch.setattr(run_files, "APART_FROM", 0)
-    monkeypatch.setattr(run_files, "write_csv", broken)
-    out = tmp_path / "out"
-    with pytest.raises(children.ChildError) as exc:
-        main(["run", str(ROOT / "scenarios" / "lesson.yaml"), "--quiet", "--out", str(out)])
-    said = str(exc.value)
-    assert "jobs.csv and trace.csv could not be written" in said
-    assert "RuntimeError: the CSV broke" in said
-    assert not out.exists() and not list(tmp_path.iterdir())  # no temporary folder either
 
 
 def test_without_plots_the_csv_files_are_written_here(tmp_path, monkeypatch):
