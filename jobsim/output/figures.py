@@ -35,12 +35,14 @@ SHARED_FROM = 50_000
 
 
 def run_plots(a: Any, jobs: pd.DataFrame, folder: Path, steps: Any = None,
-              prefix: str = "", phases: Any = None) -> list[tuple[str, str]]:
+              prefix: str = "", phases: Any = None, share: bool = True
+              ) -> list[tuple[str, str]]:
     """Each plot drawn, saved and let go before the next (a big run's figures hold millions
     of points); ``steps`` (``base.progress.Steps``) is told each file as it begins, named
     with ``prefix``. A run of ``SHARED_FROM`` events or more, where a child process may
-    work beside this one, has every other plot drawn there (the same bytes); its CPU
-    seconds are told to ``phases`` as the plots'.
+    work beside this one, has every other plot drawn there (the same bytes) unless not to
+    ``share`` them (another child writes the run's CSV files meanwhile); its CPU seconds are
+    told to ``phases`` as the plots'.
 
     A variant's own plots (``a.result.scenario.variant`` set) are those of what happened
     in it: its timeline and, where they apply, its start delays by priority class, its
@@ -72,7 +74,7 @@ def run_plots(a: Any, jobs: pd.DataFrame, folder: Path, steps: Any = None,
                      lambda: plots.service_load(load_panels(a))))
     made += _load_plots(a, jobs, alone)
     child = None
-    shared = len(made) > 2 and len(a.result.trace) >= SHARED_FROM and parallel()
+    shared = share and len(made) > 2 and len(a.result.trace) >= SHARED_FROM and parallel()
     try:
         for i, entry in enumerate(made):
             if i == 1 and shared:  # forked once a figure has been drawn here: the child

@@ -31,7 +31,7 @@ from typing import Any
 
 from .service_report import (python_note,
                              service_section)
-from ..base import memory, outdir
+from ..base import outdir
 from ..base.printable import printable
 from ..base.phases import phase
 from ..base.progress import step
@@ -358,12 +358,12 @@ def write(analyses: list[Analysis] | Analysis, out: str | Path, with_plots: bool
             else:
                 n = sum(int(a.summary['executions']) for a in analyses)
                 page = Page(analyses, tmp / FILE, steps, f"{FILE} ({n:,} executions)")
-                page.begin()  # in a child, beside the files below, where cores allow
         try:
+            if page is not None:  # in a child, beside the files below, where cores allow
+                page.begin()
             _fill(tmp)
             if page is not None:
                 page.finish(phases)
-                memory.release()
         finally:
             if page is not None:
                 page.stop()
