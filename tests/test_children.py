@@ -6,6 +6,7 @@ error with nothing left behind."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -181,39 +182,125 @@ def test_a_stop_while_waiting_for_a_child_ends_it_at_once(monkeypatch):
 def test_a_big_runs_csv_files_written_in_a_child_are_the_same_bytes_and_digests(
         tmp_path, monkeypatch):
     """A run of ``APART_FROM`` events or more has its CSV files written by a child beside
-    the plots: the folder is byte for byte the one written here, the manifest's digests
-    (the child's, taken as it wrote) are the files' own, and the child's CPU is the CSV
-    phase's."""
+    the plots: the folder is byte for byte the one written here, the manifest's digests are
+    the files' own, taken by the child as it wrote (this process never reads the files to
+    hash them), and its plots are not shared with a second child."""
     import hashlib
 
+    from jobsim.base import outdir
     from jobsim.base.outdir import MANIFEST
-    from jobsim.output import run_files
+    from jobsim.output import figures, run_files
 
     monkeypatch.setattr(run_files, "APART_FROM", 0)
+    monkeypatch.setattr(figures, "SHARED_FROM", 0)  # shared, were the CSV files written here
     args = ["run", str(CHALLENGE), "--quiet", "--no-view",
             "--set", "workload.streams.0.count=20"]
     monkeypatch.setenv("JOBSIM_PARALLEL", "0")
     assert main(args + ["--out", str(tmp_path / "serial")]) in (0, 1)
     monkeypatch.setenv("JOBSIM_PARALLEL", "1")
-    calls = []
+    calls, read = [], []
     begin = children.Child.begin
-    monkeypatch.setattr(children.Child, "begin", lambda self: calls.append(self.what) or
-                        begin(self))
-    timings = tmp_path / "t.json"
-    assert main(args + ["--out", str(tmp_path / "child"), "--timings", str(timings)]) in (0, 1)
-    # the challenge has variants: each writes its files in a child of its own
-    csv = [w for w in calls if w.endswith("jobs.csv and trace.csv could not be written")]
+    monkeypatch.setattr(children.Child, "begin",
+                        lambda self: calls.append((self.what, begin(self))) or calls[-1][1])
+    monkeypatch.setattr(outdir, "open", lambda path, *a, **k: read.append(str(path)) or
+                        open(path, *a, **k), raising=False)
+    assert main(args + ["--out", str(tmp_path / "child")]) in (0, 1)
     serial, child = _files(tmp_path / "serial"), _files(tmp_path / "child")
     traces = sorted(name for name in child if name.endswith("trace.csv"))
-    assert len(traces) > 1 and sorted(csv) == [
-        f"{name[:-len('trace.csv')]}jobs.csv and trace.csv could not be written"
+    # the challenge has variants: each writes its files in a child of its own, forked
+    assert len(traces) > 1 and sorted(calls) == [
+        (f"{name[:-len('trace.csv')]}jobs.csv and trace.csv could not be written", True)
         for name in traces], calls
     assert serial == child
     manifest = json.loads(child[MANIFEST])["files"]
     assert manifest == {name: hashlib.sha256(data).hexdigest()
                         for name, data in child.items() if name != MANIFEST}
-    phases = json.loads(timings.read_text())["phases"]
-    assert phases["csv"]["cpu_s"] > 0 and phases["other"]["cpu_s"] >= 0
+    assert read and not [r for r in read if r.endswith(".csv")], read
+
+
+@pytest.mark.skipif(not children.parallel(), reason="no fork or one core: always serial")
+def test_a_childs_cpu_and_the_wait_for_it_are_its_phases():
+    from jobsim.base.phases import Phases
+
+    def busy():
+        t = time.process_time()
+        while time.process_time() - t < 0.3:
+            pass
+        return "done"
+
+    phases = Phases()
+    child = children.Child(busy, "busy")
+    assert child.begin()
+    assert child.waited(phases, "csv") == "done"
+    figures = phases.figures()
+    csv = figures["phases"]["csv"]
+    assert csv["cpu_s"] >= 0.3 and csv["wall_s"] > 0  # the child's CPU, this one's wait
+    assert figures["cpu_s"] >= csv["cpu_s"]  # the command's CPU counts it
+
+
+@pytest.mark.skipif(not children.parallel(), reason="no fork or one core: always serial")
+@pytest.mark.parametrize("parallel", ["0", "1"])
+def test_a_disk_error_writing_the_csv_files_is_the_same_clear_error_in_a_child(
+        parallel, tmp_path, monkeypatch, capsys):
+    """A full disk while the CSV files are written: exit 2 and what the system said, as in
+    the process itself, not a traceback; nothing is left."""
+    import errno
+
+    from jobsim.output import run_files
+
+    def full(path, *args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr(run_files, "APART_FROM", 0)
+    monkeypatch.setattr(run_files, "write_csv", full)
+    monkeypatch.setenv("JOBSIM_PARALLEL", parallel)
+    out = tmp_path / "out"
+    assert main(["run", str(ROOT / "scenarios" / "lesson.yaml"), "--quiet",
+                 "--out", str(out)]) == 2
+    said = capsys.readouterr().err
+    assert f"jobsim: cannot write the report folder {out}: No space left on device" in said
+    assert "Traceback" not in said
+    assert not out.exists() and not list(tmp_path.iterdir())
+
+
+@pytest.mark.skipif(not children.parallel(), reason="no fork or one core: always serial")
+def test_a_log_says_when_the_report_waits_for_the_csv_files(tmp_path, monkeypatch):
+    """The plots done before the child's CSV files: a line says what the report waits for,
+    rather than the last plot's name standing for the wait."""
+    import io
+
+    from jobsim.base.progress import Steps
+    from jobsim.format import scenario
+    from jobsim.output import run_files
+    from jobsim.output.report import analyse
+    from jobsim.sim.world import run
+
+    flag = tmp_path / "go"
+    write = run_files._CsvFiles.write
+
+    def held(self):  # in the child: written only once this process waits for it
+        while not flag.exists():
+            time.sleep(0.01)
+        return write(self)
+
+    waited = children.Child.waited
+
+    def waiting(self, phases, name):
+        flag.touch()
+        return waited(self, phases, name)
+
+    monkeypatch.setattr(run_files, "APART_FROM", 0)
+    monkeypatch.setattr(run_files._CsvFiles, "write", held)
+    monkeypatch.setattr(children.Child, "waited", waiting)
+    a = analyse(run(scenario.load(ROOT / "scenarios" / "lesson.yaml")))
+    log = io.StringIO()
+    steps = Steps("report", stream=log)
+    folder = tmp_path / "out"
+    run_files.write_run(a, folder, True, None, steps)
+    steps.close()
+    lines = log.getvalue().splitlines()
+    assert lines[-1] == "report: jobs.csv and trace.csv: waiting for the other process", lines
+    assert (folder / "trace.csv").read_bytes().count(b"\n") == len(a.result.trace) + 1
 
 
 def test_without_plots_the_csv_files_are_written_here(tmp_path, monkeypatch):
