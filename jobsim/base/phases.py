@@ -29,7 +29,8 @@ MARK = "jobsim_timings"
 
 def peak_mb() -> float | None:
     """The peak resident memory in MB of this process or of a child it waited for (the
-    page's, the plots'), whichever is higher (None where the platform does not say)."""
+    page's, the plots', the CSV files'), whichever is higher (None where the platform does
+    not say): not their sum while they ran side by side."""
     try:
         import resource
     except ImportError:  # Windows
