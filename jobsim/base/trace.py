@@ -245,6 +245,6 @@ class Trace:
         h.update(("|".join(COLUMNS) + "\n" + "|".join(kinds) + "\n").encode())
         h.update(("\x1f".join(self.nodes) + "\n").encode())
         h.update(("\x1f".join(self.texts) + "\n").encode())
-        for name, col in cols.items():
-            h.update(np.ascontiguousarray(col).tobytes())
+        for name, col in cols.items():  # the column's own bytes, not a copy of them
+            h.update(memoryview(np.ascontiguousarray(col)).cast("B"))
         return h.hexdigest()
