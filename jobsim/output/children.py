@@ -1,11 +1,13 @@
 """Parts of a report built beside the rest: where the platform forks and more than one core
 is ours, a child process builds view.html while this one writes the CSV files and draws the
-plots, a big run's plots are shared with a second child, and a bigger run's CSV files are
-written by a third (``output.run_files``); elsewhere (in a notebook's kernel, or with
-``JOBSIM_PARALLEL=0``) all is built here, one after the other.
+plots, and a second child either draws every other one of a big run's plots or, for a bigger
+run, writes its CSV files while all the plots are drawn here (``output.run_files``);
+elsewhere (in a notebook's kernel, or with ``JOBSIM_PARALLEL=0``) all is built here, one
+after the other.
 The bytes are the same either way: the same code on the same analyses (tests hold it).
 
-A child's CPU seconds count as its phase's (``base.phases``: the page's, the plots'); a stop
+A child's CPU seconds count as its phase's (``base.phases``: the page's, the plots', the CSV
+files'); an OSError there (a full disk) is raised here as it was raised there; a stop
 (Ctrl-C, SIGTERM) or a failure anywhere ends the child before the report's temporary folder
 goes.
 """
@@ -108,8 +110,11 @@ class Child:
         proc = ctx.Process(target=_child, args=(send, os.getpid(), self.work), daemon=True)
         # the objects alive now, out of the collector's sight in the child: a collection
         # there would write to every one of them, and copy each page of them shared with
-        # this process (at 1,000,000 jobs, 140 MB more in all)
-        gc.freeze()
+        # this process (at 1,000,000 jobs, 140 MB more in all); not where the program froze
+        # its own objects already (its freeze is its own, and unfreezing would undo it)
+        ours = gc.get_freeze_count() == 0
+        if ours:
+            gc.freeze()
         try:
             proc.start()
         except OSError:  # no memory or no process left for a fork
@@ -117,7 +122,8 @@ class Child:
             self.receive = None
             return False
         finally:
-            gc.unfreeze()
+            if ours:
+                gc.unfreeze()
             send.close()
         self.proc = proc
         return True

@@ -43,8 +43,8 @@ def write_run(a: Any, folder: Path, with_plots: bool, phases: Any = None,
                 csv.write()
                 memory.release()
         # the plots all drawn here while the CSV files are written elsewhere: a second
-        # child sharing them saved no time on two cores, and held 220 MB more at 1,000,000
-        # jobs (the sum of the processes' memory: 1,580 MB against 1,360)
+        # child sharing them saved no time on two cores, and held 260 MB more at 1,000,000
+        # jobs (the sum of the processes' memory: 1,582 MB against 1,319)
         made = _rest(a, jobs, folder, with_plots, phases, steps, prefix, share=not apart)
         csv.finish(phases, steps)
     finally:
