@@ -254,9 +254,14 @@ def test_a_disk_error_writing_the_csv_files_is_the_same_clear_error_in_a_child(
     monkeypatch.setattr(run_files, "APART_FROM", 0)
     monkeypatch.setattr(run_files, "write_csv", full)
     monkeypatch.setenv("JOBSIM_PARALLEL", parallel)
+    forked = []
+    begin = children.Child.begin
+    monkeypatch.setattr(children.Child, "begin", lambda self: forked.append(begin(self)) or
+                        forked[-1])
     out = tmp_path / "out"
     assert main(["run", str(ROOT / "scenarios" / "lesson.yaml"), "--quiet",
                  "--out", str(out)]) == 2
+    assert forked == ([True] if parallel == "1" else [])  # the CSV files' child, if any
     said = capsys.readouterr().err
     assert f"jobsim: cannot write the report folder {out}: No space left on device" in said
     assert "Traceback" not in said
@@ -275,10 +280,14 @@ def test_a_log_says_when_the_report_waits_for_the_csv_files(tmp_path, monkeypatc
     from jobsim.output.report import analyse
     from jobsim.sim.world import run
 
+    import os
+
     flag = tmp_path / "go"
     write = run_files._CsvFiles.write
+    here = os.getpid()
 
     def held(self):  # in the child: written only once this process waits for it
+        assert os.getpid() != here, "the CSV files were not written in a child"
         while not flag.exists():
             time.sleep(0.01)
         return write(self)
@@ -336,3 +345,53 @@ def test_progress_says_the_csv_files_are_written_in_another_process(tmp_path, mo
     assert log.getvalue().splitlines()[0] == \
         f"report: jobs.csv and trace.csv ({n:,} events) (in another process)"
     assert (tmp_path / "trace.csv").read_bytes().count(b"\n") == n + 1
+
+
+@pytest.mark.skipif(not children.parallel(), reason="no fork or one core: always serial")
+def test_the_csv_childs_cpu_is_the_csv_phases(tmp_path, monkeypatch):
+    """The CPU the CSV files' child spends counts as the CSV phase's, and the command's."""
+    from jobsim.base.phases import Phases
+    from jobsim.format import scenario
+    from jobsim.output import run_files
+    from jobsim.output.report import analyse
+    from jobsim.sim.world import run
+
+    write = run_files._CsvFiles.write
+
+    def costly(self):  # the files, and 0.5 CPU s more, in the child
+        got = write(self)
+        t = time.process_time()
+        while time.process_time() - t < 0.5:
+            pass
+        return got
+
+    monkeypatch.setattr(run_files, "APART_FROM", 0)
+    monkeypatch.setattr(run_files._CsvFiles, "write", costly)
+    a = analyse(run(scenario.load(ROOT / "scenarios" / "lesson.yaml")))
+    phases = Phases()
+    run_files.write_run(a, tmp_path, True, phases)
+    figures = phases.figures()
+    assert figures["phases"]["csv"]["cpu_s"] >= 0.5, figures
+    assert figures["cpu_s"] >= figures["phases"]["csv"]["cpu_s"] + \
+        figures["phases"]["plots"]["cpu_s"] - 1e-3
+
+
+@pytest.mark.skipif(not children.parallel(), reason="no fork or one core: always serial")
+def test_a_freeze_the_program_made_is_left_as_it_was():
+    """A program that froze its own objects (gc.freeze, before forks of its own) keeps them
+    frozen through a child of jobsim's."""
+    import gc
+
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        child = children.Child(lambda: 1, "one")
+        assert child.begin()
+        assert child.wait() >= 0 and child.result == 1
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
+    child = children.Child(lambda: 2, "two")  # none of the program's: none left after
+    assert child.begin()
+    child.wait()
+    assert gc.get_freeze_count() == 0 and child.result == 2
