@@ -283,14 +283,14 @@ def test_a_log_says_when_the_report_waits_for_the_csv_files(tmp_path, monkeypatc
     import os
 
     flag = tmp_path / "go"
-    write = run_files._CsvFiles.write
+    write = run_files._csv_files
     here = os.getpid()
 
-    def held(self):  # in the child: written only once this process waits for it
+    def held(*args):  # in the child: written only once this process waits for it
         assert os.getpid() != here, "the CSV files were not written in a child"
         while not flag.exists():
             time.sleep(0.01)
-        return write(self)
+        return write(*args)
 
     waited = children.Child.waited
 
@@ -299,7 +299,7 @@ def test_a_log_says_when_the_report_waits_for_the_csv_files(tmp_path, monkeypatc
         return waited(self, phases, name)
 
     monkeypatch.setattr(run_files, "APART_FROM", 0)
-    monkeypatch.setattr(run_files._CsvFiles, "write", held)
+    monkeypatch.setattr(run_files, "_csv_files", held)
     monkeypatch.setattr(children.Child, "waited", waiting)
     a = analyse(run(scenario.load(ROOT / "scenarios" / "lesson.yaml")))
     log = io.StringIO()
@@ -356,17 +356,17 @@ def test_the_csv_childs_cpu_is_the_csv_phases(tmp_path, monkeypatch):
     from jobsim.output.report import analyse
     from jobsim.sim.world import run
 
-    write = run_files._CsvFiles.write
+    write = run_files._csv_files
 
-    def costly(self):  # the files, and 0.5 CPU s more, in the child
-        got = write(self)
+    def costly(*args):  # the files, and 0.5 CPU s more, in the child
+        got = write(*args)
         t = time.process_time()
         while time.process_time() - t < 0.5:
             pass
         return got
 
     monkeypatch.setattr(run_files, "APART_FROM", 0)
-    monkeypatch.setattr(run_files._CsvFiles, "write", costly)
+    monkeypatch.setattr(run_files, "_csv_files", costly)
     a = analyse(run(scenario.load(ROOT / "scenarios" / "lesson.yaml")))
     phases = Phases()
     run_files.write_run(a, tmp_path, True, phases)

@@ -157,12 +157,20 @@ class Child:
         return self.result
 
     def stop(self) -> None:
-        """End the child, if any, and wait for it (before its folder is removed)."""
+        """End the child, if any, and wait for it (before its folder is removed); nothing
+        once it was waited for."""
         if self.proc is not None:
             self.proc.terminate()
             self.proc.join()
             self.receive.close()
             self.proc = None
+
+
+def begun(work: Callable[[], Any], what: str) -> Child | None:
+    """``work`` begun in a forked child (``Child``), or None where the fork fails: the
+    caller does the work itself."""
+    child = Child(work, what)
+    return child if child.begin() else None
 
 
 def _build(analyses: list[Any], path: Path) -> None:
@@ -190,11 +198,10 @@ class Page:
         if sum(len(a.result.trace) for a in self.analyses) < PAGE_FROM or not parallel():
             return
         # ``_build`` looked up when the child runs it (a test replaces it)
-        child = Child(lambda: _build(self.analyses, self.path),
-                      "view.html could not be built")
-        if not child.begin():
+        self.child = begun(lambda: _build(self.analyses, self.path),
+                           "view.html could not be built")
+        if self.child is None:
             return  # built here, after the other files
-        self.child = child
         if self.steps is not None:
             self.steps.step(self.what)
 

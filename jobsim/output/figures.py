@@ -21,7 +21,7 @@ from ..analysis.window import counted_jobs
 from ..base import memory
 from ..base.progress import step
 from . import plots
-from .children import Child, parallel
+from .children import begun, parallel
 from .columns import plot_frame
 from .figure_words import bounds, describe, why_none
 from .plots.common import axis_label, with_unit
@@ -79,11 +79,10 @@ def run_plots(a: Any, jobs: pd.DataFrame, folder: Path, steps: Any = None,
         for i, entry in enumerate(made):
             if i == 1 and shared:  # forked once a figure has been drawn here: the child
                 # (starting with matplotlib's fonts and caches warm) draws every other one
-                child = Child(lambda: _draw(made[1::2], folder),
+                child = begun(lambda: _draw(made[1::2], folder),
                               f"{prefix}plots could not be drawn")
-                if not child.begin():  # no fork: all drawn here
-                    child = None
-                else:  # progress tells what each process draws as it begins it
+                if child is not None:  # (no fork: all drawn here) progress tells what
+                    # each process draws as it begins it
                     step(steps, ", ".join(f"{prefix}{name}" for _, name, _ in made[1::2])
                          + " (in a second process)", len(made[1::2]))
             if child is None or i % 2 == 0:

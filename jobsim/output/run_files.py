@@ -6,6 +6,7 @@ report.md and the page."""
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from ..base import memory, outdir
 from ..base.phases import phase
 from ..base.printable import printable
 from ..base.progress import step
+from . import children
 from .columns import trace_columns
 from .csvtext import write_csv
 from .service_report import jobs_with_services, python_note
@@ -31,25 +33,33 @@ def write_run(a: Any, folder: Path, with_plots: bool, phases: Any = None,
     result = a.result
     (folder / "summary.json").write_text(json.dumps(a.summary, sort_keys=True, indent=2) + "\n",
                                          encoding="utf-8")
-    csv = None
+    child = None  # the CSV files' child process, if they are written in one
     try:
         with phase(phases, "csv"):
             jobs = jobs_with_services(a)
-            csv = _CsvFiles(folder, jobs, result.trace, prefix)
-            apart = with_plots and len(result.trace) >= APART_FROM and csv.begin()
+            files = partial(_csv_files, folder, jobs, result.trace)
+            if with_plots and len(result.trace) >= APART_FROM and children.parallel():
+                child = children.begun(files, f"{prefix}jobs.csv and trace.csv could not "
+                                                  "be written")
             step(steps, f"{prefix}jobs.csv and trace.csv ({len(result.trace):,} events)"
-                 + (" (in another process)" if apart else ""), 2)
-            if not apart:
-                csv.write()
+                 + (" (in another process)" if child else ""), 2)
+            if child is None:
+                files()
                 memory.release()
         # the plots all drawn here while the CSV files are written elsewhere: a second
         # child sharing them saved no time on two cores, and held 260 MB more at 1,000,000
         # jobs (the sum of the processes' memory: 1,582 MB against 1,319)
-        made = _rest(a, jobs, folder, with_plots, phases, steps, prefix, share=not apart)
-        csv.finish(phases, steps)
+        made = _rest(a, jobs, folder, with_plots, phases, steps, prefix, share=child is None)
+        if child is not None:
+            if child.proc.is_alive():  # said, or a log's last line stands for the wait
+                step(steps, f"{prefix}jobs.csv and trace.csv: waiting for the other "
+                            "process", 0)
+            # its CPU the phase's, its files' digests this process's: the manifest does
+            # not read the files again
+            outdir.learn(child.waited(phases, "csv"))
     finally:
-        if csv is not None:
-            csv.stop()
+        if child is not None:
+            child.stop()  # a stop or a failure meanwhile ends it (nothing once waited for)
     return made
 
 
@@ -59,51 +69,14 @@ def write_run(a: Any, folder: Path, with_plots: bool, phases: Any = None,
 APART_FROM = 200_000
 
 
-class _CsvFiles:
-    """jobs.csv and trace.csv of a run: written here (``write``), or ``begin`` in a child
-    process beside the plots and ``finish`` (the child's CPU seconds the phase's, its
-    files' digests this process's: the manifest does not read them again)."""
-
-    def __init__(self, folder: Path, jobs: Any, trace: Any, prefix: str = ""):
-        self.folder, self.jobs, self.trace, self.prefix = folder, jobs, trace, prefix
-        self.child: Any = None
-
-    def write(self) -> dict[Any, str]:
-        jobs = self.jobs
-        # a broker's deadline: an integer of epoch ms, as the server gives it (none: empty)
-        digests = write_csv(self.folder / "jobs.csv",
-                            {c: jobs[c].astype("Int64") if c == "deadline" else jobs[c]
-                             for c in jobs.columns}, len(jobs))
-        digests.update(write_csv(self.folder / "trace.csv", trace_columns(self.trace),
-                                 len(self.trace)))
-        return digests
-
-    def begin(self) -> bool:
-        """The files begun in a child process; False where there is none to be had."""
-        from .children import Child, parallel
-
-        if not parallel():
-            return False
-        child = Child(self.write, f"{self.prefix}jobs.csv and trace.csv could not be "
-                                  "written")
-        if not child.begin():
-            return False
-        self.child = child
-        return True
-
-    def finish(self, phases: Any, steps: Any = None) -> None:
-        if self.child is None:
-            return
-        child, self.child = self.child, None
-        if child.proc.is_alive():  # said, or a log's last line stands for the wait
-            step(steps, f"{self.prefix}jobs.csv and trace.csv: waiting for the other "
-                        "process", 0)
-        outdir.learn(child.waited(phases, "csv"))  # a stop meanwhile ends the child
-
-    def stop(self) -> None:
-        if self.child is not None:
-            self.child.stop()
-            self.child = None
+def _csv_files(folder: Path, jobs: Any, trace: Any) -> dict[Any, str]:
+    """Write jobs.csv and trace.csv into ``folder``; their digests (``write_csv``)."""
+    # a broker's deadline: an integer of epoch ms, as the server gives it (none: empty)
+    digests = write_csv(folder / "jobs.csv",
+                        {c: jobs[c].astype("Int64") if c == "deadline" else jobs[c]
+                         for c in jobs.columns}, len(jobs))
+    digests.update(write_csv(folder / "trace.csv", trace_columns(trace), len(trace)))
+    return digests
 
 
 def _rest(a: Any, jobs: Any, folder: Path, with_plots: bool, phases: Any, steps: Any,
