@@ -39,7 +39,7 @@ _FROM = {
     "analyse": ".api", "histories": ".api", "jobs_frame": ".api", "narrate": ".api",
     "run": ".api", "trace_frame": ".api",
     "erlang_c_wait": ".tools.bench", "mean_ci": ".tools.bench", "mmc_scenario": ".tools.bench",
-    "Analysis": ".output.report", "write": ".output.report",
+    "write": ".api", "Analysis": ".output.report",
     "from_dict": ".format.scenario", "load": ".format.scenario",
     "load_variants": ".format.scenario", "loads": ".format.scenario",
     "with_handler": ".format.scenario",

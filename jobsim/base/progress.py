@@ -135,11 +135,11 @@ class Bar:
             self.stream.write(f"{self.desc}: {text}\n")
             self.stream.flush()
             return
-        self.bar.set_postfix_str(text, refresh=self.tty)
+        self.bar.set_postfix_str(text, refresh=self.tty or _is_widget(self.bar))
 
     def close(self) -> None:
         if self.bar is not None:
-            self.bar.close()
+            _close(self.bar)
             self.bar = None
 
     def __enter__(self) -> "Bar":
@@ -164,7 +164,10 @@ def run_progress(bar: Bar) -> Any:
 
 
 def _notebook_bar(kwargs: dict[str, Any]) -> Any:
-    """tqdm's widget in a notebook (None elsewhere, or without ipywidgets: text then).
+    """tqdm's widget in a notebook (None elsewhere, or without ipywidgets: text then),
+    left in the cell once closed, in its last state (``_close``), as a log keeps its last
+    line: closed as tqdm hides it, it kept a label drawn up to 0.1 s before the end ("98%",
+    a time short of the run's end) beside a full bar.
 
     Without ipywidgets, tqdm's notebook bar fails half-way through its making, and the
     half-made bar's ``__del__`` printed a traceback into the cell ("'tqdm_notebook' object
@@ -173,13 +176,31 @@ def _notebook_bar(kwargs: dict[str, Any]) -> Any:
     if not _in_notebook():
         return None
     try:
+        from IPython.display import display
         from tqdm import notebook
 
         if getattr(notebook, "IProgress", None) is None:  # tqdm found no ipywidgets
             return None
-        return notebook.tqdm(**kwargs)
+        bar = notebook.tqdm(**{**kwargs, "leave": True}, display=False)
+        # shown here, under a handle: ``_close`` shows it again in its last state
+        bar.jobsim_shown = display(bar.container, display_id=True)
+        bar.displayed = True
+        return bar
     except Exception:  # noqa: BLE001 - an ipywidgets tqdm cannot use: fall back to text
         return None
+
+
+def _close(bar: Any) -> None:
+    """Close tqdm's ``bar``; a widget is shown again as it ends. A saved notebook keeps, for
+    whoever reads it without the widgets (GitHub, nbconvert), the text the widget had when
+    it was shown ("0%"): shown again, the cell keeps the last state as text too."""
+    bar.close()
+    shown = getattr(bar, "jobsim_shown", None)
+    if shown is not None:
+        try:
+            shown.update(bar.container)
+        except Exception:  # noqa: BLE001 - the widget stays as it was drawn
+            pass
 
 
 def _is_widget(bar: Any) -> bool:
@@ -188,9 +209,13 @@ def _is_widget(bar: Any) -> bool:
 
 class Steps:
     """Work in named steps whose number is not known ahead (a report's files): on a terminal
-    or in a notebook a bar counting the steps begun with the one under way beside it; in a
-    log (``stream`` not a terminal) a line ``desc: what`` as each step begins; nothing when
-    ``show`` is false or ``JOBSIM_PROGRESS=0``. ``close(text)`` ends it, saying ``text``."""
+    or in a notebook a bar naming the step under way and the time so far; in a log
+    (``stream`` not a terminal) a line ``desc: what`` as each step begins; nothing when
+    ``show`` is false or ``JOBSIM_PROGRESS=0``. ``close(text)`` ends it, saying ``text``.
+
+    No count of the steps is shown: a report's steps are not its files (two CSV files are
+    one step, summary.json and scenario.yaml none), and a count of them ("file 10") stood
+    beside a closing line that counts the files ("12 files written")."""
 
     def __init__(self, desc: str, unit: str = "files", *, show: bool = True,
                  stream: IO[str] | None = None):
@@ -201,7 +226,8 @@ class Steps:
         self.lines = False
         if not (show and enabled()):
             return
-        kwargs: dict[str, Any] = dict(desc=self.desc, unit=unit, leave=False, total=None)
+        kwargs: dict[str, Any] = dict(desc=self.desc, unit=unit, leave=False, total=None,
+                                      bar_format="{desc} [{elapsed}]")
         self.bar = _notebook_bar(kwargs)
         if self.bar is not None:
             return
@@ -209,8 +235,6 @@ class Steps:
             from tqdm import tqdm
 
             self.bar = tqdm(file=stream_of(self.stream), mininterval=0.2,
-                            bar_format="{desc}: " + unit.rstrip("s") + " {n_fmt} "
-                                       "[{elapsed}]{postfix}",
                             **_screen(self.stream), **kwargs)
         else:
             self.lines = True
@@ -222,7 +246,7 @@ class Steps:
             self.stream.write(f"{self.desc}: {what}\n")
             self.stream.flush()
         elif self.bar is not None:
-            self.bar.set_postfix_str(what, refresh=False)
+            self.bar.set_description_str(f"{self.desc}: {what}", refresh=False)
             self.bar.update(n)
             # drawn now: ``update`` draws only ``mininterval`` after the last drawing, and a
             # step begun sooner (trace.csv, a second after the page) stood unnamed under
@@ -230,10 +254,15 @@ class Steps:
             self.bar.refresh()
 
     def close(self, text: str | None = None) -> None:
-        """The bar goes; ``text``, if any, stays as a line (in a log and on a terminal)."""
+        """The bar goes; ``text``, if any, stays as a line (in a log and on a terminal), or
+        in a notebook as the widget's last words."""
         shown = self.lines or self.bar is not None
         if self.bar is not None:
-            self.bar.close()
+            widget = _is_widget(self.bar)
+            if widget and text:
+                self.bar.set_description_str(f"{self.desc}: {printable(text)}", refresh=False)
+                shown = False  # said by the widget itself
+            _close(self.bar)
             self.bar = None
         if shown and text:
             self.stream.write(f"{self.desc}: {printable(text)}\n")

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,6 @@ from .status import BAD_INPUT, FAILED, OK, stopped
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ..base import outdir
     from ..base.outdir import OutputError, ignored_dir, unmake
     from ..base.phases import (Phases, TimingsError, check_file, children_cpu, phase,
                               write_file)
@@ -29,9 +27,8 @@ def _run(args: argparse.Namespace) -> int:
     from ..format.lint import lint_runs
     from ..format.window_format import with_window
     from ..sim.cost import Budget, Guard, RunStopped
-    from ..base.progress import Steps
-    from ..output.report import ReportError, check_target, write
-    from ..output.runs import run_variants, told
+    from ..output.report import ReportError, check_target
+    from ..output.runs import run_variants, told, write_report
 
     # a command that is its process counts from jobsim's import: its ``start`` phase
     phases = Phases(STARTED if args.as_process else None) if args.timings else None
@@ -74,20 +71,11 @@ def _run(args: argparse.Namespace) -> int:
                 seeds = seeds_mod.over_seeds(analyses, n_seeds, args.workers, args.quiet)
             if phases is not None:
                 phases.add("seeds", 0.0, children_cpu() - workers_cpu)
-        steps = Steps("report", show=not args.quiet)
-        try:
-            if not args.out and seeds_mod.named(args, runs[0]).overrides:
-                made = ignored_dir(SCRATCH)
-            began = time.monotonic()
-            write(analyses, out, with_plots=not args.no_plots, phases=phases,
-                  with_view=not args.no_view, over_seeds=seeds, steps=steps)
-            written = True
-            took = time.monotonic() - began
-            files = len((outdir.read_manifest(out) or {}).get("files", {}))
-            steps.close(f"{files} files written to {out} in " +
-                        (f"{took:.1f} s" if took >= 0.05 else "under 0.1 s"))
-        finally:
-            steps.close()
+        if not args.out and seeds_mod.named(args, runs[0]).overrides:
+            made = ignored_dir(SCRATCH)
+        write_report(analyses, out, with_plots=not args.no_plots, phases=phases,
+                     with_view=not args.no_view, over_seeds=seeds, progress=not args.quiet)
+        written = True
         lines = told(analyses, out, args.quiet)
         for line in lines[:-1] + (seeds.lines() if seeds else []) + lines[-1:]:
             print(line)

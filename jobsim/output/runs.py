@@ -2,23 +2,25 @@
 command line and for the tools that time it (``tools.bench_run``).
 
 ``run_variants`` runs each variant under its cost guard, with a progress bar, and analyses
-it; ``write`` (``report``) writes the folder; ``told`` gives what the command prints after
+it; ``write_report`` writes the folder (``report.write``, with the report's progress);
+``told`` gives what the command prints after
 it: each run's story (unless quiet), summary and unexpected invariant violations. A
 ``Phases`` given to them is told where the time goes (simulate, analysis, csv, plots, page).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..base import memory
+from ..base import memory, outdir
 from ..base.phases import Phases, phase
-from ..base.progress import Bar, run_progress, simulating
+from ..base.progress import Bar, Steps, run_progress, simulating
 from ..sim.world import run
 from .report import (VIEW_LIMIT, Analysis, analyse, format_summary, format_violation,
-                     view_left_out)
+                     view_left_out, write)
 
 
 def run_variants(runs: Sequence[Any], guards: Sequence[Any], *, quiet: bool = False,
@@ -76,3 +78,23 @@ def told(analyses: list[Analysis], out: Path, quiet: bool) -> list[str]:
         lines.append("what-if: " + " ".join(overrides))
     lines.append(f"report: {out}/report.md")
     return lines
+
+
+def write_report(analyses: Any, out: str | Path, with_plots: bool = True, *,
+                 progress: bool = False, **options: Any) -> Path:
+    """``report.write`` with, if ``progress``, the report's progress (``base.progress.Steps``:
+    each file as it begins) closed by how many files were written, where and how fast: as
+    ``jobsim run`` and ``jobsim.write(…, progress=True)`` draw it."""
+    if not progress:
+        return write(analyses, out, with_plots, **options)
+    steps = Steps("report")
+    try:
+        began = time.monotonic()
+        path = write(analyses, out, with_plots, steps=steps, **options)
+        took = time.monotonic() - began
+        files = len((outdir.read_manifest(Path(out)) or {}).get("files", {}))
+        steps.close(f"{files} files written to {out} in " +
+                    (f"{took:.1f} s" if took >= 0.05 else "under 0.1 s"))
+    finally:
+        steps.close()  # on a failure: the bar goes, and nothing is said of files
+    return path

@@ -1,0 +1,81 @@
+"""Progress through the Python API, as a notebook draws it: ``run``, ``analyse`` and
+``write`` with ``progress=True`` each draw a tqdm widget, left in the cell in its last state;
+the text a saved notebook keeps beside each widget, which whoever reads it without the
+widgets sees (GitHub, nbconvert), is that last state too. Before: the widgets were hidden
+once closed, their labels stood as drawn up to 0.1 s before the end ("98%" beside a full
+bar, a time short of the run's end), the saved text read "0%" for a finished run, and
+``analyse`` and ``write`` said nothing."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENARIO = ROOT / "scenarios" / "retry_storm.yaml"
+WIDGET = "application/vnd.jupyter.widget-view+json"
+
+
+def test_a_saved_notebook_keeps_each_widgets_last_state(tmp_path):
+    pytest.importorskip("ipywidgets")
+    pytest.importorskip("ipykernel")
+    nbclient = pytest.importorskip("nbclient")
+    nbformat = pytest.importorskip("nbformat")
+
+    out = tmp_path / "report"
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(code) for code in (
+        "import os\nos.environ.pop('JOBSIM_PROGRESS', None)\nimport jobsim",
+        f"res = jobsim.run({str(SCENARIO)!r}, progress=True)\n"
+        "print(f'{res.end_time:,.0f} {len(res.trace):,}')",
+        "a = jobsim.analyse(res, progress=True)",
+        f"path = jobsim.write(a, {str(out)!r}, progress=True)")]
+    nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
+                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+
+    outputs = [o for cell in nb.cells for o in cell.outputs]
+    assert not [o for o in outputs if o.output_type == "error"], outputs
+    # nothing on the cell's stderr (a red box): the widgets say it all
+    assert not [o for o in outputs if o.output_type == "stream" and o.name == "stderr"], outputs
+    end, events = next(o.text for o in outputs if o.output_type == "stream").split()
+    shown = [o.data["text/plain"] for o in outputs if WIDGET in o.get("data", {})]
+    assert len(shown) == 3, shown
+    ran, analysed, written = shown
+    assert ran.startswith("retry_storm: 100%|") and f"t={end}s]" in ran, (ran, end)
+    assert analysed.startswith(f"retry_storm: analysing the trace ({events} events) ["), analysed
+    files = len(json.loads((out / ".jobsim-manifest.json").read_text())["files"])
+    assert written.startswith(f"report: {files} files written to {out} in "), written
+
+    # the widgets' own state, as saved: the run's bar full and its label saying so
+    state = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
+    labels = [m["state"].get("value") for m in state.values() if m["model_name"] == "HTMLModel"]
+    bars = [m["state"] for m in state.values() if m["model_name"].endswith("ProgressModel")]
+    assert any(v == 100 and b.get("max") == 100 for b in bars for v in [b.get("value")]), bars
+    assert "retry_storm:\u2007100%" in labels, labels
+
+
+def test_the_api_says_what_it_analyses_and_writes_in_a_log(monkeypatch, tmp_path):
+    """Off a notebook, the same calls draw as ``jobsim run`` does: in a log, a line as each
+    step begins and then how many files were written; nothing when not asked."""
+    import jobsim
+
+    monkeypatch.delenv("JOBSIM_PROGRESS", raising=False)
+    res = jobsim.run(ROOT / "scenarios" / "lesson.yaml")
+    log = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", log)
+    a = jobsim.analyse(res, progress=True)
+    jobsim.write(a, tmp_path / "report", progress=True)
+    lines = log.getvalue().splitlines()
+    files = len(json.loads((tmp_path / "report" / ".jobsim-manifest.json").read_text())["files"])
+    assert lines[0] == f"lesson: analysing the trace ({len(res.trace):,} events)", lines
+    assert "report: report.md" in lines, lines
+    assert lines[-1].startswith(f"report: {files} files written to {tmp_path / 'report'} in "), \
+        lines
+    quiet = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", quiet)
+    jobsim.write(jobsim.analyse(res), tmp_path / "again")
+    assert quiet.getvalue() == ""
