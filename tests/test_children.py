@@ -384,11 +384,13 @@ def test_a_freeze_the_program_made_is_left_as_it_was():
 
     gc.freeze()
     try:
-        frozen = gc.get_freeze_count()
+        assert gc.get_freeze_count() > 0
         child = children.Child(lambda: 1, "one")
         assert child.begin()
         assert child.wait() >= 0 and child.result == 1
-        assert gc.get_freeze_count() == frozen
+        # still frozen (an unfreeze empties it): not the same count, since a frozen object
+        # that dies meanwhile leaves it (this failed once beside other tests in a worker)
+        assert gc.get_freeze_count() > 0
     finally:
         gc.unfreeze()
     child = children.Child(lambda: 2, "two")  # none of the program's: none left after
