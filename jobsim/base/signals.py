@@ -5,7 +5,8 @@ BaseException`` clean-ups run and nothing half-written is left; SIGTERM and SIGH
 default, end the process at once and leave whatever it was writing (a report's temporary
 folder beside its target, for ever). ``stopping_cleanly()`` makes all three raise
 ``Stopped`` — a ``KeyboardInterrupt``, so every clean-up written for Ctrl-C runs — in the
-main thread, once: a second signal while the first one's clean-up runs is ignored.
+main thread, once: a second signal while the first one's clean-up runs is ignored. A
+``Stopped`` raised where Python cannot raise it on (a finalizer) is raised again.
 
 ``held()`` marks a step that must be whole (the swap of a report's files for the new ones,
 a manifest written beside its files): a signal arriving inside it is acted on at its end.
@@ -18,9 +19,11 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 #: the signals that stop a command cleanly
 SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
@@ -64,11 +67,45 @@ class _State:
     held = 0  # depth of ``held()`` sections
     pending: int | None = None  # a signal that came inside one
     stopping = False  # a Stopped was raised: further signals are ignored
+    hook: Any = sys.unraisablehook  # the one before ``stopping_cleanly``'s
+    again: int | None = None  # a stop to raise again (``_unraisable``)
+    alarm: Any = None  # SIGALRM's handler before then
 
 
 def _raise(signum: int) -> None:
     _State.stopping = True
     raise Stopped(signum)
+
+
+def _unraisable(what: object) -> None:
+    """``sys.unraisablehook`` while stopping cleanly: a ``Stopped`` that a signal raised
+    where Python cannot raise it on (a finalizer, a weak reference's callback: Python prints
+    it and goes on) stopped nothing. Once swallowed, the run went on to its end with exit 0,
+    and ignored every later Ctrl-C or SIGTERM. It is raised again 10 ms later (``_again``,
+    on SIGALRM): not from here, where Python code runs and a signal's handler would raise
+    into this hook and be lost in turn."""
+    exc = getattr(what, "exc_value", None)
+    if isinstance(exc, Stopped) and os.getpid() == _State.pid and hasattr(signal, "setitimer"):
+        if _State.again is None:
+            _State.alarm = signal.signal(signal.SIGALRM, _again)
+        _State.again = exc.signum
+        signal.setitimer(signal.ITIMER_REAL, 0.01)
+        return
+    _State.hook(what)
+
+
+def _again(signum: int, frame: object) -> None:
+    """The swallowed stop (``_unraisable``), raised again: in a finalizer again, it comes
+    back here 10 ms later."""
+    stop, _State.again = _State.again, None
+    _restore_alarm()
+    if stop is not None:
+        _State.stopping = False
+        _handler(stop, frame)
+
+
+def _restore_alarm() -> None:
+    signal.signal(signal.SIGALRM, _State.alarm if _State.alarm is not None else signal.SIG_DFL)
 
 
 def _forked() -> None:
@@ -110,8 +147,9 @@ def stopping_cleanly() -> Iterator[None]:
         yield
         return
     old = {s: signal.getsignal(s) for s in SIGNALS}
-    saved = (_State.pid, _State.held, _State.pending, _State.stopping)
+    saved = (_State.pid, _State.held, _State.pending, _State.stopping, _State.hook)
     _State.pid, _State.held, _State.pending, _State.stopping = os.getpid(), 0, None, False
+    _State.hook, sys.unraisablehook = sys.unraisablehook, _unraisable
     for s in SIGNALS:
         if old[s] is not signal.SIG_IGN:  # ignored by the caller (nohup): stays ignored
             signal.signal(s, _handler)
@@ -120,7 +158,12 @@ def stopping_cleanly() -> Iterator[None]:
     finally:
         for s, h in old.items():
             signal.signal(s, h if h is not None else signal.SIG_DFL)
-        _State.pid, _State.held, _State.pending, _State.stopping = saved
+        if _State.again is not None:  # a stop to raise again, overtaken by the end
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            _restore_alarm()
+            _State.again = None
+        sys.unraisablehook = _State.hook
+        _State.pid, _State.held, _State.pending, _State.stopping, _State.hook = saved
 
 
 @contextmanager
