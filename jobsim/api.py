@@ -77,22 +77,27 @@ def analyse(result: Any, *, progress: bool = False) -> Any:
     steps = Steps(result.scenario.variant or result.scenario.name, "steps")
     try:
         steps.step(f"analysing the trace ({len(result.trace):,} events)")
-        return _analyse(result)
-    finally:
-        steps.close()
+        done = _analyse(result)
+    except BaseException:
+        steps.close(failed=True)
+        raise
+    steps.close()
+    return done
 
 
-def write(analyses: Any, out: str | Path, with_plots: bool = True, *, progress: bool = False,
-          **options: Any) -> Path:
+def write(analyses: Any, out: str | Path, with_plots: bool = True, phases: Any = None,
+          with_view: bool | None = None, over_seeds: Any = None, steps: Any = None, *,
+          progress: bool = False) -> Path:
     """Write the report folder ``out`` (replacing one jobsim wrote, never a user's folder) of
     an ``Analysis``, or of a list of them (a file's variants), and return its path: as
     ``jobsim run`` writes it, report.md, summary.json, the CSV files, the plots (unless not
-    ``with_plots``) and view.html. ``progress=True`` draws each file as it begins and then
-    how many were written, as ``jobsim run`` does. ``options`` are ``output.report.write``'s
-    (``with_view``, ``phases``)."""
+    ``with_plots``) and view.html (``with_view``: by default with the plots). ``progress=True``
+    draws each file as it begins and then how many were written, as ``jobsim run`` does.
+    ``phases``, ``over_seeds`` and ``steps``: see ``output.report.write``."""
     from .output.runs import write_report
 
-    return write_report(analyses, out, with_plots, progress=progress, **options)
+    return write_report(analyses, out, with_plots, phases, with_view, over_seeds, steps,
+                        progress=progress)
 
 
 def histories(what: Any) -> Any:

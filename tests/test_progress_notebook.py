@@ -79,3 +79,56 @@ def test_the_api_says_what_it_analyses_and_writes_in_a_log(monkeypatch, tmp_path
     monkeypatch.setattr(sys, "stderr", quiet)
     jobsim.write(jobsim.analyse(res), tmp_path / "again")
     assert quiet.getvalue() == ""
+
+
+def _in_a_notebook(monkeypatch):
+    """tqdm's widgets drawn as in a notebook (outside a kernel ``display`` prints them)."""
+    pytest.importorskip("ipywidgets")
+    from jobsim.base import progress
+
+    monkeypatch.delenv("JOBSIM_PROGRESS", raising=False)
+    monkeypatch.setattr(progress, "_in_notebook", lambda: True)
+    return progress
+
+
+def test_a_widget_shows_what_is_simulated_at_once(monkeypatch):
+    """A stage (what the run simulates) was set without drawing: the widget showed it only
+    at its next update, if any came."""
+    progress = _in_a_notebook(monkeypatch)
+    bar = progress.Bar(100, "run", unit="%")
+    assert progress._is_widget(bar.bar)
+    bar.stage("simulating 3 jobs")
+    _, _, right = bar.bar.container.children
+    assert "simulating\u20073\u2007jobs" in right.value, right.value
+    bar.close()
+
+
+def test_a_failed_write_leaves_its_widget_red(monkeypatch, tmp_path):
+    """With no total, tqdm closes a widget as done (green) whatever happened: a report that
+    failed half-way was left in its cell looking written."""
+    progress = _in_a_notebook(monkeypatch)
+    from jobsim.output import runs
+
+    made = []
+
+    class Kept(progress.Steps):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            made.append(self.bar)
+
+    def broken(*args):  # report.write's arguments: its steps the last
+        args[-1].step("report.md")
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(runs, "Steps", Kept)
+    monkeypatch.setattr(runs, "write", broken)
+    with pytest.raises(RuntimeError):
+        runs.write_report([], tmp_path / "out", progress=True)
+    (bar,) = made
+    assert bar.container.children[1].bar_style == "danger"
+    steps = progress.Steps("report")  # and one that ended well: done
+    widget = steps.bar
+    steps.step("report.md")
+    steps.close("3 files written")
+    assert widget.container.children[1].bar_style == "success"
+    assert "3\u2007files\u2007written" in widget.container.children[2].value

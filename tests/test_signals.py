@@ -331,3 +331,81 @@ def test_a_stop_a_finalizer_swallowed_is_raised_again(capsys):
         assert info.value.signum == signal.SIGINT and ref() is None
     assert "Exception ignored" not in capsys.readouterr().err
     assert sys.unraisablehook is hook and signal.getsignal(signal.SIGALRM) == alarm
+
+
+def _swallowed_stop() -> None:
+    """A Ctrl-C handled inside a weak reference's callback (Python drops what it raises)."""
+    import weakref
+
+    class Thing:
+        pass
+
+    def died(ref: object) -> None:
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(1000):
+            pass
+
+    thing = Thing()
+    ref = weakref.ref(thing, died)
+    del thing
+    assert ref() is None
+
+
+def test_a_stop_swallowed_as_the_block_ends_is_raised_at_its_end(capsys, monkeypatch):
+    """Swallowed in the block's last instant, before the thread sent it again: it was
+    dropped without a word, and the command ended with exit 0."""
+    with pytest.raises(signals_mod.Stopped) as info:
+        with signals_mod.stopping_cleanly():
+            _swallowed_stop()
+    assert info.value.signum == signal.SIGINT
+    assert "Exception ignored" not in capsys.readouterr().err
+
+    from jobsim import cli
+
+    def command(_args: object) -> int:  # a command done, a stop swallowed at its end
+        _swallowed_stop()
+        return 0
+
+    monkeypatch.setattr(cli, "_dispatch", command)
+    assert main(["list"]) == 130
+    assert capsys.readouterr().err.strip().endswith(
+        "stopped by SIGINT (Ctrl-C); nothing half-written was left")
+
+
+def test_nested_blocks_pass_other_errors_on_once(monkeypatch):
+    """Nested (``cli.main`` called from a program that stops cleanly itself), the inner
+    block took the outer one's hook as the one before it, and an error in a finalizer went
+    round the hook until a RecursionError."""
+    seen = []
+    monkeypatch.setattr(sys, "unraisablehook", seen.append)
+
+    class Broken:
+        def __del__(self):
+            raise ValueError("in a finalizer")
+
+    with signals_mod.stopping_cleanly():
+        with signals_mod.stopping_cleanly():
+            Broken()
+        assert sys.unraisablehook is signals_mod._unraisable
+    assert [type(u.exc_value) for u in seen] == [ValueError]
+    assert sys.unraisablehook == seen.append
+
+
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="POSIX timers")
+def test_a_stop_raised_again_leaves_the_callers_alarm_alone():
+    """The caller's own SIGALRM timer and handler (a watchdog, pytest-timeout) go on as
+    they were: the stop is sent again by a thread, not by a timer of the process's own."""
+    fired = []
+    before = signal.signal(signal.SIGALRM, lambda *_: fired.append(1))
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 30.0)
+        with signals_mod.stopping_cleanly():
+            with pytest.raises(signals_mod.Stopped):
+                _swallowed_stop()
+                for _ in range(500):  # raised again within 10 ms: 5 s is a guard
+                    time.sleep(0.01)
+        left, _ = signal.getitimer(signal.ITIMER_REAL)
+        assert 20.0 < left <= 30.0 and fired == []
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, before)

@@ -7,8 +7,9 @@ carriage returns. ``JOBSIM_PROGRESS=0`` turns it off; ``=1`` forces it on.
 ``Bar.stage(text)`` says what happens after the bar is full (analysis, the report) so that a
 long tail does not look like a hang; in a log it is a line of its own at once, whatever the
 run's length, so that a log shows every phase. ``Steps`` is work in named steps whose number
-is not known ahead (a report's files): a bar counting the steps begun, with the one under way
-beside it, or in a log a line as each step begins. The counts shown are whole numbers.
+is not known ahead (a report's files): a bar naming the step under way, or in a log a line as
+each step begins. The counts shown are whole numbers. In a notebook a widget stays in its
+cell in its last state, red where the work failed or was stopped.
 """
 
 from __future__ import annotations
@@ -253,12 +254,15 @@ class Steps:
             # the last one's name (or "file 0") for all the seconds it took
             self.bar.refresh()
 
-    def close(self, text: str | None = None) -> None:
+    def close(self, text: str | None = None, failed: bool = False) -> None:
         """The bar goes; ``text``, if any, stays as a line (in a log and on a terminal), or
-        in a notebook as the widget's last words."""
+        in a notebook as the widget's last words; a widget stays red where the work
+        ``failed`` (or was stopped): with no total, tqdm would show it done."""
         shown = self.lines or self.bar is not None
         if self.bar is not None:
             widget = _is_widget(self.bar)
+            if widget and failed:
+                self.bar.disp(bar_style="danger", check_delay=False)
             if widget and text:
                 self.bar.set_description_str(f"{self.desc}: {printable(text)}", refresh=False)
                 shown = False  # said by the widget itself

@@ -6,7 +6,8 @@ default, end the process at once and leave whatever it was writing (a report's t
 folder beside its target, for ever). ``stopping_cleanly()`` makes all three raise
 ``Stopped`` — a ``KeyboardInterrupt``, so every clean-up written for Ctrl-C runs — in the
 main thread, once: a second signal while the first one's clean-up runs is ignored. A
-``Stopped`` raised where Python cannot raise it on (a finalizer) is raised again.
+``Stopped`` raised where Python cannot raise it on (a finalizer) is raised again, by the end
+of ``stopping_cleanly`` at the latest.
 
 ``held()`` marks a step that must be whole (the swap of a report's files for the new ones,
 a manifest written beside its files): a signal arriving inside it is acted on at its end.
@@ -21,6 +22,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -67,9 +69,9 @@ class _State:
     held = 0  # depth of ``held()`` sections
     pending: int | None = None  # a signal that came inside one
     stopping = False  # a Stopped was raised: further signals are ignored
-    hook: Any = sys.unraisablehook  # the one before ``stopping_cleanly``'s
-    again: int | None = None  # a stop to raise again (``_unraisable``)
-    alarm: Any = None  # SIGALRM's handler before then
+    hook: Any = None  # ``sys.unraisablehook`` before the outermost ``stopping_cleanly``
+    again: int | None = None  # a stop a finalizer swallowed, to raise again (``_unraisable``)
+    in_hook = False  # ``_unraisable`` runs: a signal now is left to the resending thread
 
 
 def _raise(signum: int) -> None:
@@ -81,31 +83,33 @@ def _unraisable(what: object) -> None:
     """``sys.unraisablehook`` while stopping cleanly: a ``Stopped`` that a signal raised
     where Python cannot raise it on (a finalizer, a weak reference's callback: Python prints
     it and goes on) stopped nothing. Once swallowed, the run went on to its end with exit 0,
-    and ignored every later Ctrl-C or SIGTERM. It is raised again 10 ms later (``_again``,
-    on SIGALRM): not from here, where Python code runs and a signal's handler would raise
-    into this hook and be lost in turn."""
+    and ignored every later Ctrl-C or SIGTERM. The signal is taken again, and a thread sends
+    it again every 10 ms until the main thread raises it outside a finalizer (not from
+    here: a handler run within this hook would raise into it, and be lost in turn); at the
+    end of ``stopping_cleanly`` at the latest."""
     exc = getattr(what, "exc_value", None)
-    if isinstance(exc, Stopped) and os.getpid() == _State.pid and hasattr(signal, "setitimer"):
-        if _State.again is None:
-            _State.alarm = signal.signal(signal.SIGALRM, _again)
-        _State.again = exc.signum
-        signal.setitimer(signal.ITIMER_REAL, 0.01)
+    if not (isinstance(exc, Stopped) and os.getpid() == _State.pid):
+        (_State.hook or sys.__unraisablehook__)(what)
         return
-    _State.hook(what)
+    _State.in_hook = True
+    try:
+        resending = _State.again is not None
+        _State.again, _State.stopping = exc.signum, False
+        if not resending:
+            threading.Thread(target=_resend, args=(os.getpid(),), daemon=True,
+                             name="jobsim-stop").start()
+    finally:
+        _State.in_hook = False
 
 
-def _again(signum: int, frame: object) -> None:
-    """The swallowed stop (``_unraisable``), raised again: in a finalizer again, it comes
-    back here 10 ms later."""
-    stop, _State.again = _State.again, None
-    _restore_alarm()
-    if stop is not None:
-        _State.stopping = False
-        _handler(stop, frame)
-
-
-def _restore_alarm() -> None:
-    signal.signal(signal.SIGALRM, _State.alarm if _State.alarm is not None else signal.SIG_DFL)
+def _resend(pid: int) -> None:
+    """Send the swallowed stop to this process every 10 ms, until it is raised."""
+    while True:
+        time.sleep(0.01)
+        signum = _State.again
+        if signum is None or _State.pid != pid:
+            return
+        os.kill(pid, signum)
 
 
 def _forked() -> None:
@@ -130,6 +134,11 @@ def _handler(signum: int, frame: object) -> None:
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
         return
+    if _State.in_hook:
+        return  # a stop is being raised again (``_unraisable``): its thread sends it anew
+    if _State.again is not None:  # a stop a finalizer swallowed: raised now, whichever came
+        signum, _State.again = _State.again, None
+        _State.stopping = False
     if _State.stopping:
         return  # once: let the clean-up finish
     if _State.held:
@@ -147,9 +156,12 @@ def stopping_cleanly() -> Iterator[None]:
         yield
         return
     old = {s: signal.getsignal(s) for s in SIGNALS}
-    saved = (_State.pid, _State.held, _State.pending, _State.stopping, _State.hook)
+    saved = (_State.pid, _State.held, _State.pending, _State.stopping, _State.again)
     _State.pid, _State.held, _State.pending, _State.stopping = os.getpid(), 0, None, False
-    _State.hook, sys.unraisablehook = sys.unraisablehook, _unraisable
+    _State.again = None
+    hook = sys.unraisablehook
+    if hook is not _unraisable:  # the outermost: nested, the hook is already ours
+        _State.hook, sys.unraisablehook = hook, _unraisable
     for s in SIGNALS:
         if old[s] is not signal.SIG_IGN:  # ignored by the caller (nohup): stays ignored
             signal.signal(s, _handler)
@@ -158,12 +170,12 @@ def stopping_cleanly() -> Iterator[None]:
     finally:
         for s, h in old.items():
             signal.signal(s, h if h is not None else signal.SIG_DFL)
-        if _State.again is not None:  # a stop to raise again, overtaken by the end
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            _restore_alarm()
-            _State.again = None
-        sys.unraisablehook = _State.hook
-        _State.pid, _State.held, _State.pending, _State.stopping, _State.hook = saved
+        again = _State.again  # a stop a finalizer swallowed that the end overtook
+        if hook is not _unraisable:
+            sys.unraisablehook, _State.hook = hook, None
+        _State.pid, _State.held, _State.pending, _State.stopping, _State.again = saved
+    if again is not None:  # the block ended well but was asked to stop: it stops here
+        raise Stopped(again)
 
 
 @contextmanager

@@ -70,15 +70,19 @@ def _main(argv: list[str] | None) -> int:
     # the process's own command line (the console script, ``python -m jobsim``), not a
     # ``main(argv)`` of a test or a notebook: its ``--timings`` count from jobsim's import
     args.as_process = argv is None
-    with stopping_cleanly():  # SIGTERM and SIGHUP clean up as Ctrl-C does
-        try:
-            return _dispatch(args)
-        except ScenarioError as exc:
-            print(f"jobsim: {len(exc.problems)} problem(s) in {exc.source}:", file=sys.stderr)
-            print(exc.format(), file=sys.stderr)
-            return BAD_INPUT
-        except KeyboardInterrupt as exc:  # a command without words of its own for a stop
-            return stopped(exc, "nothing half-written was left")
+    try:
+        with stopping_cleanly():  # SIGTERM and SIGHUP clean up as Ctrl-C does
+            try:
+                return _dispatch(args)
+            except ScenarioError as exc:
+                print(f"jobsim: {len(exc.problems)} problem(s) in {exc.source}:",
+                      file=sys.stderr)
+                print(exc.format(), file=sys.stderr)
+                return BAD_INPUT
+            except KeyboardInterrupt as exc:  # a command without words of its own for a stop
+                return stopped(exc, "nothing half-written was left")
+    except KeyboardInterrupt as exc:  # a stop a finalizer held until the command's end
+        return stopped(exc, "nothing half-written was left")
 
 
 @contextmanager

@@ -80,21 +80,24 @@ def told(analyses: list[Analysis], out: Path, quiet: bool) -> list[str]:
     return lines
 
 
-def write_report(analyses: Any, out: str | Path, with_plots: bool = True, *,
-                 progress: bool = False, **options: Any) -> Path:
-    """``report.write`` with, if ``progress``, the report's progress (``base.progress.Steps``:
-    each file as it begins) closed by how many files were written, where and how fast: as
-    ``jobsim run`` and ``jobsim.write(…, progress=True)`` draw it."""
-    if not progress:
-        return write(analyses, out, with_plots, **options)
+def write_report(analyses: Any, out: str | Path, with_plots: bool = True, phases: Any = None,
+                 with_view: bool | None = None, over_seeds: Any = None, steps: Any = None, *,
+                 progress: bool = False) -> Path:
+    """``report.write`` (its arguments) with, if ``progress`` and no ``steps`` of the
+    caller's, the report's progress (``base.progress.Steps``: each file as it begins) closed
+    by how many files were written, where and how fast: as ``jobsim run`` and
+    ``jobsim.write(…, progress=True)`` draw it."""
+    if not progress or steps is not None:
+        return write(analyses, out, with_plots, phases, with_view, over_seeds, steps)
     steps = Steps("report")
     try:
         began = time.monotonic()
-        path = write(analyses, out, with_plots, steps=steps, **options)
+        path = write(analyses, out, with_plots, phases, with_view, over_seeds, steps)
         took = time.monotonic() - began
         files = len((outdir.read_manifest(Path(out)) or {}).get("files", {}))
         steps.close(f"{files} files written to {out} in " +
                     (f"{took:.1f} s" if took >= 0.05 else "under 0.1 s"))
-    finally:
-        steps.close()  # on a failure: the bar goes, and nothing is said of files
+    except BaseException:
+        steps.close(failed=True)  # the bar goes, and nothing is said of files
+        raise
     return path
