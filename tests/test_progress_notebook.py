@@ -49,6 +49,7 @@ def test_a_saved_notebook_keeps_each_widgets_last_state(tmp_path):
     assert analysed.startswith(f"retry_storm: analysing the trace ({events} events) ["), analysed
     files = len(json.loads((out / ".jobsim-manifest.json").read_text())["files"])
     assert written.startswith(f"report: {files} files written to {out} in "), written
+    assert written.endswith(" s"), written  # the time once, not again as [00:01]
 
     # the widgets' own state, as saved: the run's bar full and its label saying so
     state = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
@@ -131,4 +132,4 @@ def test_a_failed_write_leaves_its_widget_red(monkeypatch, tmp_path):
     steps.step("report.md")
     steps.close("3 files written")
     assert widget.container.children[1].bar_style == "success"
-    assert "3\u2007files\u2007written" in widget.container.children[2].value
+    assert widget.container.children[2].value == "report:\u20073\u2007files\u2007written"

@@ -263,8 +263,9 @@ class Steps:
             widget = _is_widget(self.bar)
             if widget and failed:
                 self.bar.disp(bar_style="danger", check_delay=False)
-            if widget and text:
+            if widget and text:  # its own words, without the time beside them again
                 self.bar.set_description_str(f"{self.desc}: {printable(text)}", refresh=False)
+                self.bar.bar_format = "{desc}"
                 shown = False  # said by the widget itself
             _close(self.bar)
             self.bar = None
