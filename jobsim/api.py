@@ -74,15 +74,9 @@ def analyse(result: Any, *, progress: bool = False) -> Any:
         return _analyse(result)
     from .base.progress import Steps
 
-    steps = Steps(result.scenario.variant or result.scenario.name, "steps")
-    try:
+    with Steps(result.scenario.variant or result.scenario.name, "steps") as steps:
         steps.step(f"analysing the trace ({len(result.trace):,} events)")
-        done = _analyse(result)
-    except BaseException:
-        steps.close(failed=True)
-        raise
-    steps.close()
-    return done
+        return _analyse(result)
 
 
 def write(analyses: Any, out: str | Path, with_plots: bool = True, phases: Any = None,

@@ -274,6 +274,13 @@ class Steps:
             self.stream.flush()
         self.lines = False
 
+    def __enter__(self) -> "Steps":
+        return self
+
+    def __exit__(self, kind: Any, *exc: object) -> None:
+        """Closed, if it was not: red in a notebook where the work failed or was stopped."""
+        self.close(failed=kind is not None)
+
 
 def step(steps: Steps | None, what: str, n: int = 1) -> None:
     """``steps.step(what, n)``, or nothing when there are no steps to tell."""

@@ -138,7 +138,6 @@ def _handler(signum: int, frame: object) -> None:
         return  # a stop is being raised again (``_unraisable``): its thread sends it anew
     if _State.again is not None:  # a stop a finalizer swallowed: raised now, whichever came
         signum, _State.again = _State.again, None
-        _State.stopping = False
     if _State.stopping:
         return  # once: let the clean-up finish
     if _State.held:

@@ -89,15 +89,11 @@ def write_report(analyses: Any, out: str | Path, with_plots: bool = True, phases
     ``jobsim.write(…, progress=True)`` draw it."""
     if not progress or steps is not None:
         return write(analyses, out, with_plots, phases, with_view, over_seeds, steps)
-    steps = Steps("report")
-    try:
+    with Steps("report") as steps:  # on a failure the bar goes, nothing said of files
         began = time.monotonic()
         path = write(analyses, out, with_plots, phases, with_view, over_seeds, steps)
         took = time.monotonic() - began
         files = len((outdir.read_manifest(Path(out)) or {}).get("files", {}))
         steps.close(f"{files} files written to {out} in " +
                     (f"{took:.1f} s" if took >= 0.05 else "under 0.1 s"))
-    except BaseException:
-        steps.close(failed=True)  # the bar goes, and nothing is said of files
-        raise
     return path
