@@ -16,7 +16,9 @@ starts, or phases drawn close). A node that is down (crashed, not yet restarted)
 phase: the spread is the live nodes'. The polls decide the wait of a job that falls due with
 a thread free; one that falls due while every thread is busy waits for a thread as well: the
 mean start delay is given for each (``start_delay_mean_free``, ``start_delay_mean_busy``,
-``due_while_busy`` of them), and with jitter, lock-step must show in the first.
+``due_while_busy`` of them). The first is split at the first poll after each job fell due:
+the wait for that poll (``wait_for_poll_free``; with jitter, lock-step must show there) and
+the wait after it (``wait_after_poll_free``), behind the rows a full claim took first.
 
 **Imbalance** (``imbalance``). Each node's executions against its even share (its threads ×
 time up, among the nodes that handle the job: ``nodes.<n>.even_share``). Phases that stay
@@ -56,7 +58,7 @@ import pandas as pd
 
 from ..base.trace import K
 from ..executor.config import NodeConfig
-from .saturation import busy_levels, rounded as _r, saturation, waits_by_room
+from .saturation import busy_levels, room_at_due, rounded as _r, saturation, waits_by_room
 
 #: a run's spread of phases under this share of independent phases' is lock-step (what is
 #: left of it is the claims' and runs' own time, which does not shrink with the interval)
@@ -119,12 +121,13 @@ def _executions(cols: dict[str, np.ndarray], end: float) -> tuple[np.ndarray, ..
 
 def poll_phases(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[NodeConfig, ...],
                 end: float, start_delay_mean: float | None,
-                waits: tuple[float | None, float | None, int] = (None, None, 0)
-                ) -> dict[str, Any] | None:
+                waits: tuple[float | None, float | None, int] = (None, None, 0),
+                room: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, Any] | None:
     """The nodes' poll phases (see the module's docstring), or None where they mean nothing:
     fewer than two polling nodes, intervals that differ, a fake clock, under ten intervals.
     ``waits``: ``waits_by_room`` — the polls decide only the waits of jobs that fell due
-    with a thread free."""
+    with a thread free; ``room``: those jobs' due instants and first starts, whose wait is
+    split at the first poll after they fell due (``_first_polls``)."""
     series = phase_series(cols, names, nodes, end)
     if series is None:
         return None
@@ -145,22 +148,56 @@ def poll_phases(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[Node
     independent = T * (n - 1) / (n + 1)
     free, busy, n_busy = waits
     decided = start_delay_mean if not n_busy else free
+    to_poll, after, polled, full = _first_polls(cols, [names.index(p) for p in polling], room)
+    # with jitter a phase jumps each poll: the wait for a poll must show lock-step too (the
+    # wait after it, behind a full claim's rows, is not the phases' doing)
+    shown = to_poll if to_poll is not None else decided
     out = {"interval": T, "nodes": n, "jitter": jitter,
            "spread_start": _r(first), "spread_end": _r(last),
            "spread_independent": _r(independent),
-           # with jitter a phase jumps each poll: the waits must show it too
            "lock_step": bool(last < LOCK_STEP * independent and (
-               not jitter or decided is None or decided >= 1.25 * T / (n + 1))),
+               not jitter or shown is None or shown >= 1.25 * T / (n + 1))),
            "from_start": bool(first < LOCK_STEP * independent),  # pinned, or drawn close
            "start_delay_mean": _r(start_delay_mean) if start_delay_mean is not None else None,
            # the waits the polls decide (due with a thread free), and the others'
            "start_delay_mean_free": _r(decided), "start_delay_mean_busy": _r(busy),
            "due_while_busy": n_busy,
-           "start_delay_independent": _r(T / (n + 1)), "start_delay_lock_step": _r(T / 2)}
+           "start_delay_independent": _r(T / (n + 1)), "start_delay_lock_step": _r(T / 2),
+           # the first split at the first poll after each job fell due
+           "wait_for_poll_free": _r(to_poll), "wait_after_poll_free": _r(after),
+           "polled_free": _r(polled), "first_poll_full_free": _r(full)}
     # the share of the cycle before each node's polls, over the run's last tenth
     gaps = _gaps_before(live[-tenth:], T).mean(axis=0) / T
     out["gap_share"] = {name: _r(g) for name, g in sorted(zip(polling, gaps))}
     return out
+
+
+def _first_polls(cols: dict[str, np.ndarray], codes: list[int],
+                 room: tuple[np.ndarray, np.ndarray] | None
+                 ) -> tuple[float | None, float | None, float | None, float | None]:
+    """The wait of the jobs due with a thread free, split at the first poll (of any polling
+    node) at or after each fell due, or at its start where that came first (a job run
+    without a poll): the mean time to that instant and the mean from it to the start (the
+    two add up to the jobs' mean start delay); the share of the jobs a poll reached before
+    they started; and of those polls, the share whose claim came back full (it took as
+    many rows as it asked for, others before these). A poll skipped as idle found nothing
+    due, so the first poll after a job fell due is in the trace."""
+    if room is None or not len(room[0]):
+        return None, None, None, None
+    acq = np.flatnonzero((cols["kind"] == K["acquire"]) & np.isin(cols["node"], codes))
+    t = cols["time"][acq]
+    order = np.argsort(t, kind="stable")
+    t, asked, got = t[order], cols["a"][acq][order], cols["b"][acq][order]
+    due, start = room
+    i = np.searchsorted(t, due, side="left")
+    poll = np.full(len(due), np.inf)
+    poll[i < len(t)] = t[i[i < len(t)]]
+    reach = np.minimum(poll, start)
+    polled = poll <= start
+    k = i[polled]
+    full = float(((got[k] >= asked[k]) & (asked[k] > 0)).mean()) if polled.any() else None
+    return (float((reach - due).mean()), float((start - reach).mean()),
+            float(polled.mean()), full)
 
 
 def phase_series(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[NodeConfig, ...],
@@ -351,7 +388,9 @@ def detect(cols: dict[str, np.ndarray], names: list[str], jobs: pd.DataFrame,
     mean = figures["latency"]["start_delay"].get("mean")
     threads = sum(n.executor.threads for n in nodes)
     levels = busy_levels(jobs, runs, threads, end)
-    phases = poll_phases(cols, names, nodes, end, mean, waits_by_room(jobs, levels, threads))
+    due, start, busy = room_at_due(jobs, levels, threads)
+    phases = poll_phases(cols, names, nodes, end, mean, waits_by_room(jobs, levels, threads),
+                         (due[~busy], start[~busy]))
     ex = nodes[0].executor if nodes else None
     aging = ex.aging_rate if ex is not None and ex.order == "aging" else 0.0
     full = figures["acquisition"]["full"]

@@ -70,20 +70,30 @@ def saturation(levels: tuple[np.ndarray, ...] | None, threads: int,
     return out
 
 
+def room_at_due(jobs: pd.DataFrame, levels: tuple[np.ndarray, ...] | None,
+                threads: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The jobs that started: their due instants, their first starts, and which of them fell
+    due while every thread was busy (none, where ``levels`` is None)."""
+    due = jobs["due"].to_numpy(dtype=float)
+    start = jobs["first_start"].to_numpy(dtype=float)
+    ran = ~np.isnan(start)
+    due, start = due[ran], start[ran]
+    if levels is None:
+        return due, start, np.zeros(len(due), dtype=bool)
+    at, b, _ = levels
+    i = np.searchsorted(at, due, side="right") - 1
+    return due, start, (i >= 0) & (b[np.maximum(i, 0)] >= threads)
+
+
 def waits_by_room(jobs: pd.DataFrame, levels: tuple[np.ndarray, ...] | None,
                   threads: int) -> tuple[float | None, float | None, int]:
     """The mean start delay of the jobs that fell due while a thread was free (the polls
     decide their wait), that of those that fell due while every thread was busy (they
     waited for a thread too), and how many of those there were."""
-    due = jobs["due"].to_numpy(dtype=float)
-    start = jobs["first_start"].to_numpy(dtype=float)
-    ran = ~np.isnan(start)
-    due, delay = due[ran], start[ran] - due[ran]
+    due, start, busy = room_at_due(jobs, levels, threads)
+    delay = start - due
     if levels is None:
         return (float(delay.mean()) if len(delay) else None), None, 0
-    at, b, _ = levels
-    i = np.searchsorted(at, due, side="right") - 1
-    busy = (i >= 0) & (b[np.maximum(i, 0)] >= threads)
     free = delay[~busy]
     return (float(free.mean()) if len(free) else None,
             float(delay[busy].mean()) if busy.any() else None, int(busy.sum()))

@@ -23,6 +23,7 @@ from ..base.progress import step
 from . import plots
 from .children import begun, parallel
 from .columns import plot_frame
+from .effect_words import bunched
 from .figure_words import bounds, describe, why_none
 from .plots.common import axis_label, with_unit
 from .text import format_seconds
@@ -181,10 +182,11 @@ def _load_plots(a: Any, jobs: pd.DataFrame, alone: bool) -> list[tuple[str, str,
     if alone and len(jobs) >= LOAD_JOBS:
         out.append((LOAD_TITLE, "load_over_time.png",
                     lambda: plots.load_over_time(_load(a, jobs), _window(a))))
-    # the phases' picture where the report names what they did (lock-step, or the work
-    # they split unevenly)
+    # the phases' picture where the report names what they did (lock-step, polls bunched
+    # enough to lengthen the wait, or the work they split unevenly)
     effects = a.summary.get("effects") or {}
-    named = (effects.get("poll_phases") or {}).get("lock_step") or \
+    told = effects.get("poll_phases") or {}
+    named = told.get("lock_step") or (told and bunched(told)) or \
         (effects.get("imbalance") or {}).get("why") == "poll_phases"
     phases = phase_series(cols, a.result.trace.nodes, sc.nodes, end) if named else None
     if phases is not None:
