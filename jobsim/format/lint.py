@@ -25,7 +25,7 @@ from typing import Any
 from ..base.durations import format_span
 from ..executor.config import ExecutorConfig, Scenario
 from .backlog import peak_backlog
-from .lint_polls import lock_step
+from .lint_polls import lock_step, queue_full_caps
 from .lint_work import p99, run_p99, workload_traps  # noqa: F401 (p99: the tests')
 
 __all__ = ["IGNORED", "Warning", "lint", "lint_runs", "p99"]
@@ -383,9 +383,8 @@ def lint(sc: Scenario) -> list[Warning]:
     out = [Warning(code, path, message if path.startswith("nodes[") or
                    len(names) == len(run.nodes) else f"(on {', '.join(names)}) {message}")
            for (code, path, message), names in found.items()]
-    return out + [Warning(*item) for item in _mixed_global_lock(run)] + \
-        [Warning(*item) for item in _idle_nodes(run)] + \
-        [Warning(*item) for item in (*workload_traps(sc), *lock_step(sc))]
+    return out + [Warning(*item) for item in (*_mixed_global_lock(run), *_idle_nodes(run))] + \
+        [Warning(*item) for item in (*workload_traps(sc), *lock_step(sc), *queue_full_caps(sc))]
 
 
 def lint_runs(runs: list[Scenario]) -> list[Warning]:

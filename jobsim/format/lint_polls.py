@@ -8,12 +8,21 @@ interval anew there, just behind the node that emptied the table; with no jitter
 pulls the phases apart again, so the nodes drift into lock-step and a job waits about
 ``T/2`` for a poll instead of ``T/(N+1)`` (``analysis/effects.py`` measures it in the run).
 Written out, ``poll_jitter: 0`` is a choice (lock-step may be what is studied), and the
-check is quiet."""
+check is quiet.
+
+The intake trap (``queue-full-wait-caps-intake``): a polling node whose local queue is full
+claims again only after ``queue_full_wait``, whatever its threads do meanwhile. It takes in
+at most its queue and its threads' worth of jobs per wait; where its queue runs dry sooner
+(5 s against 1.75 s for a queue of 10 beside 4 threads of 500 ms), that caps what it can
+run below what its threads could, and a stream above the cap builds a backlog that grows
+as long as it lasts, threads idle (three such nodes at 10 jobs/s: jobs waited a median
+26-33 s, not 4-5 s; at 7-8 jobs/s, under the cap, 3-4 s, and no warning)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from typing import Any
 
 from ..base.durations import format_duration, format_span
 from ..executor.config import Scenario
@@ -83,3 +92,66 @@ def lock_step(sc: Scenario) -> Iterator[Found]:
            f"{format_span(T / (n + 1))}; fix: executor.poll_jitter: 0.5 "
            f"(the phases stay apart), or poll_jitter: 0 written out if lock-step is what "
            f"you study")
+
+
+def _run_mean(sc: Scenario, handlers: set[str]) -> float | None:
+    """The workload's mean drawn run (weighted by its jobs), or None where a run is steps,
+    Python or hangs (no mean to speak of)."""
+    counts: dict[str, int] = {}
+    for h, n in [(j.handler, 1) for j in sc.jobs] + [(st.handler, st.count) for st in
+                                                     sc.streams] + \
+            [(r.handler, r.count) for r in sc.recurring]:
+        if h in handlers:
+            counts[h] = counts.get(h, 0) + n
+    hs = [sc.handlers.get(h) for h in counts]
+    if not counts or any(h is None or h.steps is not None or h.python is not None or
+                         h.outcome == "hang" for h in hs):
+        return None
+    return sum(sc.handlers[h].duration.mean * n for h, n in counts.items()) / \
+        sum(counts.values())
+
+
+def queue_capped(nodes: Any) -> list[Any]:
+    """The nodes that wait ``queue_full_wait`` when their local queue is full: polling,
+    with a queue, claiming while it has room, and no global acquire lock (whose own waits
+    come between claims)."""
+    return [n for n in nodes if n.executor.wakeup == "poll" and n.executor.queue_size > 0
+            and n.executor.claim_when == "room" and not n.executor.global_lock]
+
+
+def queue_full_caps(sc: Scenario) -> Iterator[Found]:
+    """``queue-full-wait-caps-intake`` (see the module's docstring): the Poisson streams'
+    rate against the cluster's intake, where a queue-full wait caps it below its threads'
+    and an interval's arrivals fill a node's queue and threads."""
+    nodes = [n for n in sc.nodes if not n.executor.global_lock]
+    capped = queue_capped(nodes)
+    rate = sum(st.rate for st in sc.streams if st.rate) + \
+        sum(1 / r.every for r in sc.recurring if r.every > 0)
+    mean = _run_mean(sc, set(sc.handlers))
+    if not capped or rate <= 0 or not mean or mean <= 0 or sc.ticks:
+        return
+    threads = sum(n.executor.threads for n in nodes) / mean
+    intake = sum(n.executor.threads / mean for n in nodes if n not in capped) + sum(
+        min(n.executor.threads / mean,
+            (n.executor.queue_size + n.executor.threads) / n.executor.queue_full_wait)
+        for n in capped)
+    ex = capped[0].executor
+    held, wait = ex.queue_size + ex.threads, ex.queue_full_wait
+    # a poll that empties the table leaves the node asleep for its poll interval, not the
+    # queue-full wait: the wait comes round only where an interval's arrivals fill the queue
+    # even with the nodes' polls spread apart
+    if intake >= 0.9 * threads or rate < intake or \
+            rate * ex.poll_interval / len(nodes) < held:
+        return
+    dry = held * mean / ex.threads
+    nodes_said = f"{len(capped)} node{'s' if len(capped) != 1 else ''}"
+    yield ("queue-full-wait-caps-intake", "executor.queue_full_wait",
+           f"a polling node whose local queue is full claims again only after "
+           f"queue_full_wait ({format_duration(wait)}), though its queue of {ex.queue_size} "
+           f"and its {ex.threads} thread{'s' if ex.threads != 1 else ''} run dry in about "
+           f"{format_span(dry)}: it takes in at most {held} jobs per "
+           f"{format_duration(wait)}, {_about(intake)} jobs/s for the cluster "
+           f"({nodes_said} so capped), against {_about(rate)}/s arriving: the backlog and "
+           f"the waits grow as long as the stream lasts, while the threads could run "
+           f"{_about(threads)}/s; fix: a queue_full_wait "
+           f"under {format_span(dry)}, a larger queue_size, or wakeup: notify")
