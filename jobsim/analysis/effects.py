@@ -9,16 +9,15 @@ starts its interval anew there: it falls in just behind the node that emptied th
 and with no jitter the phases drift together and stay together. The figure is the phases'
 *spread*: the shortest arc of the interval that holds every node's phase (the phase of its
 latest poll), sampled once an interval — about ``T (N−1)/(N+1)`` for independent phases, 0
-in lock-step. The run is in ``lock_step`` when the spread over its last tenth is under a quarter of
-the independent phases' (what is left is the claims' and runs' own time, which does not
-shrink with ``T``); ``from_start`` when the nodes' first polls were already so close (pinned
-starts, or phases drawn close). A node that is down (crashed, not yet restarted) has no
-phase: the spread is the live nodes'. The polls decide the wait of a job that falls due with
-a thread free; one that falls due while every thread is busy waits for a thread as well: the
-mean start delay is given for each (``start_delay_mean_free``, ``start_delay_mean_busy``,
-``due_while_busy`` of them). The first is split at the first poll after each job fell due:
-the wait for that poll (``wait_for_poll_free``; with jitter, lock-step must show there) and
-the wait after it (``wait_after_poll_free``), behind the rows a full claim took first.
+in lock-step. The run is in ``lock_step`` when the spread over its last tenth is under a
+quarter of the independent phases' (what is left is the claims' and runs' own time);
+``from_start`` when the nodes' first polls were already so close. A node down (crashed) has
+no phase. The polls decide the wait of a job that falls due with a thread free; one due
+while every thread is busy waits for a thread as well: the mean start delay is given for
+each (``start_delay_mean_free``, ``start_delay_mean_busy``, ``due_while_busy`` of them), the
+first split at the first poll after each job fell due: the wait for it
+(``wait_for_poll_free``; with jitter, lock-step must show there) and after it
+(``wait_after_poll_free``), behind the rows a full claim took first.
 
 **Imbalance** (``imbalance``). Each node's executions against its even share (its threads ×
 time up, among the nodes that handle the job: ``nodes.<n>.even_share``). Phases that stay
@@ -44,6 +43,8 @@ the aging rate), the run is ``aging_bounded`` (aging came into play); else ``sta
 **Saturation** (``saturation``). The time every thread that was up was busy with a due job
 waiting (the backlog), the longest such span and the most jobs waiting in it.
 
+**Queue-full waits** (``queue_full``): ``analysis/intake.py``.
+
 Pure functions of the trace, the jobs and the nodes' settings; no Python object per event.
 """
 
@@ -58,6 +59,7 @@ import pandas as pd
 
 from ..base.trace import K
 from ..executor.config import NodeConfig
+from .intake import queue_full_waits
 from .saturation import busy_levels, room_at_due, rounded as _r, saturation, waits_by_room
 
 #: a run's spread of phases under this share of independent phases' is lock-step (what is
@@ -77,8 +79,7 @@ STARVED = 10.0
 OVERTAKEN = 0.5
 
 
-#: the last trace's executions (its time column, weakly; its end; the result): the summary
-#: and the load figure of one report ask for the same
+#: the last trace's executions (its time column, weakly; its end; the result), asked twice
 _LAST: list[Any] = []
 
 
@@ -149,8 +150,7 @@ def poll_phases(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[Node
     free, busy, n_busy = waits
     decided = start_delay_mean if not n_busy else free
     to_poll, after, polled, full = _first_polls(cols, [names.index(p) for p in polling], room)
-    # with jitter a phase jumps each poll: the wait for a poll must show lock-step too (the
-    # wait after it, behind a full claim's rows, is not the phases' doing)
+    # with jitter a phase jumps each poll: the wait for a poll must show lock-step too
     shown = to_poll if to_poll is not None else decided
     out = {"interval": T, "nodes": n, "jitter": jitter,
            "spread_start": _r(first), "spread_end": _r(last),
@@ -396,4 +396,5 @@ def detect(cols: dict[str, np.ndarray], names: list[str], jobs: pd.DataFrame,
     full = figures["acquisition"]["full"]
     return {"poll_phases": phases, "imbalance": imbalance(figures["nodes"], phases, full),
             "load": load(jobs, runs, figures["nodes"], aging, end),
-            "saturation": saturation(levels, threads, end) if len(runs[0]) else None}
+            "saturation": saturation(levels, threads, end) if len(runs[0]) else None,
+            "queue_full": queue_full_waits(cols, names, nodes, runs, end)}

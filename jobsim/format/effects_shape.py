@@ -25,7 +25,9 @@ EFFECTS_SHAPE: dict[str, Any] = {
                                                      "never_started", "worst_wait",
                                                      "overtaken")}}},
     "saturation": {k: None for k in ("threads", "time", "share", "longest",
-                                     "longest_from", "most_waiting")}}
+                                     "longest_from", "most_waiting")},
+    "queue_full": {k: None for k in ("waits", "wait", "queue_size", "threads", "time", "idle",
+                                     "share", "intake", "arriving", "window")}}
 
 WINDOW_SHAPE: dict[str, Any] = {k: None for k in ("warmup", "cooldown", "start", "end",
                                                   "jobs_counted", "empty")}

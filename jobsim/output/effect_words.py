@@ -58,6 +58,8 @@ def effect_sentences(summary: dict[str, Any]) -> list[str]:
     load = effects.get("load")
     if load:
         out += _load(load)
+    if told := capped_intake(effects.get("queue_full")):
+        out.append(told)
     sat = effects.get("saturation")
     end = summary.get("end_time") or 0.0
     if sat and sat.get("longest") and end and sat["longest"] >= SATURATED and \
@@ -195,3 +197,22 @@ def _verdict(load: dict[str, Any], threads: str, split: str, worst: str) -> list
                 f"{_s(load['aging_horizon'])} overtakes any of the top class due after it, "
                 f"which bounds the lower classes' waits (worst waits: {worst})."]
     return []
+
+
+def capped_intake(q: dict[str, Any] | None) -> str | None:
+    """Queue-full waits that capped what the nodes took in below what fell due, over an
+    arrival window of at least 20 waits, their threads idle a tenth of their time or more
+    in them (``analysis/intake.py``); None where they did not."""
+    if not q or q.get("arriving") is None or q["arriving"] <= q["intake"] or \
+            q["window"] < 20 * q["wait"] or (q["share"] or 0.0) < 0.1:
+        return None
+    held = q["queue_size"] + q["threads"]
+    return (f"The nodes took in fewer jobs than fell due: a node whose local queue was full "
+            f"waited queue_full_wait ({_s(q['wait'])}) before claiming again, "
+            f"{q['waits']:,} times with due rows waiting, though its queue of "
+            f"{q['queue_size']:,} and its {q['threads']:,} threads ran dry sooner. So each "
+            f"took in at most {held:,} jobs per {_s(q['wait'])}, {q['intake']:.3g} jobs/s in "
+            f"all, against {q['arriving']:.3g}/s falling due: the waits grew as long as the "
+            f"jobs kept coming, while the threads sat idle for {_s(q['idle'])} of "
+            f"thread time in those waits, {_pct(q['share'])} of all their thread time. A shorter "
+            f"queue_full_wait, a larger queue_size or wakeup: notify keeps them at work.")
