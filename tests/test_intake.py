@@ -121,3 +121,12 @@ def test_a_shipped_report_tells_no_capped_intake():
     q = node_crash["effects"]["queue_full"]
     assert q["waits"] > 0 and q["arriving"] < q["intake"], q
     assert np.isfinite(q["intake"])
+
+
+def test_a_crash_is_not_a_queue_full_wait():
+    """A node down for a minute between two full claims: its gap is not a wait of its own
+    (every counted wait is the 5 s queue_full_wait, with no statement latency here)."""
+    doc = {**_doc(), "faults": [{"at": "100s", "crash": "node-2", "restart_after": "1m"},
+                                {"at": "200s", "pause": "node-3", "for": "30s"}]}
+    q = api.analyse(api.run(from_dict(doc), 0)).summary["effects"]["queue_full"]
+    assert q["waits"] > 100 and q["time"] == pytest.approx(q["waits"] * 5.0), q

@@ -7,9 +7,10 @@ as long as it lasts (three nodes, a queue of 10 and 4 threads of 500 ms each, a 
 
 A queue-full wait is read from the trace as a node's claim that came back full followed by
 its next claim no sooner than ``queue_full_wait`` later (after a full claim that left room, a
-node claims again at once). Counted are the waits whose next claim came back full too, due
-rows having waited all along; the figure is the node's thread-seconds idle in them, against
-the thread-seconds of the capped nodes' time up.
+node claims again at once; a gap the node crashed or was paused in is not one). Counted are
+the waits whose next claim came back full too, due rows having waited all along; the figure
+is the node's thread-seconds idle in them, against the thread-seconds of the capped nodes'
+time up.
 
 Pure functions of the trace and the nodes' settings; no Python object per event.
 """
@@ -47,6 +48,11 @@ def queue_full_waits(cols: dict[str, np.ndarray], names: list[str],
             continue
         full = (got >= asked) & (asked > 0)
         i = np.flatnonzero(full[:-1] & full[1:] & (np.diff(t) >= W * (1 - 1e-9)))
+        # a gap the node was down or stalled in is not a wait of its own
+        stops = time[(node == code) & ((kind == K["node_crashed"]) |
+                                       (kind == K["node_paused"]))]
+        i = i[np.searchsorted(stops, t[i], side="right") ==
+              np.searchsorted(stops, t[i + 1], side="left")]
         if not len(i):
             continue
         lo, hi = t[i], t[i + 1]

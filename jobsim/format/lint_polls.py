@@ -94,15 +94,14 @@ def lock_step(sc: Scenario) -> Iterator[Found]:
            f"you study")
 
 
-def _run_mean(sc: Scenario, handlers: set[str]) -> float | None:
+def _run_mean(sc: Scenario) -> float | None:
     """The workload's mean drawn run (weighted by its jobs), or None where a run is steps,
     Python or hangs (no mean to speak of)."""
     counts: dict[str, int] = {}
     for h, n in [(j.handler, 1) for j in sc.jobs] + [(st.handler, st.count) for st in
                                                      sc.streams] + \
             [(r.handler, r.count) for r in sc.recurring]:
-        if h in handlers:
-            counts[h] = counts.get(h, 0) + n
+        counts[h] = counts.get(h, 0) + n
     hs = [sc.handlers.get(h) for h in counts]
     if not counts or any(h is None or h.steps is not None or h.python is not None or
                          h.outcome == "hang" for h in hs):
@@ -127,7 +126,7 @@ def queue_full_caps(sc: Scenario) -> Iterator[Found]:
     capped = queue_capped(nodes)
     rate = sum(st.rate for st in sc.streams if st.rate) + \
         sum(1 / r.every for r in sc.recurring if r.every > 0)
-    mean = _run_mean(sc, set(sc.handlers))
+    mean = _run_mean(sc)
     if not capped or rate <= 0 or not mean or mean <= 0 or sc.ticks:
         return
     threads = sum(n.executor.threads for n in nodes) / mean
