@@ -145,13 +145,13 @@ def poll_phases(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[Node
                        for n in polling])  # each node's first poll: the phases it started at
     first = float(T - _largest_gap(firsts[None, :], T)[0])
     n = len(polling)
-    jitter = max(c.executor.poll_jitter for c in nodes if c.name in polling)
+    jitter, queued = (max(getattr(c.executor, k) for c in nodes if c.name in polling)
+                      for k in ("poll_jitter", "queue_size"))
     independent = T * (n - 1) / (n + 1)
     free, busy, n_busy = waits
     decided = start_delay_mean if not n_busy else free
     to_poll, after, polled, full = _first_polls(cols, [names.index(p) for p in polling], room)
-    # with jitter a phase jumps each poll: the wait for a poll must show lock-step too
-    shown = to_poll if to_poll is not None else decided
+    shown = to_poll if to_poll is not None else decided  # with jitter: must show lock-step
     out = {"interval": T, "nodes": n, "jitter": jitter,
            "spread_start": _r(first), "spread_end": _r(last),
            "spread_independent": _r(independent),
@@ -161,7 +161,7 @@ def poll_phases(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[Node
            "start_delay_mean": _r(start_delay_mean) if start_delay_mean is not None else None,
            # the waits the polls decide (due with a thread free), and the others'
            "start_delay_mean_free": _r(decided), "start_delay_mean_busy": _r(busy),
-           "due_while_busy": n_busy,
+           "due_while_busy": n_busy, "queue_size": queued,  # the largest local queue
            "start_delay_independent": _r(T / (n + 1)), "start_delay_lock_step": _r(T / 2),
            # the first split at the first poll after each job fell due
            "wait_for_poll_free": _r(to_poll), "wait_after_poll_free": _r(after),

@@ -34,7 +34,7 @@ def effect_sentences(summary: dict[str, Any]) -> list[str]:
     phases = effects.get("poll_phases")
     if phases and phases["lock_step"]:
         out.append(_lock_step(phases))
-    elif phases and (told := bunched(phases)):
+    elif phases and (told := bunched(phases) or full_claims(phases, effects.get("load"))):
         out.append(told)
     imb = effects.get("imbalance")
     if imb and imb["imbalanced"]:
@@ -143,6 +143,25 @@ def bunched(phases: dict[str, Any]) -> str | None:
     if not phases["jitter"]:
         line += JITTER
     return line
+
+
+def full_claims(phases: dict[str, Any], load: dict[str, Any] | None) -> str | None:
+    """Nodes with no local queue whose jobs due with a thread free waited a quarter longer
+    than independent phases give for a poll, or more, half of it or more after the first
+    poll after they fell due, which came back full at least half the time: the rows each
+    claim left for later ones (None where not, or where the run was overloaded and its
+    backlog says why)."""
+    T, n = phases["interval"], phases["nodes"]
+    mean = phases.get("start_delay_mean_free", phases.get("start_delay_mean"))
+    after, full = phases.get("wait_after_poll_free"), phases.get("first_poll_full_free")
+    if phases["lock_step"] or phases.get("queue_size") != 0 or mean is None or \
+            after is None or full is None or full < 0.5 or mean < 1.25 * T / (n + 1) or \
+            after < mean / 2 or (load or {}).get("verdict") == "overloaded":
+        return None
+    return ("Claims that came back full made much of the wait." + _poll_waits(phases, mean)
+            + " A node with no local queue claims only as many rows as it has idle threads; "
+            "the rest wait for its next claim, when a thread frees, or for another node's "
+            "poll.")
 
 
 def _load(load: dict[str, Any]) -> list[str]:
