@@ -16,7 +16,7 @@ no phase. The polls decide the wait of a job that falls due with a thread free; 
 while every thread is busy waits for a thread as well: the mean start delay is given for
 each (``start_delay_mean_free``, ``start_delay_mean_busy``, ``due_while_busy`` of them), the
 first split at the first poll after each job fell due: the wait for it
-(``wait_for_poll_free``; with jitter, lock-step must show there) and after it
+(``wait_for_poll_free``, where lock-step must show too) and after it
 (``wait_after_poll_free``), behind the rows a full claim took first.
 
 **Imbalance** (``imbalance``). Each node's executions against its even share (its threads ×
@@ -151,12 +151,12 @@ def poll_phases(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[Node
     free, busy, n_busy = waits
     decided = start_delay_mean if not n_busy else free
     to_poll, after, polled, full = _first_polls(cols, [names.index(p) for p in polling], room)
-    shown = to_poll if to_poll is not None else decided  # with jitter: must show lock-step
+    shown = to_poll if to_poll is not None else decided  # the wait must show lock-step too
     out = {"interval": T, "nodes": n, "jitter": jitter,
            "spread_start": _r(first), "spread_end": _r(last),
            "spread_independent": _r(independent),
            "lock_step": bool(last < LOCK_STEP * independent and (
-               not jitter or shown is None or shown >= 1.25 * T / (n + 1))),
+               shown is None or shown >= 1.25 * T / (n + 1))),
            "from_start": bool(first < LOCK_STEP * independent),  # pinned, or drawn close
            "start_delay_mean": _r(start_delay_mean) if start_delay_mean is not None else None,
            # the waits the polls decide (due with a thread free), and the others'
