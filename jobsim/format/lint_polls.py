@@ -137,12 +137,19 @@ def queue_full_caps(sc: Scenario) -> Iterator[Found]:
     ex = capped[0].executor
     held, wait = ex.queue_size + ex.threads, ex.queue_full_wait
     # a poll that empties the table leaves the node asleep for its poll interval, not the
-    # queue-full wait: the wait comes round only where an interval's arrivals fill the queue
-    # even with the nodes' polls spread apart
-    if intake >= 0.9 * threads or rate < intake or \
-            rate * ex.poll_interval / len(nodes) < held:
+    # queue-full wait: the wait comes round where a node that sees an interval's arrivals
+    # (alone, in lock-step, or while the others wait) fills its queue; one waiting leaves
+    # more for the others, and over the cap they never catch up (four nodes of 4 threads
+    # and a queue of 4 at 10 jobs/s and 1 s polls: 2.5 jobs a node a poll, yet all waited
+    # 5 s after each claim and jobs a mean 77-85 s; the race's two of 4 and 20, 10 a poll,
+    # never fill one)
+    if intake >= 0.9 * threads or rate < intake or rate * ex.poll_interval < held:
         return
     dry = held * mean / ex.threads
+    # the queue a capped node needs for the cluster to take in the stream: the arrivals
+    # the uncapped nodes leave, shared over a wait, less its threads
+    left = rate - sum(n.executor.threads / mean for n in nodes if n not in capped)
+    bigger = max(ex.queue_size, math.floor(left * wait / len(capped)) - ex.threads)
     nodes_said = f"{len(capped)} node{'s' if len(capped) != 1 else ''}"
     yield ("queue-full-wait-caps-intake", "executor.queue_full_wait",
            f"a polling node whose local queue is full claims again only after "
@@ -152,5 +159,6 @@ def queue_full_caps(sc: Scenario) -> Iterator[Found]:
            f"{format_duration(wait)}, {_about(intake)} jobs/s for the cluster "
            f"({nodes_said} so capped), against {_about(rate)}/s arriving: the backlog and "
            f"the waits grow as long as the stream lasts, while the threads could run "
-           f"{_about(threads)}/s; fix: a queue_full_wait "
-           f"under {format_span(dry)}, a larger queue_size, or wakeup: notify")
+           f"{_about(threads)}/s; fix: a queue_full_wait under {format_span(dry)}, a "
+           f"queue_size above {bigger} (the stream over the capped nodes' wait, less their "
+           f"threads), or wakeup: notify")
