@@ -23,7 +23,7 @@ first split at the first poll after each job fell due: the wait for it
 time up, among the nodes that handle the job: ``nodes.<n>.even_share``). Phases that stay
 apart but uneven decide the shares when jobs are short: whoever polls first after a job
 falls due takes it, so a node's share follows the gap of the cycle before its polls
-(``gap_share``).
+(``gap_share``, over the run: phases a full claim shifts move it).
 
 **Load** (``load``). The work offered (the thread-seconds the jobs' executions took, a job
 never run counted at its class's mean) per second of its arrival window (a class's first to
@@ -166,8 +166,8 @@ def poll_phases(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[Node
            # the first split at the first poll after each job fell due
            "wait_for_poll_free": _r(to_poll), "wait_after_poll_free": _r(after),
            "polled_free": _r(polled), "first_poll_full_free": _r(full)}
-    # the share of the cycle before each node's polls, over the run's last tenth
-    gaps = _gaps_before(live[-tenth:], T).mean(axis=0) / T
+    # the share of the cycle before each node's polls, over the run (as its work is counted)
+    gaps = _gaps_before(live, T).mean(axis=0) / T
     out["gap_share"] = {name: _r(g) for name, g in sorted(zip(polling, gaps))}
     return out
 

@@ -50,7 +50,8 @@ def effect_sentences(summary: dict[str, Any]) -> list[str]:
                      + ": whoever polls first after a job falls due takes it, and "
                      f"{imb['most']}'s polls follow {_pct(gap[imb['most']])} of the "
                      f"{_s(phases['interval'])} cycle, {imb['least']}'s "
-                     f"{_pct(gap[imb['least']])}.")
+                     f"{_pct(gap[imb['least']])}" + ("." if fixed else
+                                                     " on average over the run."))
         elif phases and not phases["lock_step"]:
             line += (" The poll phases do not explain it: each node's share of the work is "
                      "not its share of the poll cycle.")
