@@ -82,8 +82,10 @@ def lock_step(sc: Scenario) -> Iterator[Found]:
     n = len(polling)
     yield ("poll-lock-step", "executor.poll_jitter",
            f"{n} nodes poll every {format_duration(T)} with no jitter and about "
-           f"{_about(rate * T)} jobs fall due per interval, enough to fill a claim "
-           f"({claim} rows) in {100 * _at_least(claim, rate * T):.0f} % of intervals: a node "
+           f"{_about(rate * T)} jobs fall due per interval, "
+           + ("enough to fill" if rate * T >= claim else "whose Poisson bunches fill") +
+           f" a claim ({claim} rows) in {100 * _at_least(claim, rate * T):.0f} % of "
+           f"intervals ({span / T * _at_least(claim, rate * T):,.0f} over the stream): a node "
            f"whose claim comes back full polls again when a thread frees and starts its "
            f"interval anew, so the nodes' polls can drift into lock-step (the report says "
            f"so if they did; summary.json's effects.poll_phases gives their spread and the "
