@@ -43,7 +43,7 @@ the aging rate), the run is ``aging_bounded`` (aging came into play); else ``sta
 **Saturation** (``saturation``). The time every thread that was up was busy with a due job
 waiting (the backlog), the longest such span and the most jobs waiting in it.
 
-**Queue-full waits** (``queue_full``): ``analysis/intake.py``.
+**Queue-full waits** (``queue_full``), **local queues** (``local_queues``): ``intake.py``.
 
 Pure functions of the trace, the jobs and the nodes' settings; no Python object per event.
 """
@@ -59,7 +59,7 @@ import pandas as pd
 
 from ..base.trace import K
 from ..executor.config import NodeConfig
-from .intake import queue_full_waits
+from .intake import queue_full_waits, queue_waits
 from .saturation import busy_levels, room_at_due, rounded as _r, saturation, waits_by_room
 
 #: a run's spread of phases under this share of independent phases' is lock-step (what is
@@ -391,10 +391,10 @@ def detect(cols: dict[str, np.ndarray], names: list[str], jobs: pd.DataFrame,
     due, start, busy = room_at_due(jobs, levels, threads)
     phases = poll_phases(cols, names, nodes, end, mean, waits_by_room(jobs, levels, threads),
                          (due[~busy], start[~busy]))
-    ex = nodes[0].executor if nodes else None
-    aging = ex.aging_rate if ex is not None and ex.order == "aging" else 0.0
+    aging = nodes[0].executor.aging_rate if nodes and nodes[0].executor.order == "aging" else 0.0
     full = figures["acquisition"]["full"]
     return {"poll_phases": phases, "imbalance": imbalance(figures["nodes"], phases, full),
             "load": load(jobs, runs, figures["nodes"], aging, end),
             "saturation": saturation(levels, threads, end) if len(runs[0]) else None,
-            "queue_full": queue_full_waits(cols, names, nodes, runs, end)}
+            "queue_full": queue_full_waits(cols, names, nodes, runs, end),
+            "local_queues": queue_waits(cols, names, nodes, runs)}

@@ -101,3 +101,51 @@ def _time_up(cols: dict[str, np.ndarray], code: int, end: float) -> float:
         later = back[back > a]
         out -= (later[0] if len(later) else end) - a
     return max(0.0, out)
+
+
+def queue_waits(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[NodeConfig, ...],
+                runs: tuple[np.ndarray, ...]) -> dict[str, Any] | None:
+    """**Local queues** (``local_queues``): how long jobs waited in a node's local queue,
+    from the claim that took them to their first start, and how many threads the other
+    nodes had idle meanwhile (on average over those waits). A node claims up to its
+    queue's room for its own threads; rows it holds, the others cannot run. None where
+    fewer than two nodes are up to it or no node has a queue."""
+    if len(nodes) < 2 or not any(n.executor.queue_size for n in nodes):
+        return None
+    kind, job, node, time = cols["kind"], cols["job"], cols["node"], cols["time"]
+    first = np.flatnonzero((kind == K["exec_start"]) & (cols["attempt"] == 1))
+    lock = np.flatnonzero(kind == K["locked"])
+    if not len(first) or not len(lock):
+        return None
+    # each first start's latest lock of its job by its node at or before it
+    key = job[lock].astype(np.int64) * len(names) + node[lock]
+    order = np.lexsort((time[lock], key))
+    key, at = key[order], time[lock][order]
+    want = job[first].astype(np.int64) * len(names) + node[first]
+    i = np.searchsorted(key, want, side="right") - 1
+    ok = (i >= 0) & (key[np.maximum(i, 0)] == want)
+    start, held_on = time[first][ok], node[first][ok]
+    claimed = at[i[ok]]
+    ok2 = claimed <= start
+    start, held_on, claimed = start[ok2], held_on[ok2], claimed[ok2]
+    if not len(start):
+        return None
+    began, ended, ran_on = runs[0], runs[1], runs[2]
+    idle = np.zeros(len(start))
+    for n in nodes:
+        if n.name not in names:
+            continue
+        code = names.index(n.name)
+        busy = _busy_until(began[ran_on == code], ended[ran_on == code])
+        other = held_on != code
+        idle[other] += n.executor.threads * (start[other] - claimed[other]) - \
+            (busy(start[other]) - busy(claimed[other]))
+    waited = float((start - claimed).sum())
+    created = np.flatnonzero(kind == K["job_created"])
+    due = np.full(int(job.max()) + 1, np.nan)
+    due[job[created]] = cols["x"][created]
+    return {"jobs": int(len(start)), "queued_mean": _r(waited / len(start)),
+            "start_delay_mean": _r(float(np.nanmean(start - due[job[first][ok][ok2]]))),
+            "idle_elsewhere": _r(max(0.0, float(idle.sum())) / waited) if waited > 0 else 0.0,
+            "queue_size": max(n.executor.queue_size for n in nodes),
+            "run_mean": _r(float((ended - began).mean())) if len(began) else None}

@@ -27,7 +27,9 @@ EFFECTS_SHAPE: dict[str, Any] = {
     "saturation": {k: None for k in ("threads", "time", "share", "longest",
                                      "longest_from", "most_waiting")},
     "queue_full": {k: None for k in ("waits", "wait", "queue_size", "threads", "time", "idle",
-                                     "share", "intake", "arriving", "window")}}
+                                     "share", "intake", "arriving", "window")},
+    "local_queues": {k: None for k in ("jobs", "queued_mean", "start_delay_mean",
+                                       "idle_elsewhere", "queue_size", "run_mean")}}
 
 WINDOW_SHAPE: dict[str, Any] = {k: None for k in ("warmup", "cooldown", "start", "end",
                                                   "jobs_counted", "empty")}

@@ -59,7 +59,8 @@ def effect_sentences(summary: dict[str, Any]) -> list[str]:
     load = effects.get("load")
     if load:
         out += _load(load)
-    if told := capped_intake(effects.get("queue_full")):
+    if told := capped_intake(effects.get("queue_full")) or \
+            held_in_queues(effects.get("local_queues"), load):
         out.append(told)
     sat = effects.get("saturation")
     end = summary.get("end_time") or 0.0
@@ -236,3 +237,21 @@ def capped_intake(q: dict[str, Any] | None) -> str | None:
             f"jobs kept coming, while the threads sat idle for {_s(q['idle'])} of "
             f"thread time in those waits, {_pct(q['share'])} of all their thread time. A shorter "
             f"queue_full_wait, a larger queue_size or wakeup: notify keeps them at work.")
+
+
+def held_in_queues(q: dict[str, Any] | None, load: dict[str, Any] | None) -> str | None:
+    """Jobs that waited in one node's local queue, half their start delay or more and
+    longer than a run, while the other nodes had half a thread idle or more on average
+    (``analysis/intake.py``: ``local_queues``); None where not, or in an overloaded run."""
+    if not q or q["queued_mean"] is None or q["start_delay_mean"] is None or \
+            q["queued_mean"] < max(q["run_mean"] or 0.0, q["start_delay_mean"] / 2) or \
+            q["idle_elsewhere"] < 0.5 or (load or {}).get("verdict") == "overloaded":
+        return None
+    return (f"Local queues made much of the wait: jobs started a mean "
+            f"{_s(q['start_delay_mean'])} after they were due, {_s(q['queued_mean'])} of it "
+            f"in a node's local queue after the claim that took them, while the other nodes "
+            f"had {q['idle_elsewhere']:.2g} threads idle on average. A node claims up to its "
+            f"queue's room ({q['queue_size']:,} here) for its own threads, and what it holds "
+            f"the others cannot run; with queue_size: 0 a node claims only for its idle "
+            f"threads (a small queue may instead cap what the nodes take in, as the "
+            f"queue-full-wait-caps-intake warning tells).")
