@@ -34,23 +34,27 @@ def queue_full_waits(cols: dict[str, np.ndarray], names: list[str],
     idle time in them (see the module's docstring); None where no node is capped or none
     waited so."""
     kind, node, time = cols["kind"], cols["node"], cols["time"]
-    acq = kind == K["acquire"]
+    if not capped(nodes):
+        return None
+    acq = np.flatnonzero(kind == K["acquire"])
+    a_node, a_time, a_asked, a_got = node[acq], time[acq], cols["a"][acq], cols["b"][acq]
+    stop = np.flatnonzero((kind == K["node_crashed"]) | (kind == K["node_paused"]))
+    ups = (np.flatnonzero(kind == K["node_crashed"]), np.flatnonzero(kind == K["node_restarted"]))
     began, ended, ran_on = runs[0], runs[1], runs[2]
     waits, idle, span, up = 0, 0.0, 0.0, 0.0
     for n in capped(nodes):
         if n.name not in names:
             continue
         code, W, threads = names.index(n.name), n.executor.queue_full_wait, n.executor.threads
-        mine = acq & (node == code)
-        t, asked, got = time[mine], cols["a"][mine], cols["b"][mine]
-        up += threads * _time_up(cols, code, end)
+        mine = a_node == code
+        t, asked, got = a_time[mine], a_asked[mine], a_got[mine]
+        up += threads * _time_up(cols, code, end, ups)
         if len(t) < 2:
             continue
         full = (got >= asked) & (asked > 0)
         i = np.flatnonzero(full[:-1] & full[1:] & (np.diff(t) >= W * (1 - 1e-9)))
         # a gap the node was down or stalled in is not a wait of its own
-        stops = time[(node == code) & ((kind == K["node_crashed"]) |
-                                       (kind == K["node_paused"]))]
+        stops = time[stop[node[stop] == code]]
         i = i[np.searchsorted(stops, t[i], side="right") ==
               np.searchsorted(stops, t[i + 1], side="left")]
         if not len(i):
@@ -91,11 +95,13 @@ def _busy_until(began: np.ndarray, ended: np.ndarray) -> Any:
     return at
 
 
-def _time_up(cols: dict[str, np.ndarray], code: int, end: float) -> float:
-    """A node's time up over the run: its crashes to its restarts taken out."""
-    kind, node, time = cols["kind"], cols["node"], cols["time"]
-    down = time[(kind == K["node_crashed"]) & (node == code)]
-    back = time[(kind == K["node_restarted"]) & (node == code)]
+def _time_up(cols: dict[str, np.ndarray], code: int, end: float,
+             ups: tuple[np.ndarray, np.ndarray]) -> float:
+    """A node's time up over the run: its crashes to its restarts taken out (``ups``: the
+    crashes' and the restarts' rows of the trace)."""
+    node, time = cols["node"], cols["time"]
+    down = time[ups[0][node[ups[0]] == code]]
+    back = time[ups[1][node[ups[1]] == code]]
     out = end
     for a in down:
         later = back[back > a]
@@ -131,15 +137,18 @@ def queue_waits(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[Node
     if not len(start):
         return None
     began, ended, ran_on = runs[0], runs[1], runs[2]
-    idle = np.zeros(len(start))
+    # the other nodes' idle threads: all the nodes' less the holding node's own
+    every = _busy_until(began, ended)
+    span = start - claimed
+    idle = -(every(start) - every(claimed))
     for n in nodes:
         if n.name not in names:
             continue
         code = names.index(n.name)
+        idle += n.executor.threads * span
+        own = held_on == code
         busy = _busy_until(began[ran_on == code], ended[ran_on == code])
-        other = held_on != code
-        idle[other] += n.executor.threads * (start[other] - claimed[other]) - \
-            (busy(start[other]) - busy(claimed[other]))
+        idle[own] -= n.executor.threads * span[own] - (busy(start[own]) - busy(claimed[own]))
     waited = float((start - claimed).sum())
     created = np.flatnonzero(kind == K["job_created"])
     due = np.full(int(job.max()) + 1, np.nan)
