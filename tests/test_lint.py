@@ -83,6 +83,16 @@ CASES = {
         doc(SLOW_BURST["executor"], **{k: v for k, v in SLOW_BURST.items() if k != "executor"}),
         doc({**SLOW_BURST["executor"], "queue_size": 5, "batch_size": 5},
             **{k: v for k, v in SLOW_BURST.items() if k != "executor"})),
+    "queue-full-wait-caps-intake": (  # one node: 14 jobs a 5 s wait against 4/s (2.5/s)
+        "executor.queue_full_wait",
+        doc({"queue_size": 10, "batch_size": 10, "threads": 4, "poll_interval": "10s",
+             "lock_time": "5m"}, nodes=1, handlers={"work": {"duration": "500ms"}},
+            workload={"streams": [{"name": "s", "handler": "work", "count": 500,
+                                   "rate": "4/s"}]}),
+        doc({"queue_size": 10, "batch_size": 10, "threads": 4, "poll_interval": "10s",
+             "lock_time": "5m"}, nodes=1, handlers={"work": {"duration": "500ms"}},
+            workload={"streams": [{"name": "s", "handler": "work", "count": 500,
+                                   "rate": "2.5/s"}]})),
     "heartbeat-not-shorter-than-lock": (
         "executor.heartbeat", doc({"heartbeat": "1m"}), doc({"heartbeat": "20s"})),
     "poll-longer-than-lock": (
@@ -287,6 +297,22 @@ def test_p99_is_each_distributions_closed_form():
 
 
 # --- --strict, and a run with warnings ---------------------------------------------------------
+
+def test_validate_lints_a_what_if_given_by_set(tmp_path, capsys):
+    """``validate --set`` checks and warns of the file as ``run --set`` would run it: a
+    queue of 10 on three polling nodes at 10 jobs/s caps what they take in; a path or value
+    that is wrong is an error naming the --set, exit 2."""
+    d = {"name": "w", "until": "drained", "nodes": 3,
+         "handlers": {"work": {"duration": "500ms"}},
+         "workload": {"streams": [{"name": "s", "handler": "work", "count": 3000,
+                                   "rate": "10/s"}]}}
+    status, out, err, path = validate(tmp_path, capsys, d)
+    assert status == 0 and "queue_full_wait" not in err, err
+    status, out, err, path = validate(tmp_path, capsys, d, "--set", "executor.queue_size=10")
+    assert status == 0 and f"warning: {path}: executor.queue_full_wait: " in err, err
+    status, out, err, path = validate(tmp_path, capsys, d, "--set", "executor.queue_sise=10")
+    assert status == 2 and "--set executor.queue_sise: expected one of the keys" in out, out
+
 
 def test_validate_strict_makes_a_warning_an_error(tmp_path, capsys):
     _, trigger, near = CASES["lock-shorter-than-run"]

@@ -137,6 +137,9 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("files", nargs="+")
     v.add_argument("--strict", action="store_true",
                    help="treat warnings about known traps as errors (exit 2)")
+    v.add_argument("--set", dest="sets", action="append", default=[], metavar="PATH=VALUE",
+                   help="override one value by its dotted path in every file, as run's --set "
+                        "does: a what-if checked (and warned of) before it runs (repeatable)")
     _budget_args(v)
     sub.add_parser("schema", help="print the JSON Schema of the scenario format")
     nw = sub.add_parser("new", help="write a small commented scenario that runs as written "

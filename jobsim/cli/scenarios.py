@@ -23,7 +23,7 @@ def _validate(args: argparse.Namespace) -> int:
     for f in args.files:
         try:
             doc = scenario_mod.read(f)
-            runs = scenario_mod.variants_of(doc, f)
+            runs = scenario_mod.variants_of(doc, f, sets=args.sets)
             grid = _grid_problem(doc, f)
         except ScenarioError as exc:
             print(f"{f}: {len(exc.problems)} problem(s)")
