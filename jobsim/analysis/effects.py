@@ -60,6 +60,8 @@ import pandas as pd
 from ..base.trace import K
 from ..executor.config import NodeConfig
 from .intake import queue_full_waits, queue_waits
+from .phases import (_gaps_before, _largest_gap, _live, first_polls as _first_polls,
+                     phase_series)
 from .saturation import busy_levels, room_at_due, rounded as _r, saturation, waits_by_room
 
 #: a run's spread of phases under this share of independent phases' is lock-step (what is
@@ -69,8 +71,6 @@ LOCK_STEP = 0.25
 IMBALANCE = 1.5
 #: a node's share of the executions this close to its share of the poll cycle is explained
 FIT = 0.1
-#: phases are sampled at most this many times (evenly) over a run
-SAMPLES = 2000
 #: arrivals over fewer than this many mean runs' lengths are a burst, not a rate
 SUSTAINED = 20.0
 #: a class waiting this many times longer than the top class's worst wait is starved, when
@@ -169,90 +169,6 @@ def poll_phases(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[Node
     # the share of the cycle before each node's polls, over the run (as its work is counted)
     gaps = _gaps_before(live, T).mean(axis=0) / T
     out["gap_share"] = {name: _r(g) for name, g in sorted(zip(polling, gaps))}
-    return out
-
-
-def _first_polls(cols: dict[str, np.ndarray], codes: list[int],
-                 room: tuple[np.ndarray, np.ndarray] | None
-                 ) -> tuple[float | None, float | None, float | None, float | None]:
-    """The wait of the jobs due with a thread free, split at the first poll (of any polling
-    node) at or after each fell due, or at its start where that came first (a job run
-    without a poll): the mean time to that instant and the mean from it to the start (the
-    two add up to the jobs' mean start delay); the share of the jobs a poll reached before
-    they started; and of those polls, the share whose claim came back full (it took as
-    many rows as it asked for, others before these). A poll skipped as idle found nothing
-    due, so the first poll after a job fell due is in the trace."""
-    if room is None or not len(room[0]):
-        return None, None, None, None
-    acq = np.flatnonzero((cols["kind"] == K["acquire"]) & np.isin(cols["node"], codes))
-    t = cols["time"][acq]
-    order = np.argsort(t, kind="stable")
-    t, asked, got = t[order], cols["a"][acq][order], cols["b"][acq][order]
-    due, start = room
-    i = np.searchsorted(t, due, side="left")
-    poll = np.full(len(due), np.inf)
-    poll[i < len(t)] = t[i[i < len(t)]]
-    reach = np.minimum(poll, start)
-    polled = poll <= start
-    k = i[polled]
-    full = float(((got[k] >= asked[k]) & (asked[k] > 0)).mean()) if polled.any() else None
-    return (float((reach - due).mean()), float((start - reach).mean()),
-            float(polled.mean()), full)
-
-
-def phase_series(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[NodeConfig, ...],
-                 end: float) -> tuple[np.ndarray, np.ndarray, list[str], float] | None:
-    """The sampled instants (once an interval, at most ``SAMPLES``), each polling node's
-    phase at them (instants × nodes: the phase of its latest poll), the nodes' names and the
-    interval; None where phases mean nothing (see ``poll_phases``)."""
-    polling = [n for n in nodes if n.executor.wakeup == "poll" and n.name in names]
-    if len(polling) < 2 or (cols["kind"] == K["tick"]).any():
-        return None
-    T = polling[0].executor.poll_interval
-    acq = np.flatnonzero(cols["kind"] == K["acquire"])
-    acq_node, acq_time = cols["node"][acq], cols["time"][acq]
-    times = [acq_time[acq_node == names.index(n.name)] for n in polling]
-    if T <= 0 or any(n.executor.poll_interval != T for n in polling) or \
-            any(len(t) < 2 for t in times):
-        return None
-    t0 = max(float(t[0]) for t in times)
-    count = int((end - t0) // T)
-    if count < 10:
-        return None
-    at = np.linspace(t0, t0 + (count - 1) * T, min(count, SAMPLES))
-    phase = np.stack([t[np.searchsorted(t, at, side="right") - 1] % T for t in times], axis=1)
-    kind, node, time = cols["kind"], cols["node"], cols["time"]
-    for i, n in enumerate(polling):  # down from a crash to its restart: no phase
-        code = names.index(n.name)
-        down = time[(kind == K["node_crashed"]) & (node == code)]
-        up = time[(kind == K["node_restarted"]) & (node == code)]
-        for a in down:
-            later = up[up > a]
-            phase[(at >= a) & (at < (later[0] if len(later) else np.inf)), i] = np.nan
-    return at, phase, [n.name for n in polling], T
-
-
-def _live(phase: np.ndarray) -> np.ndarray:
-    """The phases with a down node's (NaN) replaced by a live node's of the same instant: a
-    copy changes no gap, so the spread is the live nodes'."""
-    fill = np.nanmin(np.where(np.isnan(phase), np.inf, phase), axis=1, keepdims=True)
-    return np.where(np.isnan(phase), np.where(np.isfinite(fill), fill, 0.0), phase)
-
-
-def _largest_gap(phase: np.ndarray, T: float) -> np.ndarray:
-    s = np.sort(phase, axis=1)
-    gaps = np.diff(np.concatenate([s, s[:, :1] + T], axis=1), axis=1)
-    return gaps.max(axis=1)
-
-
-def _gaps_before(phase: np.ndarray, T: float) -> np.ndarray:
-    """Per row and node (in the columns' order), the arc from the previous node's phase to
-    its own: the share of the cycle whose due jobs it is first to see."""
-    order = np.argsort(phase, axis=1, kind="stable")
-    s = np.take_along_axis(phase, order, axis=1)
-    before = np.diff(np.concatenate([s[:, -1:] - T, s], axis=1), axis=1)
-    out = np.empty_like(before)
-    np.put_along_axis(out, order, before, axis=1)
     return out
 
 

@@ -14,7 +14,7 @@ import pandas as pd
 
 from ..analysis.expect import figure
 from ..analysis.history import CAUSES
-from ..analysis.effects import phase_series
+from ..analysis.phases import phase_series
 from ..analysis.metrics import jobs_frame
 from ..analysis.series import load_series
 from ..analysis.window import counted_jobs

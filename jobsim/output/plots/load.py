@@ -1,7 +1,7 @@
 """The run's load over time (``series.Load``): four panels on one time axis — busy threads
 against the cluster's, due jobs not yet started, the start delay of the jobs that
 started (mean and worst in each bin), and the database's statements per second (polls and
-writes) — and the nodes' poll phases over time (``effects.phase_series``): lines that run
+writes) — and the nodes' poll phases over time (``phases.phase_series``): lines that run
 together are nodes polling in lock-step."""
 
 from __future__ import annotations
@@ -155,7 +155,7 @@ def load_by_variant(loads: dict[str, Load | None], window: tuple[float, float] |
 
 def poll_phases(at: np.ndarray, phase: np.ndarray, names: list[str], T: float) -> Figure:
     """Each polling node's phase within the interval ``T`` at the instants ``at``
-    (``analysis.effects.phase_series`` gives the arguments)."""
+    (``analysis.phases.phase_series`` gives the arguments)."""
     fig = Figure(figsize=(9.0, 4.5), layout="constrained")
     ax = fig.add_subplot()
     for i, name in enumerate(names):
