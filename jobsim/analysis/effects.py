@@ -60,9 +60,9 @@ import pandas as pd
 from ..base.trace import K
 from ..executor.config import NodeConfig
 from .intake import queue_full_waits, queue_waits
-from .phases import (_gaps_before, _largest_gap, _live, first_polls as _first_polls,
-                     phase_series)
-from .saturation import busy_levels, room_at_due, rounded as _r, saturation, waits_by_room
+from .phases import (_gaps_before, _largest_gap, _live, claims, first_polls as _first_polls,
+                     phase_series, runs_it)
+from .saturation import busy_levels, room_by_handler, rounded as _r, saturation, waits_of
 
 #: a run's spread of phases under this share of independent phases' is lock-step (what is
 #: left of it is the claims' and runs' own time, which does not shrink with the interval)
@@ -123,13 +123,16 @@ def _executions(cols: dict[str, np.ndarray], end: float) -> tuple[np.ndarray, ..
 def poll_phases(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[NodeConfig, ...],
                 end: float, start_delay_mean: float | None,
                 waits: tuple[float | None, float | None, int] = (None, None, 0),
-                room: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, Any] | None:
+                room: tuple[np.ndarray, ...] | None = None, acq: np.ndarray | None = None
+                ) -> dict[str, Any] | None:
     """The nodes' poll phases (see the module's docstring), or None where they mean nothing:
     fewer than two polling nodes, intervals that differ, a fake clock, under ten intervals.
-    ``waits``: ``waits_by_room`` — the polls decide only the waits of jobs that fell due
-    with a thread free; ``room``: those jobs' due instants and first starts, whose wait is
-    split at the first poll after they fell due (``_first_polls``)."""
-    series = phase_series(cols, names, nodes, end)
+    ``waits``: ``saturation.waits_of`` — the polls decide only the waits of jobs that fell due
+    with a thread free; ``room``: those jobs' due instants, first starts and handlers, whose
+    wait is split at the first poll after they fell due (``_first_polls``); ``acq``: the
+    claims on the job table (``phases.claims``)."""
+    acq = claims(cols) if acq is None else acq
+    series = phase_series(cols, names, nodes, end, acq)
     if series is None:
         return None
     _, phase, polling, T = series
@@ -139,7 +142,6 @@ def poll_phases(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[Node
     tenth = max(1, len(spread) // 10)
     last = float(np.nanmedian(spread[-tenth:])) if (~np.isnan(spread[-tenth:])).any() \
         else math.nan
-    acq = np.flatnonzero(cols["kind"] == K["acquire"])
     acq_node, acq_time = cols["node"][acq], cols["time"][acq]
     firsts = np.array([acq_time[acq_node == names.index(n)][0] % T
                        for n in polling])  # each node's first poll: the phases it started at
@@ -150,7 +152,8 @@ def poll_phases(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[Node
     independent = T * (n - 1) / (n + 1)
     free, busy, n_busy = waits
     decided = start_delay_mean if not n_busy else free
-    to_poll, after, polled, full = _first_polls(cols, [names.index(p) for p in polling], room)
+    to_poll, after, polled, full = _first_polls(cols, acq, [names.index(p) for p in polling],
+                                                nodes, names, room)
     shown = to_poll if to_poll is not None else decided  # the wait must show lock-step too
     out = {"interval": T, "nodes": n, "jitter": jitter,
            "spread_start": _r(first), "spread_end": _r(last),
@@ -296,21 +299,25 @@ def _overtaken(here: np.ndarray, higher: np.ndarray, due: np.ndarray, first: np.
 
 
 def detect(cols: dict[str, np.ndarray], names: list[str], jobs: pd.DataFrame,
-           nodes: tuple[NodeConfig, ...], end: float, figures: dict[str, Any]
-           ) -> dict[str, Any]:
+           nodes: tuple[NodeConfig, ...], end: float, figures: dict[str, Any],
+           texts: list[str] | None = None) -> dict[str, Any]:
     """``summary["effects"]``: each detector's figures (an entry is None where its effect
-    means nothing in this run). ``figures``: the summary so far (its nodes and latency)."""
-    runs = executions(cols, end)
+    means nothing in this run). ``figures``: the summary so far (its nodes and latency);
+    ``texts``: the trace's (a timer loop's claims are told apart by theirs)."""
+    runs, acq = executions(cols, end), claims(cols, texts)
     mean = figures["latency"]["start_delay"].get("mean")
     threads = sum(n.executor.threads for n in nodes)
     levels = busy_levels(jobs, runs, threads, end)
-    due, start, busy = room_at_due(jobs, levels, threads)
-    phases = poll_phases(cols, names, nodes, end, mean, waits_by_room(jobs, levels, threads),
-                         (due[~busy], start[~busy]))
+    room = room_by_handler(jobs, runs, end, {names.index(n.name): n.executor.threads
+                                             for n in nodes if n.name in names},
+                           lambda h: runs_it(nodes, names, h))
+    due, start, busy, handler = room
+    phases = poll_phases(cols, names, nodes, end, mean, waits_of(room),
+                         (due[~busy], start[~busy], handler[~busy]), acq)
     aging = nodes[0].executor.aging_rate if nodes and nodes[0].executor.order == "aging" else 0.0
     full = figures["acquisition"]["full"]
     return {"poll_phases": phases, "imbalance": imbalance(figures["nodes"], phases, full),
             "load": load(jobs, runs, figures["nodes"], aging, end),
             "saturation": saturation(levels, threads, end) if len(runs[0]) else None,
-            "queue_full": queue_full_waits(cols, names, nodes, runs, end),
-            "local_queues": queue_waits(cols, names, nodes, runs)}
+            "queue_full": queue_full_waits(cols, names, nodes, runs, end, acq),
+            "local_queues": queue_waits(cols, names, nodes, runs, jobs)}

@@ -5,12 +5,16 @@ wait in the table, and a stream above what the node so takes in builds a backlog
 as long as it lasts (three nodes, a queue of 10 and 4 threads of 500 ms each, a 5 s wait:
 14 jobs a node per 5 s, 8.4/s, against 10/s arriving; jobs waited a median 26-33 s).
 
-A queue-full wait is read from the trace as a node's claim that came back full followed by
-its next claim no sooner than ``queue_full_wait`` later (after a full claim that left room, a
-node claims again at once; a gap the node crashed or was paused in is not one). Counted are
-the waits whose next claim came back full too, due rows having waited all along; the figure
-is the node's thread-seconds idle in them, against the thread-seconds of the capped nodes'
-time up.
+A queue-full wait is read from the trace as a node's claim on the job table that came back
+full followed by its next claim no sooner than ``queue_full_wait`` later (after a full claim
+that left room, a node claims again at once; a gap the node crashed, was paused or had a
+statement fail in is not one). Counted are the waits whose next claim came back full too,
+due rows having waited all along; the figure is the node's thread-seconds idle in them,
+against the thread-seconds of the capped nodes' time up.
+
+**Local queues** (``queue_waits``): how long jobs waited in the local queue of the node
+whose claim took them, and how many threads the other nodes that run their handler had idle
+meanwhile: rows a node holds for its own threads, the others cannot run.
 
 Pure functions of the trace and the nodes' settings; no Python object per event.
 """
@@ -20,31 +24,34 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from ..base.trace import K
 from ..executor.config import NodeConfig
 from ..format.lint_polls import queue_capped as capped
+from .phases import runs_it
 from .saturation import rounded as _r
 
 
 def queue_full_waits(cols: dict[str, np.ndarray], names: list[str],
                      nodes: tuple[NodeConfig, ...], runs: tuple[np.ndarray, ...],
-                     end: float) -> dict[str, Any] | None:
+                     end: float, acq: np.ndarray) -> dict[str, Any] | None:
     """The capped nodes' queue-full waits that ended in a full claim, and their threads'
-    idle time in them (see the module's docstring); None where no node is capped or none
-    waited so."""
+    idle time in them (see the module's docstring; ``acq``: the claims on the job table);
+    None where no node is capped or none waited so. ``wait`` is the capped nodes' longest;
+    where their queues, threads or waits differ, ``queue_size`` and ``threads`` are None (no
+    one node's stands for the others)."""
     kind, node, time = cols["kind"], cols["node"], cols["time"]
-    if not capped(nodes):
+    held = [n for n in capped(nodes) if n.name in names]
+    if not held:
         return None
-    acq = np.flatnonzero(kind == K["acquire"])
     a_node, a_time, a_asked, a_got = node[acq], time[acq], cols["a"][acq], cols["b"][acq]
-    stop = np.flatnonzero((kind == K["node_crashed"]) | (kind == K["node_paused"]))
+    stop = np.flatnonzero((kind == K["node_crashed"]) | (kind == K["node_paused"]) |
+                          (kind == K["statement_failed"]))
     ups = (np.flatnonzero(kind == K["node_crashed"]), np.flatnonzero(kind == K["node_restarted"]))
     began, ended, ran_on = runs[0], runs[1], runs[2]
     waits, idle, span, up = 0, 0.0, 0.0, 0.0
-    for n in capped(nodes):
-        if n.name not in names:
-            continue
+    for n in held:
         code, W, threads = names.index(n.name), n.executor.queue_full_wait, n.executor.threads
         mine = a_node == code
         t, asked, got = a_time[mine], a_asked[mine], a_got[mine]
@@ -53,7 +60,7 @@ def queue_full_waits(cols: dict[str, np.ndarray], names: list[str],
             continue
         full = (got >= asked) & (asked > 0)
         i = np.flatnonzero(full[:-1] & full[1:] & (np.diff(t) >= W * (1 - 1e-9)))
-        # a gap the node was down or stalled in is not a wait of its own
+        # a gap the node was down, stalled or failing in is not a wait of its own
         stops = time[stop[node[stop] == code]]
         i = i[np.searchsorted(stops, t[i], side="right") ==
               np.searchsorted(stops, t[i + 1], side="left")]
@@ -66,21 +73,93 @@ def queue_full_waits(cols: dict[str, np.ndarray], names: list[str],
         idle += float(threads * (hi - lo).sum() - (busy(hi) - busy(lo)).sum())
     if not waits:
         return None
-    n0 = capped(nodes)[0].executor
-    runs_mean = float((ended - began).mean()) if len(began) else 0.0
-    intake = sum((n.executor.queue_size + n.executor.threads) / n.executor.queue_full_wait
-                 if n in capped(nodes) else
-                 (n.executor.threads / runs_mean if runs_mean > 0 else np.inf)
-                 for n in nodes if n.name in names)
+    run_mean = float((ended - began).mean()) if len(began) else 0.0
+    intake = _intake(nodes, names, run_mean)
+    alike = len({(n.executor.queue_size, n.executor.threads, n.executor.queue_full_wait)
+                 for n in held}) == 1
+    ex = held[0].executor
     due = cols["x"][kind == K["job_created"]]
     window = float(due.max() - due.min()) if len(due) > 1 else 0.0
-    return {"waits": waits, "wait": n0.queue_full_wait, "queue_size": n0.queue_size,
-            "threads": n0.threads, "time": _r(span), "idle": _r(max(0.0, idle)),
-            "share": _r(max(0.0, idle) / up) if up > 0 else None,
-            # the most the nodes take in (a capped node its queue and threads a wait; the
-            # others their threads over the mean run), against the jobs falling due
+    return {"waits": waits, "wait": max(n.executor.queue_full_wait for n in held),
+            "queue_size": ex.queue_size if alike else None,
+            "threads": ex.threads if alike else None, "time": _r(span),
+            "idle": _r(max(0.0, idle)), "share": _r(max(0.0, idle) / up) if up > 0 else None,
+            # the most the nodes take in, against the jobs falling due
             "intake": _r(intake), "arriving": _r((len(due) - 1) / window) if window else None,
             "window": _r(window)}
+
+
+def _intake(nodes: tuple[NodeConfig, ...], names: list[str], run_mean: float) -> float | None:
+    """The most the nodes take in a second: a capped node its queue and threads a wait, or
+    its threads' runs if fewer; the others their threads' runs (None: no run to measure)."""
+    if run_mean <= 0:
+        return None
+    held = capped(nodes)
+    return sum(min(n.executor.threads / run_mean,
+                   (n.executor.queue_size + n.executor.threads) / n.executor.queue_full_wait)
+               if n in held else n.executor.threads / run_mean
+               for n in nodes if n.name in names)
+
+
+def queue_waits(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[NodeConfig, ...],
+                runs: tuple[np.ndarray, ...], jobs: pd.DataFrame) -> dict[str, Any] | None:
+    """**Local queues** (``local_queues``): of each job's first execution, the wait from the
+    node's latest claim of it at or before that start to the start, and how many threads
+    the other nodes that run its handler had idle meanwhile (on average over those waits).
+    None where fewer than two nodes are up to it or no node has a queue."""
+    if len(nodes) < 2 or not any(n.executor.queue_size for n in nodes):
+        return None
+    kind, job, node, time = cols["kind"], cols["job"], cols["node"], cols["time"]
+    starts = np.flatnonzero(kind == K["exec_start"])
+    lock = np.flatnonzero(kind == K["locked"])
+    if not len(starts) or not len(lock):
+        return None
+    # each job's first execution (the trace is in time order: its first start row)
+    _, first = np.unique(job[starts], return_index=True)
+    first = starts[first]
+    # its node's latest claim of it at or before the start: (job, node) and then time, as one
+    # integer key, the time by its rank among the instants both have
+    instants = np.unique(np.concatenate([time[lock], time[first]]))
+    width = np.int64(len(instants) + 1)
+
+    def keyed(rows: np.ndarray) -> np.ndarray:
+        pair = job[rows].astype(np.int64) * len(names) + node[rows]
+        return pair * width + np.searchsorted(instants, time[rows])
+    locks = np.sort(keyed(lock))
+    want = keyed(first)
+    i = np.searchsorted(locks, want, side="right") - 1
+    ok = (i >= 0) & (locks[np.maximum(i, 0)] // width == want // width)
+    first = first[ok]
+    if not len(first):
+        return None
+    start, held_on = time[first], node[first]
+    claimed = instants[locks[i[ok]] % width]
+    span = start - claimed
+    began, ended, ran_on = runs[0], runs[1], runs[2]
+    # each job's handler, by a code per handler name
+    kinds, codes = np.unique(jobs["handler"].astype(str).to_numpy(), return_inverse=True)
+    of = np.full(int(max(job.max(), jobs["id"].max())) + 1, -1, dtype=np.int64)
+    of[jobs["id"].to_numpy(dtype=np.int64)] = codes
+    handler = of[job[first]]
+    busy = {c: _busy_until(began[ran_on == c], ended[ran_on == c]) for c in np.unique(ran_on)}
+    threads = {names.index(n.name): n.executor.threads for n in nodes if n.name in names}
+    idle = np.zeros(len(first))
+    for h in np.unique(handler):  # the other nodes that run the job's handler
+        sel = np.flatnonzero(handler == h)
+        for code in (runs_it(nodes, names, str(kinds[h])) if h >= 0 else []):
+            other = sel[held_on[sel] != code]
+            b = busy.get(code)
+            idle[other] += threads[code] * span[other] - (
+                (b(start[other]) - b(claimed[other])) if b is not None else 0.0)
+    waited = float(span.sum())
+    created = np.flatnonzero(kind == K["job_created"])
+    due = np.full(int(job.max()) + 1, np.nan)
+    due[job[created]] = cols["x"][created]
+    return {"jobs": int(len(first)), "queued_mean": _r(waited / len(first)),
+            "start_delay_mean": _r(float(np.nanmean(start - due[job[first]]))),
+            "idle_elsewhere": _r(max(0.0, float(idle.sum())) / waited) if waited > 0 else 0.0,
+            "queue_size": max(n.executor.queue_size for n in nodes),
+            "run_mean": _r(float((ended - began).mean())) if len(began) else None}
 
 
 def _busy_until(began: np.ndarray, ended: np.ndarray) -> Any:
@@ -107,54 +186,3 @@ def _time_up(cols: dict[str, np.ndarray], code: int, end: float,
         later = back[back > a]
         out -= (later[0] if len(later) else end) - a
     return max(0.0, out)
-
-
-def queue_waits(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[NodeConfig, ...],
-                runs: tuple[np.ndarray, ...]) -> dict[str, Any] | None:
-    """**Local queues** (``local_queues``): how long jobs waited in a node's local queue,
-    from the claim that took them to their first start, and how many threads the other
-    nodes had idle meanwhile (on average over those waits). A node claims up to its
-    queue's room for its own threads; rows it holds, the others cannot run. None where
-    fewer than two nodes are up to it or no node has a queue."""
-    if len(nodes) < 2 or not any(n.executor.queue_size for n in nodes):
-        return None
-    kind, job, node, time = cols["kind"], cols["job"], cols["node"], cols["time"]
-    first = np.flatnonzero((kind == K["exec_start"]) & (cols["attempt"] == 1))
-    lock = np.flatnonzero(kind == K["locked"])
-    if not len(first) or not len(lock):
-        return None
-    # each first start's latest lock of its job by its node at or before it
-    key = job[lock].astype(np.int64) * len(names) + node[lock]
-    order = np.lexsort((time[lock], key))
-    key, at = key[order], time[lock][order]
-    want = job[first].astype(np.int64) * len(names) + node[first]
-    i = np.searchsorted(key, want, side="right") - 1
-    ok = (i >= 0) & (key[np.maximum(i, 0)] == want)
-    start, held_on = time[first][ok], node[first][ok]
-    claimed = at[i[ok]]
-    ok2 = claimed <= start
-    start, held_on, claimed = start[ok2], held_on[ok2], claimed[ok2]
-    if not len(start):
-        return None
-    began, ended, ran_on = runs[0], runs[1], runs[2]
-    # the other nodes' idle threads: all the nodes' less the holding node's own
-    every = _busy_until(began, ended)
-    span = start - claimed
-    idle = -(every(start) - every(claimed))
-    for n in nodes:
-        if n.name not in names:
-            continue
-        code = names.index(n.name)
-        idle += n.executor.threads * span
-        own = held_on == code
-        busy = _busy_until(began[ran_on == code], ended[ran_on == code])
-        idle[own] -= n.executor.threads * span[own] - (busy(start[own]) - busy(claimed[own]))
-    waited = float((start - claimed).sum())
-    created = np.flatnonzero(kind == K["job_created"])
-    due = np.full(int(job.max()) + 1, np.nan)
-    due[job[created]] = cols["x"][created]
-    return {"jobs": int(len(start)), "queued_mean": _r(waited / len(start)),
-            "start_delay_mean": _r(float(np.nanmean(start - due[job[first][ok][ok2]]))),
-            "idle_elsewhere": _r(max(0.0, float(idle.sum())) / waited) if waited > 0 else 0.0,
-            "queue_size": max(n.executor.queue_size for n in nodes),
-            "run_mean": _r(float((ended - began).mean())) if len(began) else None}

@@ -210,7 +210,7 @@ def summary(trace: Trace, hist: Histories, violations: list[Violation], *,
         "trace_events": len(trace),
         "trace_sha256": trace.sha256(),
     }
-    out["effects"] = detect(cols, trace.nodes, jobs, nodes, end_time, out)
+    out["effects"] = detect(cols, trace.nodes, jobs, nodes, end_time, out, trace.texts)
     if boundary_jobs:
         out["boundary_timers"] = boundary_figures(cols, jobs)
     if services or has_services(trace):

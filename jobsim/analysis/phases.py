@@ -20,44 +20,67 @@ from ..executor.config import NodeConfig
 SAMPLES = 2000
 
 
-def first_polls(cols: dict[str, np.ndarray], codes: list[int],
-                 room: tuple[np.ndarray, np.ndarray] | None
-                 ) -> tuple[float | None, float | None, float | None, float | None]:
-    """The wait of the jobs due with a thread free, split at the first poll (of any polling
-    node) at or after each fell due, or at its start where that came first (a job run
-    without a poll): the mean time to that instant and the mean from it to the start (the
-    two add up to the jobs' mean start delay); the share of the jobs a poll reached before
-    they started; and of those polls, the share whose claim came back full (it took as
-    many rows as it asked for, others before these). A poll skipped as idle found nothing
-    due, so the first poll after a job fell due is in the trace."""
+def claims(cols: dict[str, np.ndarray], texts: list[str] | None = None) -> np.ndarray:
+    """The rows of the trace that are claims on the job table: its acquisitions, less a
+    timer loop's (their strategy text ends in " timer_job"; ``texts``: the trace's)."""
+    acq = cols["kind"] == K["acquire"]
+    if texts and any(t.endswith(" timer_job") for t in texts):
+        timer = np.array([t.endswith(" timer_job") for t in texts] + [False])
+        acq &= ~timer[cols["text"]]
+    return np.flatnonzero(acq)
+
+
+def runs_it(nodes: tuple[NodeConfig, ...], names: list[str], handler: str) -> list[int]:
+    """The codes of the nodes that run ``handler``'s jobs (``handles`` absent: all)."""
+    return [names.index(n.name) for n in nodes if n.name in names and (
+        n.executor.handles is None or handler in n.executor.handles)]
+
+
+def first_polls(cols: dict[str, np.ndarray], acq: np.ndarray, codes: list[int],
+                nodes: tuple[NodeConfig, ...], names: list[str],
+                room: tuple[np.ndarray, ...] | None
+                ) -> tuple[float | None, float | None, float | None, float | None]:
+    """The wait of the jobs due with a thread free, split at the first claim (``acq``'s
+    rows) at or after each fell due by a polling node (``codes``) that runs its handler, or
+    at its start where that came first (a job run without a poll): the mean time to that
+    instant and the mean from it to the start (the two add up to the jobs' mean start
+    delay); the share of the jobs a poll reached before they started; and of those polls,
+    the share whose claim came back full (it took as many rows as it asked for). ``room``:
+    those jobs' due instants, first starts and handlers. A poll skipped as idle found
+    nothing due, so the first poll after a job fell due is in the trace."""
     if room is None or not len(room[0]):
         return None, None, None, None
-    acq = np.flatnonzero((cols["kind"] == K["acquire"]) & np.isin(cols["node"], codes))
-    t = cols["time"][acq]
-    order = np.argsort(t, kind="stable")
-    t, asked, got = t[order], cols["a"][acq][order], cols["b"][acq][order]
-    due, start = room
-    i = np.searchsorted(t, due, side="left")
-    poll = np.full(len(due), np.inf)
-    poll[i < len(t)] = t[i[i < len(t)]]
+    due, start, handler = room
+    poll, full = np.full(len(due), np.inf), np.zeros(len(due), dtype=bool)
+    node = cols["node"][acq]
+    for h in np.unique(handler):
+        mine = acq[np.isin(node, [c for c in runs_it(nodes, names, str(h)) if c in codes])]
+        t = cols["time"][mine]
+        order = np.argsort(t, kind="stable")
+        t, asked, got = t[order], cols["a"][mine][order], cols["b"][mine][order]
+        sel = np.flatnonzero(handler == h)
+        i = np.searchsorted(t, due[sel], side="left")
+        hit = i < len(t)
+        poll[sel[hit]] = t[i[hit]]
+        full[sel[hit]] = (got[i[hit]] >= asked[i[hit]]) & (asked[i[hit]] > 0)
     reach = np.minimum(poll, start)
     polled = poll <= start
-    k = i[polled]
-    full = float(((got[k] >= asked[k]) & (asked[k] > 0)).mean()) if polled.any() else None
-    return (float((reach - due).mean()), float((start - reach).mean()),
-            float(polled.mean()), full)
+    return (float((reach - due).mean()), float((start - reach).mean()), float(polled.mean()),
+            float(full[polled].mean()) if polled.any() else None)
 
 
 def phase_series(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[NodeConfig, ...],
-                 end: float) -> tuple[np.ndarray, np.ndarray, list[str], float] | None:
+                 end: float, acq: np.ndarray | None = None
+                 ) -> tuple[np.ndarray, np.ndarray, list[str], float] | None:
     """The sampled instants (once an interval, at most ``SAMPLES``), each polling node's
-    phase at them (instants × nodes: the phase of its latest poll), the nodes' names and the
-    interval; None where phases mean nothing (see ``poll_phases``)."""
+    phase at them (instants × nodes: the phase of its latest claim on the job table, of
+    ``acq``'s rows: ``claims``), the nodes' names and the interval; None where phases mean
+    nothing (see ``poll_phases``)."""
     polling = [n for n in nodes if n.executor.wakeup == "poll" and n.name in names]
     if len(polling) < 2 or (cols["kind"] == K["tick"]).any():
         return None
     T = polling[0].executor.poll_interval
-    acq = np.flatnonzero(cols["kind"] == K["acquire"])
+    acq = claims(cols) if acq is None else acq
     acq_node, acq_time = cols["node"][acq], cols["time"][acq]
     times = [acq_time[acq_node == names.index(n.name)] for n in polling]
     if T <= 0 or any(n.executor.poll_interval != T for n in polling) or \

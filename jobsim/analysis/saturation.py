@@ -71,29 +71,48 @@ def saturation(levels: tuple[np.ndarray, ...] | None, threads: int,
 
 
 def room_at_due(jobs: pd.DataFrame, levels: tuple[np.ndarray, ...] | None,
-                threads: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The jobs that started: their due instants, their first starts, and which of them fell
-    due while every thread was busy (none, where ``levels`` is None)."""
+                threads: int) -> tuple[np.ndarray, ...]:
+    """The jobs that started: their due instants, their first starts, which of them fell
+    due while every thread was busy (none, where ``levels`` is None), and their handlers."""
     due = jobs["due"].to_numpy(dtype=float)
     start = jobs["first_start"].to_numpy(dtype=float)
     ran = ~np.isnan(start)
     due, start = due[ran], start[ran]
+    handler = jobs["handler"].to_numpy(dtype=object)[ran].astype(str)
     if levels is None:
-        return due, start, np.zeros(len(due), dtype=bool)
+        return due, start, np.zeros(len(due), dtype=bool), handler
     at, b, _ = levels
     i = np.searchsorted(at, due, side="right") - 1
-    return due, start, (i >= 0) & (b[np.maximum(i, 0)] >= threads)
+    return due, start, (i >= 0) & (b[np.maximum(i, 0)] >= threads), handler
 
 
-def waits_by_room(jobs: pd.DataFrame, levels: tuple[np.ndarray, ...] | None,
-                  threads: int) -> tuple[float | None, float | None, int]:
+def room_by_handler(jobs: pd.DataFrame, runs: tuple[np.ndarray, ...], end: float,
+                    threads_of: dict[int, int], runs_it: Any) -> tuple[np.ndarray, ...]:
+    """``room_at_due`` where a job's threads are those of the nodes that run its handler
+    (``runs_it(handler)``: their codes; ``threads_of``: each node's threads by code), so
+    that a job due while its nodes were all busy is not counted as due with room because
+    another node, which never runs it, had a thread free."""
+    groups = {h: tuple(runs_it(h)) for h in jobs["handler"].astype(str).unique()}
+    if all(set(g) == set(threads_of) for g in groups.values()):
+        threads = sum(threads_of.values())
+        return room_at_due(jobs, busy_levels(jobs, runs, threads, end), threads)
+    parts = []
+    for h, codes in groups.items():
+        mine = jobs[jobs["handler"].astype(str) == h]
+        own = np.isin(runs[2], codes)
+        threads = sum(threads_of[c] for c in codes)
+        parts.append(room_at_due(mine, busy_levels(mine, tuple(r[own] for r in runs), threads,
+                                                   end), threads))
+    return tuple(np.concatenate([p[k] for p in parts]) for k in range(4))
+
+
+def waits_of(room: tuple[np.ndarray, ...]) -> tuple[float | None, float | None, int]:
     """The mean start delay of the jobs that fell due while a thread was free (the polls
     decide their wait), that of those that fell due while every thread was busy (they
-    waited for a thread too), and how many of those there were."""
-    due, start, busy = room_at_due(jobs, levels, threads)
+    waited for a thread too), and how many of those there were (``room``: ``room_at_due``'s
+    or ``room_by_handler``'s)."""
+    due, start, busy, _ = room
     delay = start - due
-    if levels is None:
-        return (float(delay.mean()) if len(delay) else None), None, 0
     free = delay[~busy]
     return (float(free.mean()) if len(free) else None,
             float(delay[busy].mean()) if busy.any() else None, int(busy.sum()))

@@ -14,7 +14,7 @@ import pandas as pd
 
 from ..analysis.expect import figure
 from ..analysis.history import CAUSES
-from ..analysis.phases import phase_series
+from ..analysis.phases import claims, phase_series
 from ..analysis.metrics import jobs_frame
 from ..analysis.series import load_series
 from ..analysis.window import counted_jobs
@@ -188,7 +188,8 @@ def _load_plots(a: Any, jobs: pd.DataFrame, alone: bool) -> list[tuple[str, str,
     told = effects.get("poll_phases") or {}
     named = told.get("lock_step") or (told and bunched(told)) or \
         (effects.get("imbalance") or {}).get("why") == "poll_phases"
-    phases = phase_series(cols, a.result.trace.nodes, sc.nodes, end) if named else None
+    phases = phase_series(cols, a.result.trace.nodes, sc.nodes, end,
+                          claims(cols, a.result.trace.texts)) if named else None
     if phases is not None:
         out.append(("the nodes' poll phases over time", "poll_phases.png",
                     lambda: plots.poll_phases(*phases)))
