@@ -124,7 +124,7 @@ def queue_full_caps(sc: Scenario) -> Iterator[Found]:
     """``queue-full-wait-caps-intake`` (see the module's docstring): the Poisson streams'
     rate against the cluster's intake, where a queue-full wait caps it below its threads'
     and an interval's arrivals fill a node's queue and threads."""
-    nodes = [n for n in sc.nodes if not n.executor.global_lock]
+    nodes = list(sc.nodes)
     capped = queue_capped(nodes)
     rate = sum(st.rate for st in sc.streams if st.rate) + \
         sum(1 / r.every for r in sc.recurring if r.every > 0)
@@ -145,7 +145,21 @@ def queue_full_caps(sc: Scenario) -> Iterator[Found]:
     # and a queue of 4 at 10 jobs/s and 1 s polls: 2.5 jobs a node a poll, yet all waited
     # 5 s after each claim and jobs a mean 77-85 s; the race's two of 4 and 20, 10 a poll,
     # never fill one)
-    if intake >= 0.9 * threads or rate < intake or rate * ex.poll_interval < held:
+    fills = any(rate * n.executor.poll_interval >= n.executor.queue_size + n.executor.threads
+                for n in capped)
+    if intake >= 0.9 * threads or rate < intake or not fills or \
+            rate >= threads:  # (over the threads' runs, no queue keeps up: overloaded)
+        return
+    if len({(n.executor.queue_size, n.executor.threads, n.executor.queue_full_wait)
+            for n in capped}) > 1:  # no one node's settings stand for the others'
+        yield ("queue-full-wait-caps-intake", "executor.queue_full_wait",
+               f"a polling node whose local queue is full claims again only after its "
+               f"queue_full_wait, though its queue and threads run dry sooner: the "
+               f"{len(capped)} nodes so capped take in at most {_about(intake)} jobs/s with "
+               f"the others, against {_about(rate)}/s arriving: the backlog and the waits "
+               f"grow as long as the stream lasts, while the threads could run "
+               f"{_about(threads)}/s; fix: a shorter queue_full_wait, a larger queue_size, "
+               f"or wakeup: notify")
         return
     dry = held * mean / ex.threads
     # the queue a capped node needs for the cluster to take in the stream: the arrivals

@@ -59,7 +59,7 @@ def effect_sentences(summary: dict[str, Any]) -> list[str]:
     load = effects.get("load")
     if load:
         out += _load(load)
-    if told := capped_intake(effects.get("queue_full")) or \
+    if told := capped_intake(effects.get("queue_full"), load) or \
             held_in_queues(effects.get("local_queues"), load):
         out.append(told)
     sat = effects.get("saturation")
@@ -118,7 +118,10 @@ def _poll_waits(phases: dict[str, Any], mean: float) -> str:
         line = (f" {whose} waited a mean {_s(mean)} to start: {_s(to_poll)} for the first "
                 f"poll after they fell due{sooner}, {against}")
         after, full = phases.get("wait_after_poll_free"), phases.get("first_poll_full_free")
-        if after is not None and full is not None and full >= 0.5 and after >= 0.1 * mean:
+        if after is not None and after >= 0.1 * mean and phases.get("queue_size"):
+            line += (f", then {_s(after)} more after it (in a node's local queue, or until a "
+                     f"later claim took them)")
+        elif after is not None and full is not None and full >= 0.5 and after >= 0.1 * mean:
             line += (f", then {_s(after)} more: {_pct(full)} of those polls came back full, "
                      f"their rows taken before these")
     if busy:
@@ -220,23 +223,31 @@ def _verdict(load: dict[str, Any], threads: str, split: str, worst: str) -> list
     return []
 
 
-def capped_intake(q: dict[str, Any] | None) -> str | None:
+def capped_intake(q: dict[str, Any] | None, load: dict[str, Any] | None) -> str | None:
     """Queue-full waits that capped what the nodes took in below what fell due, over an
     arrival window of at least 20 waits, their threads idle a tenth of their time or more
-    in them (``analysis/intake.py``); None where they did not."""
-    if not q or q.get("arriving") is None or q["arriving"] <= q["intake"] or \
-            q["window"] < 20 * q["wait"] or (q["share"] or 0.0) < 0.1:
+    in them (``analysis/intake.py``); None where they did not, or where the run was
+    overloaded (no setting of the queue would keep up: its load sentence says so)."""
+    if not q or q.get("arriving") is None or q.get("intake") is None or \
+            q["arriving"] <= q["intake"] or q["window"] < 20 * q["wait"] or \
+            (q["share"] or 0.0) < 0.1 or (load or {}).get("verdict") == "overloaded":
         return None
-    held = q["queue_size"] + q["threads"]
+    if q["queue_size"] is None:  # the capped nodes' settings differ
+        what = (f"waited its queue_full_wait (up to {_s(q['wait'])}) before claiming again, "
+                f"{q['waits']:,} times with due rows waiting, though its queue and threads "
+                f"ran dry sooner. So the nodes took in at most")
+    else:
+        what = (f"waited queue_full_wait ({_s(q['wait'])}) before claiming again, "
+                f"{q['waits']:,} times with due rows waiting, though its queue of "
+                f"{q['queue_size']:,} and its {q['threads']:,} threads ran dry sooner. So each "
+                f"took in at most {q['queue_size'] + q['threads']:,} jobs per "
+                f"{_s(q['wait'])},")
     return (f"The nodes took in fewer jobs than fell due: a node whose local queue was full "
-            f"waited queue_full_wait ({_s(q['wait'])}) before claiming again, "
-            f"{q['waits']:,} times with due rows waiting, though its queue of "
-            f"{q['queue_size']:,} and its {q['threads']:,} threads ran dry sooner. So each "
-            f"took in at most {held:,} jobs per {_s(q['wait'])}, {q['intake']:.3g} jobs/s in "
-            f"all, against {q['arriving']:.3g}/s falling due: the waits grew as long as the "
-            f"jobs kept coming, while the threads sat idle for {_s(q['idle'])} of "
-            f"thread time in those waits, {_pct(q['share'])} of all their thread time. A shorter "
-            f"queue_full_wait, a larger queue_size or wakeup: notify keeps them at work.")
+            f"{what} {q['intake']:.3g} jobs/s in all, against {q['arriving']:.3g}/s falling "
+            f"due: the waits grew as long as the jobs kept coming, while the threads sat idle "
+            f"for {_s(q['idle'])} of thread time in those waits, {_pct(q['share'])} of all "
+            f"their thread time. A shorter queue_full_wait, a larger queue_size or wakeup: "
+            f"notify keeps them at work.")
 
 
 def held_in_queues(q: dict[str, Any] | None, load: dict[str, Any] | None) -> str | None:
