@@ -141,16 +141,19 @@ def queue_waits(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[Node
     of = np.full(int(max(job.max(), jobs["id"].max())) + 1, -1, dtype=np.int64)
     of[jobs["id"].to_numpy(dtype=np.int64)] = codes
     handler = of[job[first]]
-    busy = {c: _busy_until(began[ran_on == c], ended[ran_on == c]) for c in np.unique(ran_on)}
     threads = {names.index(n.name): n.executor.threads for n in nodes if n.name in names}
     idle = np.zeros(len(first))
-    for h in np.unique(handler):  # the other nodes that run the job's handler
-        sel = np.flatnonzero(handler == h)
-        for code in (runs_it(nodes, names, str(kinds[h])) if h >= 0 else []):
-            other = sel[held_on[sel] != code]
-            b = busy.get(code)
-            idle[other] += threads[code] * span[other] - (
-                (b(start[other]) - b(claimed[other])) if b is not None else 0.0)
+    for h in np.unique(handler):  # the other nodes that run the job's handler: all of them
+        sel = np.flatnonzero(handler == h)  # less the holding node, as sums over time
+        codes = runs_it(nodes, names, str(kinds[h])) if h >= 0 else []
+        every = _busy_until(began[np.isin(ran_on, codes)], ended[np.isin(ran_on, codes)])
+        idle[sel] = sum(threads[c] for c in codes) * span[sel] - (
+            every(start[sel]) - every(claimed[sel]))
+        for code in codes:
+            own = sel[held_on[sel] == code]
+            if len(own):
+                mine = _busy_until(began[ran_on == code], ended[ran_on == code])
+                idle[own] -= threads[code] * span[own] - (mine(start[own]) - mine(claimed[own]))
     waited = float(span.sum())
     created = np.flatnonzero(kind == K["job_created"])
     due = np.full(int(job.max()) + 1, np.nan)
