@@ -316,3 +316,37 @@ def test_with_a_local_queue_the_wait_after_a_poll_is_not_blamed_on_full_claims()
         "took them)" in said, said
     assert "their rows taken before these" not in said
     assert s["effects"]["local_queues"]["queued_mean"] == pytest.approx(0.213, abs=0.001)
+
+
+def test_nodes_that_split_the_handlers_are_not_read_as_one_cluster():
+    """Nodes that run different handlers do not compete for the same rows: a job whose
+    handler one node polls for waits about T/2 however the phases fall, and one capped
+    node's intake says nothing of another's backlog. The report said 'The polls made much
+    of the wait though their phases were not in lock-step' against T/(N+1) of all three
+    nodes, and 'The nodes took in fewer jobs than fell due' of a backlog that was the
+    uncapped node's threads' (a second review)."""
+    disjoint = {"name": "ls_handles", "until": "drained",
+                "executor": {"poll_interval": "2s", "threads": 4, "queue_size": 0},
+                "nodes": [{"name": f"node-{i}", "start_at": "0s", "handles": [f"h{i}"]}
+                          for i in range(3)],
+                "handlers": {f"h{i}": {"duration": {"exponential": {"mean": "300ms"}}}
+                             for i in range(3)},
+                "workload": {"streams": [{"name": f"s{i}", "handler": f"h{i}", "count": 600,
+                                          "rate": "1/s"} for i in range(3)]}}
+    s = api.analyse(api.run(from_dict(disjoint), 1)).summary
+    assert s["effects"]["poll_phases"] is None
+    assert "polls made much of the wait" not in " ".join(sentences(s))
+    capped = {"name": "handles_cap", "until": "drained",
+              "executor": {"poll_interval": "1s", "batch_size": 10},
+              "nodes": [{"name": "node-a", "handles": ["a"], "threads": 2, "queue_size": 0},
+                        {"name": "node-c", "handles": ["b"], "threads": 4, "queue_size": 4,
+                         "queue_full_wait": "5s", "poll_interval": "6s"}],
+              "handlers": {"a": {"duration": {"exponential": {"mean": "500ms"}}},
+                           "b": {"duration": {"exponential": {"mean": "500ms"}}}},
+              "workload": {"streams": [
+                  {"name": "sa", "handler": "a", "count": 2500, "rate": "5/s"},
+                  {"name": "sb", "handler": "b", "count": 750, "rate": "1.5/s"}]}}
+    assert not [w for w in lint(from_dict(capped)) if w.code == CODE]
+    s = api.analyse(api.run(from_dict(capped), 1)).summary
+    assert s["effects"]["queue_full"] is None
+    assert "took in fewer jobs" not in " ".join(sentences(s))

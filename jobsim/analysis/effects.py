@@ -315,7 +315,7 @@ def detect(cols: dict[str, np.ndarray], names: list[str], jobs: pd.DataFrame,
     phases = poll_phases(cols, names, nodes, end, mean, waits_of(room),
                          (due[~busy], start[~busy], handler[~busy]), acq)
     aging = nodes[0].executor.aging_rate if nodes and nodes[0].executor.order == "aging" else 0.0
-    full = figures["acquisition"]["full"]
+    full = int((cols["b"][acq] == cols["a"][acq]).sum())  # the job table's claims (not timers)
     return {"poll_phases": phases, "imbalance": imbalance(figures["nodes"], phases, full),
             "load": load(jobs, runs, figures["nodes"], aging, end),
             "saturation": saturation(levels, threads, end) if len(runs[0]) else None,

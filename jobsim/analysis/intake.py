@@ -29,7 +29,7 @@ import pandas as pd
 from ..base.trace import K
 from ..executor.config import NodeConfig
 from ..format.lint_polls import queue_capped as capped
-from .phases import runs_it
+from .phases import _groups, split
 from .saturation import rounded as _r
 
 
@@ -43,7 +43,7 @@ def queue_full_waits(cols: dict[str, np.ndarray], names: list[str],
     one node's stands for the others)."""
     kind, node, time = cols["kind"], cols["node"], cols["time"]
     held = [n for n in capped(nodes) if n.name in names]
-    if not held:
+    if not held or split(nodes):  # (no one intake of the cluster stands for every job's)
         return None
     a_node, a_time, a_asked, a_got = node[acq], time[acq], cols["a"][acq], cols["b"][acq]
     stop = np.flatnonzero((kind == K["node_crashed"]) | (kind == K["node_paused"]) |
@@ -142,18 +142,24 @@ def queue_waits(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[Node
     of[jobs["id"].to_numpy(dtype=np.int64)] = codes
     handler = of[job[first]]
     threads = {names.index(n.name): n.executor.threads for n in nodes if n.name in names}
+    busy: dict[int, Any] = {}  # each node's busy time, built once
+
+    def of(code: int) -> Any:
+        if code not in busy:
+            busy[code] = _busy_until(began[ran_on == code], ended[ran_on == code])
+        return busy[code]
     idle = np.zeros(len(first))
-    for h in np.unique(handler):  # the other nodes that run the job's handler: all of them
-        sel = np.flatnonzero(handler == h)  # less the holding node, as sums over time
-        codes = runs_it(nodes, names, str(kinds[h])) if h >= 0 else []
-        every = _busy_until(began[np.isin(ran_on, codes)], ended[np.isin(ran_on, codes)])
+    names_of = np.where(handler >= 0, kinds[np.maximum(handler, 0)], "")
+    for sel, codes in _groups(names_of, nodes, names):  # the other nodes that run the
+        every = _busy_until(began[np.isin(ran_on, codes)],  # job: all of them less the
+                            ended[np.isin(ran_on, codes)])  # holding node, as sums
         idle[sel] = sum(threads[c] for c in codes) * span[sel] - (
             every(start[sel]) - every(claimed[sel]))
         for code in codes:
             own = sel[held_on[sel] == code]
             if len(own):
-                mine = _busy_until(began[ran_on == code], ended[ran_on == code])
-                idle[own] -= threads[code] * span[own] - (mine(start[own]) - mine(claimed[own]))
+                idle[own] -= threads[code] * span[own] - (of(code)(start[own]) -
+                                                          of(code)(claimed[own]))
     waited = float(span.sum())
     created = np.flatnonzero(kind == K["job_created"])
     due = np.full(int(job.max()) + 1, np.nan)

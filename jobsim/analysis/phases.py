@@ -31,9 +31,30 @@ def claims(cols: dict[str, np.ndarray], texts: list[str] | None = None) -> np.nd
 
 
 def runs_it(nodes: tuple[NodeConfig, ...], names: list[str], handler: str) -> list[int]:
-    """The codes of the nodes that run ``handler``'s jobs (``handles`` absent: all)."""
+    """The codes of the nodes that run ``handler``'s jobs (``handles`` absent: all; a node
+    on the hint path runs what it creates, whatever it handles)."""
     return [names.index(n.name) for n in nodes if n.name in names and (
-        n.executor.handles is None or handler in n.executor.handles)]
+        n.executor.handles is None or handler in n.executor.handles or n.executor.hint)]
+
+
+def split(nodes: tuple[NodeConfig, ...]) -> bool:
+    """Whether the nodes split the handlers between them (``handles`` not the same on all):
+    then they do not all compete for the same rows, and no one figure of the cluster's
+    polls or intake stands for every job's."""
+    return len({n.executor.handles for n in nodes}) > 1
+
+
+def _groups(handler: np.ndarray, nodes: tuple[NodeConfig, ...], names: list[str]
+            ) -> list[tuple[np.ndarray, list[int]]]:
+    """The jobs (rows of ``handler``, a code or name each) by the nodes that run them: one
+    group of all the jobs where no node is restricted to some handlers."""
+    if not split(nodes):
+        return [(np.arange(len(handler)), runs_it(nodes, names, ""))]
+    kinds, code = np.unique(handler, return_inverse=True)
+    by: dict[tuple[int, ...], list[int]] = {}
+    for k, h in enumerate(kinds):
+        by.setdefault(tuple(runs_it(nodes, names, str(h))), []).append(k)
+    return [(np.flatnonzero(np.isin(code, ks)), list(codes)) for codes, ks in by.items()]
 
 
 def first_polls(cols: dict[str, np.ndarray], acq: np.ndarray, codes: list[int],
@@ -53,12 +74,11 @@ def first_polls(cols: dict[str, np.ndarray], acq: np.ndarray, codes: list[int],
     due, start, handler = room
     poll, full = np.full(len(due), np.inf), np.zeros(len(due), dtype=bool)
     node = cols["node"][acq]
-    for h in np.unique(handler):
-        mine = acq[np.isin(node, [c for c in runs_it(nodes, names, str(h)) if c in codes])]
+    for sel, group in _groups(handler, nodes, names):
+        mine = acq[np.isin(node, [c for c in group if c in codes])]
         t = cols["time"][mine]
         order = np.argsort(t, kind="stable")
         t, asked, got = t[order], cols["a"][mine][order], cols["b"][mine][order]
-        sel = np.flatnonzero(handler == h)
         i = np.searchsorted(t, due[sel], side="left")
         hit = i < len(t)
         poll[sel[hit]] = t[i[hit]]
@@ -77,8 +97,8 @@ def phase_series(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[Nod
     ``acq``'s rows: ``claims``), the nodes' names and the interval; None where phases mean
     nothing (see ``poll_phases``)."""
     polling = [n for n in nodes if n.executor.wakeup == "poll" and n.name in names]
-    if len(polling) < 2 or (cols["kind"] == K["tick"]).any():
-        return None
+    if len(polling) < 2 or (cols["kind"] == K["tick"]).any() or split(tuple(polling)):
+        return None  # (nodes that split the handlers poll for rows of their own)
     T = polling[0].executor.poll_interval
     acq = claims(cols) if acq is None else acq
     acq_node, acq_time = cols["node"][acq], cols["time"][acq]

@@ -92,13 +92,16 @@ def room_by_handler(jobs: pd.DataFrame, runs: tuple[np.ndarray, ...], end: float
     (``runs_it(handler)``: their codes; ``threads_of``: each node's threads by code), so
     that a job due while its nodes were all busy is not counted as due with room because
     another node, which never runs it, had a thread free."""
-    groups = {h: tuple(runs_it(h)) for h in jobs["handler"].astype(str).unique()}
-    if all(set(g) == set(threads_of) for g in groups.values()):
+    kinds, code = np.unique(jobs["handler"].astype(str).to_numpy(), return_inverse=True)
+    by: dict[tuple[int, ...], list[int]] = {}  # the handlers by the nodes that run them
+    for k, h in enumerate(kinds):
+        by.setdefault(tuple(runs_it(str(h))), []).append(k)
+    if all(set(g) == set(threads_of) for g in by):
         threads = sum(threads_of.values())
         return room_at_due(jobs, busy_levels(jobs, runs, threads, end), threads)
     parts = []
-    for h, codes in groups.items():
-        mine = jobs[jobs["handler"].astype(str) == h]
+    for codes, ks in by.items():
+        mine = jobs[np.isin(code, ks)]
         own = np.isin(runs[2], codes)
         threads = sum(threads_of[c] for c in codes)
         parts.append(room_at_due(mine, busy_levels(mine, tuple(r[own] for r in runs), threads,

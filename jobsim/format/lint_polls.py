@@ -126,6 +126,8 @@ def queue_full_caps(sc: Scenario) -> Iterator[Found]:
     and an interval's arrivals fill a node's queue and threads."""
     nodes = list(sc.nodes)
     capped = queue_capped(nodes)
+    if len({n.executor.handles for n in nodes}) > 1:
+        return  # nodes that split the handlers: no one intake of the cluster stands for all
     rate = sum(st.rate for st in sc.streams if st.rate) + \
         sum(1 / r.every for r in sc.recurring if r.every > 0)
     mean = _run_mean(sc)
