@@ -126,11 +126,17 @@ def test_a_shipped_report_tells_no_capped_intake():
 
 def test_a_crash_is_not_a_queue_full_wait():
     """A node down for a minute between two full claims: its gap is not a wait of its own
-    (every counted wait is the 5 s queue_full_wait, with no statement latency here)."""
+    (every counted wait is the 5 s queue_full_wait, with no statement latency here); nor is
+    a node's paused time its threads' time to be idle in."""
     doc = {**_doc(), "faults": [{"at": "100s", "crash": "node-2", "restart_after": "1m"},
                                 {"at": "200s", "pause": "node-3", "for": "30s"}]}
-    q = api.analyse(api.run(from_dict(doc), 0)).summary["effects"]["queue_full"]
+    s = api.analyse(api.run(from_dict(doc), 0)).summary
+    q = s["effects"]["queue_full"]
     assert q["waits"] > 100 and q["time"] == pytest.approx(q["waits"] * 5.0), q
+    # the share is of the threads' time up and not paused
+    up = sum(4 * (f["time_up"] - f["time_paused"]) for f in s["nodes"].values())
+    assert s["nodes"]["node-3"]["time_paused"] == pytest.approx(30.0)
+    assert q["share"] == pytest.approx(q["idle"] / up, rel=1e-6), q
 
 
 def test_a_cap_reached_by_a_cascade_is_warned_of_too():

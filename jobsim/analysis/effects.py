@@ -306,11 +306,11 @@ def detect(cols: dict[str, np.ndarray], names: list[str], jobs: pd.DataFrame,
     ``texts``: the trace's (a timer loop's claims are told apart by theirs)."""
     runs, acq = executions(cols, end), claims(cols, texts)
     mean = figures["latency"]["start_delay"].get("mean")
-    threads = sum(n.executor.threads for n in nodes)
+    threads_of = {names.index(n.name): n.executor.threads for n in nodes if n.name in names}
+    threads = sum(threads_of.values())
     levels = busy_levels(jobs, runs, threads, end)
-    room = room_by_handler(jobs, runs, end, {names.index(n.name): n.executor.threads
-                                             for n in nodes if n.name in names},
-                           lambda h: runs_it(nodes, names, h))
+    room = room_by_handler(jobs, runs, end, threads_of, lambda h: runs_it(nodes, names, h),
+                           levels)
     due, start, busy, handler = room
     phases = poll_phases(cols, names, nodes, end, mean, waits_of(room),
                          (due[~busy], start[~busy], handler[~busy]), acq)
@@ -319,5 +319,5 @@ def detect(cols: dict[str, np.ndarray], names: list[str], jobs: pd.DataFrame,
     return {"poll_phases": phases, "imbalance": imbalance(figures["nodes"], phases, full),
             "load": load(jobs, runs, figures["nodes"], aging, end),
             "saturation": saturation(levels, threads, end) if len(runs[0]) else None,
-            "queue_full": queue_full_waits(cols, names, nodes, runs, end, acq),
+            "queue_full": queue_full_waits(cols, names, nodes, runs, figures["nodes"], acq),
             "local_queues": queue_waits(cols, names, nodes, runs, jobs)}

@@ -28,16 +28,18 @@ import pandas as pd
 
 from ..base.trace import K
 from ..executor.config import NodeConfig
-from ..format.lint_polls import queue_capped as capped
+from ..format.lint_polls import intake_of, queue_capped as capped
 from .phases import _groups, split
 from .saturation import rounded as _r
 
 
 def queue_full_waits(cols: dict[str, np.ndarray], names: list[str],
                      nodes: tuple[NodeConfig, ...], runs: tuple[np.ndarray, ...],
-                     end: float, acq: np.ndarray) -> dict[str, Any] | None:
+                     node_figures: dict[str, dict[str, Any]], acq: np.ndarray
+                     ) -> dict[str, Any] | None:
     """The capped nodes' queue-full waits that ended in a full claim, and their threads'
-    idle time in them (see the module's docstring; ``acq``: the claims on the job table);
+    idle time in them, against their time up and not paused (see the module's docstring;
+    ``node_figures``: the summary's nodes; ``acq``: the claims on the job table);
     None where no node is capped or none waited so. ``wait`` is the capped nodes' longest;
     where their queues, threads or waits differ, ``queue_size`` and ``threads`` are None (no
     one node's stands for the others)."""
@@ -48,14 +50,14 @@ def queue_full_waits(cols: dict[str, np.ndarray], names: list[str],
     a_node, a_time, a_asked, a_got = node[acq], time[acq], cols["a"][acq], cols["b"][acq]
     stop = np.flatnonzero((kind == K["node_crashed"]) | (kind == K["node_paused"]) |
                           (kind == K["statement_failed"]))
-    ups = (np.flatnonzero(kind == K["node_crashed"]), np.flatnonzero(kind == K["node_restarted"]))
     began, ended, ran_on = runs[0], runs[1], runs[2]
     waits, idle, span, up = 0, 0.0, 0.0, 0.0
     for n in held:
         code, W, threads = names.index(n.name), n.executor.queue_full_wait, n.executor.threads
         mine = a_node == code
         t, asked, got = a_time[mine], a_asked[mine], a_got[mine]
-        up += threads * _time_up(cols, code, end, ups)
+        f = node_figures.get(n.name) or {}
+        up += threads * ((f.get("time_up") or 0.0) - (f.get("time_paused") or 0.0))
         if len(t) < 2:
             continue
         full = (got >= asked) & (asked > 0)
@@ -74,7 +76,8 @@ def queue_full_waits(cols: dict[str, np.ndarray], names: list[str],
     if not waits:
         return None
     run_mean = float((ended - began).mean()) if len(began) else 0.0
-    intake = _intake(nodes, names, run_mean)
+    intake = intake_of([n for n in nodes if n.name in names], run_mean) if run_mean > 0 \
+        else None  # (no run to measure)
     alike = len({(n.executor.queue_size, n.executor.threads, n.executor.queue_full_wait)
                  for n in held}) == 1
     ex = held[0].executor
@@ -87,18 +90,6 @@ def queue_full_waits(cols: dict[str, np.ndarray], names: list[str],
             # the most the nodes take in, against the jobs falling due
             "intake": _r(intake), "arriving": _r((len(due) - 1) / window) if window else None,
             "window": _r(window)}
-
-
-def _intake(nodes: tuple[NodeConfig, ...], names: list[str], run_mean: float) -> float | None:
-    """The most the nodes take in a second: a capped node its queue and threads a wait, or
-    its threads' runs if fewer; the others their threads' runs (None: no run to measure)."""
-    if run_mean <= 0:
-        return None
-    held = capped(nodes)
-    return sum(min(n.executor.threads / run_mean,
-                   (n.executor.queue_size + n.executor.threads) / n.executor.queue_full_wait)
-               if n in held else n.executor.threads / run_mean
-               for n in nodes if n.name in names)
 
 
 def queue_waits(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[NodeConfig, ...],
@@ -136,36 +127,24 @@ def queue_waits(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[Node
     claimed = instants[locks[i[ok]] % width]
     span = start - claimed
     began, ended, ran_on = runs[0], runs[1], runs[2]
-    # each job's handler, by a code per handler name
-    kinds, codes = np.unique(jobs["handler"].astype(str).to_numpy(), return_inverse=True)
-    of = np.full(int(max(job.max(), jobs["id"].max())) + 1, -1, dtype=np.int64)
-    of[jobs["id"].to_numpy(dtype=np.int64)] = codes
-    handler = of[job[first]]
+    by_id = jobs.set_index("id").reindex(job[first])  # each job's handler and due time
     threads = {names.index(n.name): n.executor.threads for n in nodes if n.name in names}
-    busy: dict[int, Any] = {}  # each node's busy time, built once
-
-    def of(code: int) -> Any:
-        if code not in busy:
-            busy[code] = _busy_until(began[ran_on == code], ended[ran_on == code])
-        return busy[code]
     idle = np.zeros(len(first))
-    names_of = np.where(handler >= 0, kinds[np.maximum(handler, 0)], "")
-    for sel, codes in _groups(names_of, nodes, names):  # the other nodes that run the
-        every = _busy_until(began[np.isin(ran_on, codes)],  # job: all of them less the
-                            ended[np.isin(ran_on, codes)])  # holding node, as sums
+    for sel, codes in _groups(by_id["handler"].astype(str).to_numpy(), nodes, names):
+        # the other nodes that run the job: all of them less the holding node, as sums
+        every = _busy_until(began[np.isin(ran_on, codes)], ended[np.isin(ran_on, codes)])
         idle[sel] = sum(threads[c] for c in codes) * span[sel] - (
             every(start[sel]) - every(claimed[sel]))
         for code in codes:
             own = sel[held_on[sel] == code]
             if len(own):
-                idle[own] -= threads[code] * span[own] - (of(code)(start[own]) -
-                                                          of(code)(claimed[own]))
+                mine = _busy_until(began[ran_on == code], ended[ran_on == code])
+                idle[own] -= threads[code] * span[own] - (mine(start[own]) -
+                                                          mine(claimed[own]))
     waited = float(span.sum())
-    created = np.flatnonzero(kind == K["job_created"])
-    due = np.full(int(job.max()) + 1, np.nan)
-    due[job[created]] = cols["x"][created]
+    due = by_id["due"].to_numpy(dtype=float)
     return {"jobs": int(len(first)), "queued_mean": _r(waited / len(first)),
-            "start_delay_mean": _r(float(np.nanmean(start - due[job[first]]))),
+            "start_delay_mean": _r(float(np.nanmean(start - due))),
             "idle_elsewhere": _r(max(0.0, float(idle.sum())) / waited) if waited > 0 else 0.0,
             "queue_size": max(n.executor.queue_size for n in nodes),
             "run_mean": _r(float((ended - began).mean())) if len(began) else None}
@@ -181,17 +160,3 @@ def _busy_until(began: np.ndarray, ended: np.ndarray) -> Any:
         nb, ne = np.searchsorted(b, x), np.searchsorted(e, x)
         return (x * nb - sb[nb]) - (x * ne - se[ne])
     return at
-
-
-def _time_up(cols: dict[str, np.ndarray], code: int, end: float,
-             ups: tuple[np.ndarray, np.ndarray]) -> float:
-    """A node's time up over the run: its crashes to its restarts taken out (``ups``: the
-    crashes' and the restarts' rows of the trace)."""
-    node, time = cols["node"], cols["time"]
-    down = time[ups[0][node[ups[0]] == code]]
-    back = time[ups[1][node[ups[1]] == code]]
-    out = end
-    for a in down:
-        later = back[back > a]
-        out -= (later[0] if len(later) else end) - a
-    return max(0.0, out)

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..base.trace import K
 from ..executor.config import NodeConfig
+from ..format.lint_polls import splits_handlers as split
 
 #: phases are sampled at most this many times (evenly) over a run
 SAMPLES = 2000
@@ -35,13 +36,6 @@ def runs_it(nodes: tuple[NodeConfig, ...], names: list[str], handler: str) -> li
     on the hint path runs what it creates, whatever it handles)."""
     return [names.index(n.name) for n in nodes if n.name in names and (
         n.executor.handles is None or handler in n.executor.handles or n.executor.hint)]
-
-
-def split(nodes: tuple[NodeConfig, ...]) -> bool:
-    """Whether the nodes split the handlers between them (``handles`` not the same on all):
-    then they do not all compete for the same rows, and no one figure of the cluster's
-    polls or intake stands for every job's."""
-    return len({n.executor.handles for n in nodes}) > 1
 
 
 def _groups(handler: np.ndarray, nodes: tuple[NodeConfig, ...], names: list[str]

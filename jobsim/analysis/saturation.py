@@ -87,18 +87,19 @@ def room_at_due(jobs: pd.DataFrame, levels: tuple[np.ndarray, ...] | None,
 
 
 def room_by_handler(jobs: pd.DataFrame, runs: tuple[np.ndarray, ...], end: float,
-                    threads_of: dict[int, int], runs_it: Any) -> tuple[np.ndarray, ...]:
+                    threads_of: dict[int, int], runs_it: Any,
+                    levels: tuple[np.ndarray, ...] | None) -> tuple[np.ndarray, ...]:
     """``room_at_due`` where a job's threads are those of the nodes that run its handler
     (``runs_it(handler)``: their codes; ``threads_of``: each node's threads by code), so
     that a job due while its nodes were all busy is not counted as due with room because
-    another node, which never runs it, had a thread free."""
+    another node, which never runs it, had a thread free. ``levels``: the cluster's
+    ``busy_levels``, which every job's are where every node runs every job."""
     kinds, code = np.unique(jobs["handler"].astype(str).to_numpy(), return_inverse=True)
     by: dict[tuple[int, ...], list[int]] = {}  # the handlers by the nodes that run them
     for k, h in enumerate(kinds):
         by.setdefault(tuple(runs_it(str(h))), []).append(k)
     if all(set(g) == set(threads_of) for g in by):
-        threads = sum(threads_of.values())
-        return room_at_due(jobs, busy_levels(jobs, runs, threads, end), threads)
+        return room_at_due(jobs, levels, sum(threads_of.values()))
     parts = []
     for codes, ks in by.items():
         mine = jobs[np.isin(code, ks)]

@@ -120,24 +120,38 @@ def queue_capped(nodes: Any) -> list[Any]:
             and n.executor.claim_when == "room" and not n.executor.global_lock]
 
 
+def splits_handlers(nodes: Any) -> bool:
+    """Whether the nodes split the handlers between them (``handles`` not the same on all):
+    then they do not all compete for the same rows, and no one figure of the cluster's
+    polls or intake stands for every job's."""
+    return len({n.executor.handles for n in nodes}) > 1
+
+
+def intake_of(nodes: Any, run_mean: float) -> float:
+    """The most ``nodes`` take in a second, runs of ``run_mean`` seconds: a node that waits
+    when its queue is full (``queue_capped``) its queue and threads a wait, or its threads'
+    runs if fewer; another its threads' runs."""
+    held = queue_capped(nodes)
+    return sum(min(n.executor.threads / run_mean,
+                   (n.executor.queue_size + n.executor.threads) / n.executor.queue_full_wait)
+               if n in held else n.executor.threads / run_mean for n in nodes)
+
+
 def queue_full_caps(sc: Scenario) -> Iterator[Found]:
     """``queue-full-wait-caps-intake`` (see the module's docstring): the Poisson streams'
     rate against the cluster's intake, where a queue-full wait caps it below its threads'
     and an interval's arrivals fill a node's queue and threads."""
     nodes = list(sc.nodes)
     capped = queue_capped(nodes)
-    if len({n.executor.handles for n in nodes}) > 1:
-        return  # nodes that split the handlers: no one intake of the cluster stands for all
+    if splits_handlers(nodes):
+        return  # no one intake of the cluster stands for all its jobs
     rate = sum(st.rate for st in sc.streams if st.rate) + \
         sum(1 / r.every for r in sc.recurring if r.every > 0)
     mean = _run_mean(sc)
     if not capped or rate <= 0 or not mean or mean <= 0 or sc.ticks:
         return
     threads = sum(n.executor.threads for n in nodes) / mean
-    intake = sum(n.executor.threads / mean for n in nodes if n not in capped) + sum(
-        min(n.executor.threads / mean,
-            (n.executor.queue_size + n.executor.threads) / n.executor.queue_full_wait)
-        for n in capped)
+    intake = intake_of(nodes, mean)
     ex = capped[0].executor
     held, wait = ex.queue_size + ex.threads, ex.queue_full_wait
     # a poll that empties the table leaves the node asleep for its poll interval, not the
