@@ -59,6 +59,7 @@ import pandas as pd
 
 from ..base.trace import K
 from ..executor.config import NodeConfig
+from ..format.lint_polls import poll_groups
 from .intake import queue_full_waits, queue_waits
 from .phases import (_gaps_before, _largest_gap, _live, claims, first_polls as _first_polls,
                      phase_series, runs_it)
@@ -173,6 +174,34 @@ def poll_phases(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[Node
     gaps = _gaps_before(live, T).mean(axis=0) / T
     out["gap_share"] = {name: _r(g) for name, g in sorted(zip(polling, gaps))}
     return out
+
+
+def _group_phases(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[NodeConfig, ...],
+                  end: float, mean: float | None, room: tuple[np.ndarray, ...],
+                  acq: np.ndarray) -> dict[str, Any] | None:
+    """``poll_phases`` of the nodes that compete for the same rows (``poll_groups``): the
+    cluster's, or where its nodes split the handlers, of the set that alone runs the most
+    of the jobs that started (and has phases to speak of), over those jobs alone; with the
+    set's nodes (``group``) and handlers (``handlers``), both None for the whole cluster."""
+    due, start, busy, handler = room
+    groups = poll_groups(nodes)
+    if len(groups) == 1 and groups[0][1] is None:
+        out = poll_phases(cols, names, nodes, end, mean, waits_of(room),
+                          (due[~busy], start[~busy], handler[~busy]), acq)
+        return None if out is None else out | {"group": None, "handlers": None}
+    ours = [np.isin(handler, hs) for _, hs in groups]
+    for k in sorted(range(len(groups)), key=lambda k: -int(ours[k].sum())):
+        group, hs = groups[k]
+        if not ours[k].any():
+            continue
+        mine = tuple(r[ours[k]] for r in room)
+        d, s, b, h = mine
+        out = poll_phases(cols, names, tuple(group), end, float((s - d).mean()),
+                          waits_of(mine), (d[~b], s[~b], h[~b]), acq)
+        if out is not None:
+            return out | {"group": [n.name for n in group if n.name in names and
+                                    n.executor.wakeup == "poll"], "handlers": list(hs)}
+    return None
 
 
 def imbalance(node_figures: dict[str, dict[str, Any]], phases: dict[str, Any] | None,
@@ -311,9 +340,7 @@ def detect(cols: dict[str, np.ndarray], names: list[str], jobs: pd.DataFrame,
     levels = busy_levels(jobs, runs, threads, end)
     room = room_by_handler(jobs, runs, end, threads_of, lambda h: runs_it(nodes, names, h),
                            levels)
-    due, start, busy, handler = room
-    phases = poll_phases(cols, names, nodes, end, mean, waits_of(room),
-                         (due[~busy], start[~busy], handler[~busy]), acq)
+    phases = _group_phases(cols, names, nodes, end, mean, room, acq)
     aging = nodes[0].executor.aging_rate if nodes and nodes[0].executor.order == "aging" else 0.0
     full = int((cols["b"][acq] == cols["a"][acq]).sum())  # the job table's claims (not timers)
     return {"poll_phases": phases, "imbalance": imbalance(figures["nodes"], phases, full),

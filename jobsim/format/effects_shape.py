@@ -15,7 +15,8 @@ EFFECTS_SHAPE: dict[str, Any] = {
         "lock_step", "start_delay_mean", "start_delay_mean_free", "start_delay_mean_busy",
         "due_while_busy", "start_delay_independent",
         "start_delay_lock_step", "from_start", "wait_for_poll_free", "wait_after_poll_free",
-        "polled_free", "first_poll_full_free", "queue_size")} | {"gap_share": {ANY: None}},
+        "polled_free", "first_poll_full_free", "queue_size", "group", "handlers")} |
+    {"gap_share": {ANY: None}},
     "imbalance": {k: None for k in ("most", "most_executions", "most_even", "least",
                                     "least_executions", "least_even", "imbalanced",
                                     "why", "full_claims")},

@@ -54,12 +54,7 @@ def _about(x: float) -> str:
 
 
 def lock_step(sc: Scenario) -> Iterator[Found]:
-    polling = [n for n in sc.nodes if n.executor.wakeup == "poll"]
-    if len(polling) < 2 or sc.ticks or all(n.start_at is not None for n in polling):
-        return  # pinned starts: the phases are the file's own choice
-    T = polling[0].executor.poll_interval
-    if T <= 0 or any(n.executor.poll_interval != T or n.executor.poll_jitter
-                     for n in polling):
+    if sc.ticks:
         return
     doc = sc.document
     raws = [n for n in (doc.get("nodes") or []) if isinstance(n, dict)] \
@@ -67,21 +62,38 @@ def lock_step(sc: Scenario) -> Iterator[Found]:
     executor = doc.get("executor") if isinstance(doc.get("executor"), dict) else {}
     if "poll_jitter" in executor or any("poll_jitter" in n for n in raws):
         return
+    for group, handlers in poll_groups(sc.nodes):  # (nodes that split the handlers: each set)
+        yield from _lock_step(sc, group, handlers)
+
+
+def _lock_step(sc: Scenario, group: list[Any], handlers: tuple[str, ...] | None
+               ) -> Iterator[Found]:
+    polling = [n for n in group if n.executor.wakeup == "poll"]
+    if len(polling) < 2 or all(n.start_at is not None for n in polling):
+        return  # pinned starts: the phases are the file's own choice
+    T = polling[0].executor.poll_interval
+    if T <= 0 or any(n.executor.poll_interval != T or n.executor.poll_jitter
+                     for n in polling):
+        return
     used = {j.handler for j in sc.jobs} | {s.handler for s in sc.streams} | \
         {r.handler for r in sc.recurring}
+    if handlers is not None:  # the set's own jobs: no other node polls for them
+        used &= set(handlers)
     if any(run_p99(sc.handlers[h], sc.services) >= T for h in used if h in sc.handlers):
         return  # runs as long as the interval: a full claim's threads free too late
-    streams = [s for s in sc.streams if s.rate]
-    rate = sum(s.rate for s in streams) + sum(1 / r.every for r in sc.recurring if r.every > 0)
+    streams = [s for s in sc.streams if s.rate and s.handler in used]
+    recurring = [r for r in sc.recurring if r.every > 0 and r.handler in used]
+    rate = sum(s.rate for s in streams) + sum(1 / r.every for r in recurring)
     claim = min(min(n.executor.batch_size, n.executor.queue_size or n.executor.threads)
                 for n in polling)
-    span = max([s.count / s.rate for s in streams] + [r.count * r.every for r in sc.recurring
-                                                      if r.every > 0] + [0.0])
+    span = max([s.count / s.rate for s in streams] + [r.count * r.every for r in recurring]
+               + [0.0])
     if rate <= 0 or span / T * _at_least(claim, rate * T) < FULL_CLAIMS:
         return
     n = len(polling)
+    who = group_words([p.name for p in polling], handlers).removeprefix("the ")
     yield ("poll-lock-step", "executor.poll_jitter",
-           f"{n} nodes poll every {format_duration(T)} with no jitter and about "
+           f"{who} poll every {format_duration(T)} with no jitter and about "
            f"{_about(rate * T)} jobs fall due per interval, "
            + ("enough to fill" if rate * T >= claim else "whose Poisson bunches fill") +
            f" a claim ({claim} rows) in {100 * _at_least(claim, rate * T):.0f} % of "
@@ -124,7 +136,41 @@ def splits_handlers(nodes: Any) -> bool:
     """Whether the nodes split the handlers between them (``handles`` not the same on all):
     then they do not all compete for the same rows, and no one figure of the cluster's
     polls or intake stands for every job's."""
-    return len({n.executor.handles for n in nodes}) > 1
+    return len({_handles(n) for n in nodes}) > 1
+
+
+def _handles(node: Any) -> frozenset[str] | None:
+    h = node.executor.handles
+    return None if h is None else frozenset(h)
+
+
+def poll_groups(nodes: Any) -> list[tuple[list[Any], tuple[str, ...] | None]]:
+    """The nodes that compete for the same rows, each set with the handlers that it alone
+    runs: all of them (handlers None) where none is restricted to some handlers; else each
+    set of nodes with the same ``handles`` that no other node shares a handler with (one
+    that handles everything, or is on the hint path, where a node runs what it creates,
+    shares them all: then none). A job of theirs waits for their polls only, so their
+    phases and the wait they make are the set's own, counted over its nodes."""
+    nodes = list(nodes)
+    if not splits_handlers(nodes):
+        return [(nodes, None)]
+    if any(n.executor.handles is None or n.executor.hint for n in nodes):
+        return []
+    by: dict[frozenset[str], list[Any]] = {}
+    for n in nodes:
+        by.setdefault(frozenset(n.executor.handles), []).append(n)
+    return [(group, tuple(sorted(hs))) for hs, group in by.items()
+            if not any(hs & other for other in by if other != hs)]
+
+
+def group_words(names: list[str], handlers: tuple[str, ...] | list[str] | None) -> str:
+    """"the 3 nodes", or, for a set that alone runs some handlers, "the 2 nodes that alone
+    run work and flaky (node-1, node-3)"."""
+    if handlers is None:
+        return f"the {len(names)} nodes"
+    hs = list(handlers)
+    what = hs[0] if len(hs) == 1 else ", ".join(hs[:-1]) + " and " + hs[-1]
+    return f"the {len(names)} nodes that alone run {what} ({', '.join(names)})"
 
 
 def intake_of(nodes: Any, run_mean: float) -> float:

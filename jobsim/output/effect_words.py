@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..format.lint_polls import group_words
+
 
 #: a stretch of every thread busy while jobs waited, at least this long and with at least as
 #: many jobs waiting as there are threads, is told (a shorter one is a queue's normal life)
@@ -73,16 +75,23 @@ def effect_sentences(summary: dict[str, Any]) -> list[str]:
     return out
 
 
+def _who(phases: dict[str, Any], first: bool = False) -> str:
+    """The nodes whose polls ``phases`` are: "the 3 nodes", or the set of them that alone
+    runs some handlers, named (``first``: to begin a sentence)."""
+    who = group_words(phases.get("group") or [""] * phases["nodes"], phases.get("handlers"))
+    return who[0].upper() + who[1:] if first else who
+
+
 def _lock_step(phases: dict[str, Any]) -> str:
     T, n = phases["interval"], phases["nodes"]
     if phases.get("from_start"):
-        line = (f"The {n} nodes polled in lock-step from the start: their first polls fell "
-                f"within {_s(phases['spread_start'])} of one another in the {_s(T)} interval "
-                f"and stayed within {_s(phases['spread_end'])}.")
+        line = (f"{_who(phases, True)} polled in lock-step from the start: their first "
+                f"polls fell within {_s(phases['spread_start'])} of one another in the "
+                f"{_s(T)} interval and stayed within {_s(phases['spread_end'])}.")
     else:
-        line = (f"The {n} nodes polled in lock-step: at the start their polls spread over "
-                f"{_s(phases['spread_start'])} of the {_s(T)} interval, at the end over "
-                f"{_s(phases['spread_end'])} (independent phases: "
+        line = (f"{_who(phases, True)} polled in lock-step: at the start their polls "
+                f"spread over {_s(phases['spread_start'])} of the {_s(T)} interval, at the "
+                f"end over {_s(phases['spread_end'])} (independent phases: "
                 f"{_s(phases['spread_independent'])}). A node whose claim comes back full "
                 f"polls again as soon as a thread frees and starts its interval anew, just "
                 f"behind the others"
@@ -142,7 +151,7 @@ def bunched(phases: dict[str, Any]) -> str | None:
             to_poll < max(1.25 * T / (n + 1), mean / 2):
         return None
     line = (f"The polls made much of the wait though their phases were not in lock-step "
-            f"(the {n} nodes' polls spread over {_s(phases['spread_end'])} of the {_s(T)} "
+            f"({_who(phases)}' polls spread over {_s(phases['spread_end'])} of the {_s(T)} "
             f"interval at the end; independent phases: {_s(phases['spread_independent'])})."
             + _poll_waits(phases, mean))
     if not phases["jitter"]:

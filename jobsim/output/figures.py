@@ -188,7 +188,9 @@ def _load_plots(a: Any, jobs: pd.DataFrame, alone: bool) -> list[tuple[str, str,
     told = effects.get("poll_phases") or {}
     named = told.get("lock_step") or (told and bunched(told)) or \
         (effects.get("imbalance") or {}).get("why") == "poll_phases"
-    phases = phase_series(cols, a.result.trace.nodes, sc.nodes, end,
+    group = told.get("group")  # (the set of nodes that alone run some handlers, if so)
+    phases = phase_series(cols, a.result.trace.nodes,
+                          tuple(n for n in sc.nodes if group is None or n.name in group), end,
                           claims(cols, a.result.trace.texts)) if named else None
     if phases is not None:
         out.append(("the nodes' poll phases over time", "poll_phases.png",
