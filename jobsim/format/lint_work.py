@@ -9,7 +9,8 @@ retried without an idempotency key (``ambiguous-timeout``), a service nothing ca
 (``service-not-called``), a rule for beyond a capacity it does not have or priorities
 that the nodes' order does not read (``ignored-setting``), priorities that a local queue
 runs first in, first out once claimed (``priority-behind-local-queue``), or nodes' clocks
-further apart than a lock can bear (``clock-skew``), or polls that drift into lock-step
+further apart than a lock can bear (``clock-skew``), a fault that outlasts the run
+(``fault-outlasts-the-end``, ``lint_faults``), or polls that drift into lock-step
 (``poll-lock-step``, ``lint_polls``). Each is a (code, dotted path, message) as in ``lint``."""
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from ..base import dists
 from ..base.durations import format_duration, format_span
 from ..executor.config import Scenario
 from ..executor.handlers import Call
+from .lint_faults import faults_past_the_end
 
 Found = tuple[str, str, str]
 
@@ -32,7 +34,7 @@ def workload_traps(sc: Scenario) -> list[Found]:
     return [*_after_the_end(sc), *_due_after_the_end(sc), *_handed_back_for_ever(sc),
             *_stopped_schedules(sc), *_ignored_priorities(sc), *_priority_behind_queue(sc),
             *_calls_that_hang(sc), *_ambiguous_timeouts(sc), *_idle_services(sc),
-            *_skewed_clocks(sc), *_operations_that_cannot_act(sc)]
+            *_skewed_clocks(sc), *_operations_that_cannot_act(sc), *faults_past_the_end(sc)]
 
 
 def _after_the_end(sc: Scenario) -> Iterator[Found]:

@@ -14,8 +14,8 @@ CAUSE_WORDS = {
     "unsafe_acquisition": "two nodes acquired the job at once (an unguarded claim)",
     "lock_expired": "the job's lock expired while it still ran or waited in a node's queue, "
                     "and another claim took it",
-    "pause": "the job's lock expired while its holder was paused: another node took it, and "
-             "the paused node finished it on waking",
+    "pause": "the job's lock expired while its holder was paused, and another node took it "
+             "while the paused node still held it",
     "crash": "a node crashed while it ran the job (or before its end was written), and the "
              "job ran again: on another node, or on the same one after its restart",
     "partition": "a node cut off from the database ran on while another took its jobs",
@@ -30,8 +30,8 @@ CAUSE_WORDS = {
 
 
 #: said once after the causes when a pause is one of them: the trace cannot tell it apart
-PAUSE_CAVEAT = ("A run goes on through a pause and ends when the pause does, so one longer "
-                "than its lock would have run twice unpaused too: the scenario without the "
+PAUSE_CAVEAT = ("A run caught in a pause is stretched by it, so one that would have outlasted "
+                "its lock unpaused is counted under the pause too: the scenario without the "
                 "pause tells how many the pause alone caused.")
 
 #: how a named job ended, as a sentence's end

@@ -1,0 +1,48 @@
+"""A fault whose window outlasts the run (``fault-outlasts-the-end``): a pause, a node's
+crash with its restart, a slow database, a partition or a service's outage or brown-out
+that ends at or after the run's end. The run stops inside it, so what its end brings (a
+paused node waking to finish what another node took meanwhile, a restart, the backlog
+draining once the database is fast again) is not in the run, while the report tells the
+fault's cause as it would of a whole one. Each is a (code, dotted path, message) as in
+``lint``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from ..base.durations import format_duration
+from ..executor.config import Scenario
+
+Found = tuple[str, str, str]
+
+#: what the end of each kind of window brings, which a run stopped inside it leaves out
+_ENDS = {"pause": "wakes (and runs on with what it held, whoever took it meanwhile)",
+         "crash": "restarts", "partition": "is reconnected"}
+
+
+def faults_past_the_end(sc: Scenario) -> Iterator[Found]:
+    """The scenario's fault windows and services' outages and brown-outs that end at or
+    after the run's end (``until``, or the ``horizon`` of a run until drained)."""
+    end = sc.end
+    until = "until" if sc.until is not None else "horizon"
+    fix = (f"fix: an {until} past it" + (", or until: drained" if sc.until is not None
+                                          else "") + ", or a shorter window")
+    for i, f in enumerate(sc.faults):  # (the file's faults first, in its order)
+        if f.kind not in _ENDS and f.kind != "slow_db" or f.length is None or \
+                f.at >= end or f.at + f.length < end:
+            continue  # (a crash with no restart has no end; one at or after the end, none)
+        what = "the database is fast again" if f.kind == "slow_db" else \
+            f"{f.node} {_ENDS[f.kind]}"
+        yield ("fault-outlasts-the-end", f"faults[{i}]",
+               f"this {f.kind.replace('_', ' ')} ends at {format_duration(f.at + f.length)}, "
+               f"at or after the run's end ({until}: {format_duration(end)}): the run stops "
+               f"before {what}, so what that brings is not in it; {fix}")
+    for name, spec in sc.services.items():
+        for key, windows in (("outages", spec.outages), ("brownouts", spec.brownouts)):
+            for i, w in enumerate(windows):
+                if w.at < end <= w.at + w.length:
+                    yield ("fault-outlasts-the-end", f"services.{name}.{key}[{i}]",
+                           f"{name}'s {key[:-1]} ends at {format_duration(w.at + w.length)}, "
+                           f"at or after the run's end ({until}: {format_duration(end)}): "
+                           f"the run stops before the service is back, so its recovery is "
+                           f"not in it; {fix}")

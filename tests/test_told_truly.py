@@ -1,0 +1,94 @@
+"""Sentences of a report and fixes of a warning that a user's own scenario, written with
+defaults, showed to claim more than the run did: a pause whose end the run never reached,
+a fault window cut by the run's end, a near-capacity run read as stable with nothing said,
+a lock fix that silences the warning and not the double runs."""
+
+import jobsim.api as api
+from jobsim.format.lint import lint
+from jobsim.format.scenario import from_dict
+from jobsim.output.words import sentences
+
+#: one job on two nodes; node-b claims it first (node-a starts later) and is paused past
+#: its 1 m lock, so node-a takes it over; the run ends before node-b wakes
+PAUSED = {"name": "paused", "until": "63s",
+          "executor": {"poll_interval": "2s", "threads": 1, "lock_time": "1m"},
+          "nodes": [{"name": "node-a", "start_at": "1s"}, {"name": "node-b", "start_at": "0s"}],
+          "handlers": {"work": {"duration": "3s"}},
+          "workload": {"jobs": [{"handler": "work", "at": "0s"}]},
+          "faults": [{"at": "500ms", "pause": "node-b", "for": "65s"}]}
+
+
+def test_a_pause_the_run_ends_inside_is_warned_of_and_not_told_as_a_waking():
+    warned = [w for w in lint(from_dict(PAUSED)) if w.code == "fault-outlasts-the-end"]
+    assert len(warned) == 1 and warned[0].path == "faults[0]", warned
+    assert "ends at 65.5s, at or after the run's end (until: 63s)" in warned[0].message
+    assert "before node-b wakes" in warned[0].message
+    s = api.analyse(api.run(from_dict(PAUSED))).summary
+    assert s["duplicate_executions"]["by_cause"]["pause"] == 1
+    assert s["jobs"]["done"] == 0  # neither run ended: node-b never woke
+    said = " ".join(sentences(s))
+    assert "another node took it while the paused node still held it" in said, said
+    assert "on waking" not in said
+    whole = {**PAUSED, "until": "drained"}
+    assert not [w for w in lint(from_dict(whole)) if w.code == "fault-outlasts-the-end"]
+
+
+def test_every_window_that_outlasts_the_run_is_named_by_its_path():
+    doc = {"name": "windows", "until": "10m", "nodes": 2,
+           "handlers": {"work": {"calls": ["pay"]}},
+           "services": {"pay": {"latency": "10ms",
+                                "outages": [{"at": "1m", "for": "1m"},
+                                            {"at": "9m", "for": "2m"}],
+                                "brownouts": [{"at": "570s", "for": "1m",
+                                               "latency_factor": 3}]}},
+           "workload": {"streams": [{"name": "s", "handler": "work", "rate": "1/s",
+                                     "count": 500}]},
+           "faults": [{"at": "2m", "crash": "node-1", "restart_after": "1m"},
+                      {"at": "8m", "slow_db": 10, "for": "5m"},
+                      {"at": "9m", "crash": "node-2"},
+                      {"at": "9m", "partition": "node-1", "for": "2m", "timeout": "5s"}]}
+    paths = [w.path for w in lint(from_dict(doc)) if w.code == "fault-outlasts-the-end"]
+    assert paths == ["faults[1]", "faults[3]", "services.pay.outages[1]",
+                     "services.pay.brownouts[0]"], paths
+
+
+def test_a_near_capacity_run_read_as_stable_says_so_and_that_it_is_one_seeds():
+    """2 nodes of 4 threads; bulk jobs of a mean 1 s at 7.7/s and urgent ones at 0.5/s:
+    0.995 of capacity at seed 5, read stable, and nothing was said (jobs waited up to
+    12.3 s, every thread busy for 377 s on end)."""
+    doc = {"name": "near", "until": "drained",
+           "executor": {"order": "priority", "poll_interval": "1s"}, "nodes": 2,
+           "handlers": {"bulk": {"duration": {"exponential": {"mean": "1s"}}},
+                        "urgent": {"duration": "200ms"}},
+           "workload": {"streams": [
+               {"name": "bulk", "handler": "bulk", "count": 3000, "rate": "7.7/s",
+                "priority": 0},
+               {"name": "urgent", "handler": "urgent", "count": 300, "rate": "0.5/s",
+                "priority": 10}]}}
+    s = api.analyse(api.run(from_dict(doc), 5)).summary
+    load = s["effects"]["load"]
+    assert load["verdict"] == "stable" and 0.9 < load["offered"] < 1.0, load
+    said = " ".join(sentences(s))
+    assert f"Under capacity, but near it: the jobs asked for {load['offered']:.3f}" in said
+    assert "the verdict is one seed's: `--seeds 10`" in said
+
+
+def test_the_lock_fix_does_not_promise_what_a_lock_just_above_the_p99_cannot_keep():
+    """Runs of a median 10 s and a p99 of 90 s under a 30 s lock: a lock of 91 s still ran
+    1-7 jobs of 300 twice at seeds 1-5; a heartbeat none."""
+    doc = {"name": "short_lock", "until": "drained", "executor": {"lock_time": "30s"},
+           "nodes": 3,
+           "handlers": {"report": {"duration": {"lognormal": {"median": "10s",
+                                                              "p99": "90s"}}}},
+           "workload": {"streams": [{"name": "r", "handler": "report", "count": 300,
+                                     "rate": "0.5/s"}]}}
+    warned, = [w for w in lint(from_dict(doc)) if w.code == "lock-shorter-than-run"]
+    assert "fix: a heartbeat shorter than the lock, or a lock_time well above 90s" in \
+        warned.message
+    twice = [api.analyse(api.run(from_dict({**doc, "executor": {"lock_time": "91s"}}),
+                                 seed)).summary["duplicate_executions"]["total"]
+             for seed in (1, 2, 3)]
+    assert sum(twice) > 0, twice  # just above the p99 is not enough
+    beat = {**doc, "executor": {"lock_time": "30s", "heartbeat": "10s"}}
+    assert all(api.analyse(api.run(from_dict(beat), seed)).summary[
+        "duplicate_executions"]["total"] == 0 for seed in (1, 2, 3))
