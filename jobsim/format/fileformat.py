@@ -155,7 +155,10 @@ _handler = Obj({
         "fencing": Const(lambda v: isinstance(v, bool), "true or false", {"type": "boolean"},
                          False, doc="written with the run's fencing token (the row's lock "
                                    "generation at its claim): refused, and the run fails, "
-                                   "once a later claim took the row or the row is gone")}),
+                                   "once a later claim took the row or the row is gone")},
+        doc="the run's effect on the world, which a second run of the job makes again "
+            "(duplicate_side_effects); every handler has one, at the run's end (at: end) "
+            "unless this says otherwise"),
     "retry": _retry,
     "boundary_timer": Obj({"after": Dur(positive=True),
                            "interrupting": Const(lambda v: isinstance(v, bool), "true or false",

@@ -142,8 +142,9 @@ def _lock_shorter_than_run(run: _Run, node: _Node) -> Iterator[Found]:
                f"the lock ({_dur(cfg.lock_time)}) is shorter than the p99 run of "
                f"{', '.join(f'{h!r} (p99 {_dur(t)})' for h, t in long)}, and no heartbeat "
                f"extends it: a run that outlasts its lock is not over when {_rerun(mode)} "
-               f"(duplicate executions and side effects); fix: a lock_time above "
-               f"{_dur(max(t for _, t in long))}, or a heartbeat shorter than the lock")
+               f"(duplicate executions and side effects); fix: a heartbeat shorter than the "
+               f"lock, or a lock_time well above {_dur(max(t for _, t in long))} (one just "
+               f"above the p99 still leaves a run in a hundred to outlast it)")
 
 
 def _queue_outlives_lock(run: _Run, node: _Node) -> Iterator[Found]:

@@ -50,8 +50,8 @@ class Estimate:
 
     def describe(self) -> str:
         return (f"about {_count(self.events)} events and {_bytes(self.memory_bytes)} of "
-                f"memory ({_count(self.jobs)} jobs, {_count(self.executions)} executions "
-                f"over {_seconds(self.span)} of simulated time)")
+                f"memory ({_counted(self.jobs, 'job')}, "
+                f"{_counted(self.executions, 'execution')} over {_seconds(self.span)} of simulated time)")
 
     def drivers(self, n: int = 3) -> list[str]:
         total = max(self.events, 1.0)
@@ -109,6 +109,12 @@ def events_flag(x: float) -> str:
         return f"{int(value)}"
     mantissa, power = f"{value:.1e}".split("e")
     return f"{float(mantissa):g}e{int(power)}"
+
+
+def _counted(x: float, one: str) -> str:
+    """``x`` things, "1 job" or "3 jobs"."""
+    n = _count(x)
+    return f"{n} {one}" if n == "1" else f"{n} {one}s"
 
 
 def _count(x: float) -> str:
