@@ -44,6 +44,7 @@ the aging rate), the run is ``aging_bounded`` (aging came into play); else ``sta
 waiting (the backlog), the longest such span and the most jobs waiting in it.
 
 **Queue-full waits** (``queue_full``), **local queues** (``local_queues``): ``intake.py``.
+**Fault windows** (``faults``): ``fault_windows.py``.
 
 Pure functions of the trace, the jobs and the nodes' settings; no Python object per event.
 """
@@ -60,6 +61,7 @@ import pandas as pd
 from ..base.trace import K
 from ..executor.config import NodeConfig
 from ..format.lint_polls import poll_groups
+from .fault_windows import cleared_at, due_in, fault_windows, windows_of
 from .intake import queue_full_waits, queue_waits
 from .phases import (_gaps_before, _largest_gap, _live, claims, first_polls as _first_polls,
                      phase_series, runs_it)
@@ -174,6 +176,16 @@ def poll_phases(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[Node
     gaps = _gaps_before(live, T).mean(axis=0) / T
     out["gap_share"] = {name: _r(g) for name, g in sorted(zip(polling, gaps))}
     return out
+
+
+def _in_backlog(due: np.ndarray, jobs: pd.DataFrame, windows: list[dict[str, Any]],
+                end: float) -> np.ndarray:
+    """Which of the instants ``due`` fall in a slow database's or a partition's window or
+    the backlog it left (``fault_windows.cleared_at``; to the end where it never cleared)."""
+    cleared = cleared_at(jobs["due"].to_numpy(dtype=float),
+                         jobs["first_start"].to_numpy(dtype=float), windows)
+    return due_in(due, [w | {"to": end if c is None else max(c, w["to"])}
+                        for w, c in zip(windows, cleared)], ("slow_db", "partition"))
 
 
 def _group_phases(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[NodeConfig, ...],
@@ -340,6 +352,11 @@ def detect(cols: dict[str, np.ndarray], names: list[str], jobs: pd.DataFrame,
     levels = busy_levels(jobs, runs, threads, end)
     room = room_by_handler(jobs, runs, end, threads_of, lambda h: runs_it(nodes, names, h),
                            levels)
+    windows = windows_of(cols, texts or [], names, end)
+    slowed = _in_backlog(room[0], jobs, windows, end)
+    if slowed.any():  # the polls' own waits: a slow or cut-off database's are its own
+        room = tuple(r[~slowed] for r in room)
+        mean = float((room[1] - room[0]).mean()) if len(room[0]) else None
     phases = _group_phases(cols, names, nodes, end, mean, room, acq)
     aging = nodes[0].executor.aging_rate if nodes and nodes[0].executor.order == "aging" else 0.0
     full = int((cols["b"][acq] == cols["a"][acq]).sum())  # the job table's claims (not timers)
@@ -347,4 +364,5 @@ def detect(cols: dict[str, np.ndarray], names: list[str], jobs: pd.DataFrame,
             "load": load(jobs, runs, figures["nodes"], aging, end),
             "saturation": saturation(levels, threads, end) if len(runs[0]) else None,
             "queue_full": queue_full_waits(cols, names, nodes, runs, figures["nodes"], acq),
-            "local_queues": queue_waits(cols, names, nodes, runs, jobs)}
+            "local_queues": queue_waits(cols, names, nodes, runs, jobs),
+            "faults": fault_windows(cols, texts or [], names, jobs, end, windows)}

@@ -30,7 +30,12 @@ EFFECTS_SHAPE: dict[str, Any] = {
     "queue_full": {k: None for k in ("waits", "wait", "queue_size", "threads", "time", "idle",
                                      "share", "intake", "arriving", "window")},
     "local_queues": {k: None for k in ("jobs", "queued_mean", "start_delay_mean",
-                                       "idle_elsewhere", "queue_size", "run_mean")}}
+                                       "idle_elsewhere", "queue_size", "run_mean")},
+    "faults": {"more": None, "windows": {ANY: {k: None for k in (
+        "kind", "what", "from", "to", "factor", "error_share", "failed_executions",
+        "cleared_at", "jobs",
+        "baseline", "baseline_jobs") + tuple(p + k for p in ("", "baseline_") for k in (
+            "start_delay_mean", "start_delay_max", "never_started", "done_after_due_mean"))}}}}
 
 WINDOW_SHAPE: dict[str, Any] = {k: None for k in ("warmup", "cooldown", "start", "end",
                                                   "jobs_counted", "empty")}

@@ -32,7 +32,7 @@ def _pct(x: float) -> str:
 
 def effect_sentences(summary: dict[str, Any]) -> list[str]:
     effects = summary.get("effects") or {}
-    out = []
+    out = fault_sentences(effects.get("faults"), summary.get("end_time"))
     phases = effects.get("poll_phases")
     if phases and phases["lock_step"]:
         out.append(_lock_step(phases))
@@ -284,3 +284,63 @@ def held_in_queues(q: dict[str, Any] | None, load: dict[str, Any] | None) -> str
             f"the others cannot run; with queue_size: 0 a node claims only for its idle "
             f"threads (a small queue may instead cap what the nodes take in, as the "
             f"queue-full-wait-caps-intake warning tells).")
+
+
+#: fault windows told in words at most; the others are in summary.json
+TOLD_WINDOWS = 3
+
+
+def fault_sentences(faults: dict[str, Any] | None, end: float | None) -> list[str]:
+    """Each fault window (``analysis/fault_windows.py``, the first ``TOLD_WINDOWS``): what
+    it was and what the jobs due in it paid against those due before it (or outside every
+    window): a slow database or a partition in their start delay, a service's outage or
+    brown-out in the executions that failed and the time from due to done."""
+    if not faults:
+        return []
+    windows = list(faults["windows"].values())
+    out = [_window(w, end) for w in windows[:TOLD_WINDOWS]]
+    more = len(windows) - TOLD_WINDOWS + faults.get("more", 0)
+    if more > 0:
+        out.append(f"{more:,} more fault window{'s' if more != 1 else ''} "
+                   f"{'are' if more != 1 else 'is'} in summary.json (effects.faults).")
+    return out
+
+
+def _window(w: dict[str, Any], end: float | None) -> str:
+    until = "the run's end" if end is not None and w["to"] >= end else f"t={_s(w['to'])}"
+    span = f"from t={_s(w['from'])} to {until}"
+    if w["kind"] == "slow_db":
+        what = f"The database ran {w['factor']:g} times slower {span}"
+    elif w["kind"] == "partition":
+        what = f"{w['what']} was cut off from the database {span}"
+    elif w["kind"] == "outage":
+        what = f"{w['what']} was down {span}"
+    else:
+        errors = (f", {_pct(w['error_share'])} of its calls answered with its error"
+                  if w["error_share"] else "")
+        what = f"{w['what']} browned out {span} (latency ×{w['factor'] or 1:g}{errors})"
+    if not w["jobs"]:
+        return what + ": no job fell due in it."
+    base = (f" for the {w['baseline_jobs']:,} due "
+            f"{'before it' if w['baseline'] == 'before' else 'outside it'}")
+    if w["kind"] in ("slow_db", "partition"):
+        if w["start_delay_mean"] is None:
+            return what + f": none of the {w['jobs']:,} jobs due then started."
+        never = f", {w['never_started']:,} of them never" if w["never_started"] else ""
+        against = (f", against {_s(w['baseline_start_delay_mean'])}{base}"
+                   if w["baseline_start_delay_mean"] is not None else "")
+        # a backlog it left: gone later than the worst start delay before it, and a second
+        left = max(1.0, w["baseline_start_delay_max"] or 0.0)
+        gone = (f"; the backlog it left was gone at t={_s(w['cleared_at'])}" if
+                w.get("cleared_at") is not None and w["cleared_at"] > w["to"] + left else "")
+        return (what + f": the {w['jobs']:,} jobs due then started a mean "
+                f"{_s(w['start_delay_mean'])} after they were due (the latest "
+                f"{_s(w['start_delay_max'])}{never}){against}{gone}.")
+    n = w["failed_executions"]
+    failed = f"{n:,} execution{'s' if n != 1 else ''} failed in it"
+    if w["done_after_due_mean"] is None:
+        return what + f": {failed}, and none of the {w['jobs']:,} jobs due then was done."
+    against = (f", against {_s(w['baseline_done_after_due_mean'])}{base}"
+               if w["baseline_done_after_due_mean"] is not None else "")
+    return (what + f": {failed}, and the {w['jobs']:,} jobs due then were done a mean "
+            f"{_s(w['done_after_due_mean'])} after they were due{against}.")

@@ -15,11 +15,13 @@ from .common import (SECONDS, _plural, headline, legend_columns, near_twins, twi
                      with_unit)
 
 
-def load_over_time(load: Load, window: tuple[float, float] | None = None) -> Figure:
+def load_over_time(load: Load, window: tuple[float, float] | None = None,
+                   faults: list[tuple[float, float, str]] | None = None) -> Figure:
     """Busy threads, waiting jobs, start delay and statements per second over the run, on
     one time axis (``analysis.series.load_series`` gives ``load``); ``window``, the
     statistics' (start, end) when a warm-up or cool-down leaves some of the run out, shades
-    what it leaves out."""
+    what it leaves out; ``faults``, the run's fault windows (from, to, what), shades them
+    in red, each named over the top panel."""
     fig = Figure(figsize=(9.0, 8.0), layout="constrained")
     axes = fig.subplots(4, 1, sharex=True)
     mid = (load.edges[:-1] + load.edges[1:]) / 2
@@ -66,8 +68,14 @@ def load_over_time(load: Load, window: tuple[float, float] | None = None) -> Fig
             for a, b in ((load.edges[0], window[0]), (window[1], load.edges[-1])):
                 if b > a:
                     ax.axvspan(a, b, color="0.85", zorder=0, lw=0)
-    fig.suptitle(headline("load over time", None, "grey: the warm-up and cool-down, left out "
-                          "of the statistics" if window is not None else ""))
+    for a, b, what in faults or []:
+        for ax in axes:
+            ax.axvspan(a, b, color="tab:red", alpha=0.12, zorder=0, lw=0)
+        axes[0].annotate(what, (a, 1.0), xycoords=("data", "axes fraction"), xytext=(2, -2),
+                         textcoords="offset points", va="top", fontsize=7, color="tab:red")
+    said = (["grey: the warm-up and cool-down, left out of the statistics"] if window
+            is not None else []) + (["red: fault windows"] if faults else [])
+    fig.suptitle(headline("load over time", None, "; ".join(said)))
     return fig
 
 
