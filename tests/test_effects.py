@@ -629,3 +629,35 @@ def test_phases_that_shifted_explain_the_work_they_split_over_the_run():
         assert imb["imbalanced"] and imb["why"] == "poll_phases", (seed, imb, p["gap_share"])
         said = " ".join(sentences(s))
         assert "do not explain it" not in said and "on average over the run." in said, said
+
+
+@pytest.mark.slow
+def test_where_the_first_polls_claims_come_back_full_jitter_moves_the_wait_behind_them():
+    """The advice's second half, checked: three default nodes at 10 jobs/s of 500 ms (the
+    README's) and at 2 jobs/s of a median 1 s failing 30 %, seeds 1-3: with jitter the wait
+    after the first poll and the longest grow, and polls every 5 s shorten both."""
+    flaky = {"name": "flaky", "until": "drained", "nodes": 3,
+             "executor": {"retry": {"attempts": 5, "backoff": {"exponential": {
+                 "base": "5s", "factor": 2, "cap": "2m"}}}},
+             "handlers": {"work": {"duration": {"lognormal": {"median": "1s", "p99": "8s"}},
+                                   "outcome": {"fail_rate": 0.3}}},
+             "workload": {"streams": [{"name": "s", "handler": "work", "rate": "2/s",
+                                       "count": 1000}]}}
+    steady = {**flaky, "executor": {}, "handlers": {"work": {"duration": "500ms"}},
+              "workload": {"streams": [{"name": "s", "handler": "work", "rate": "10/s",
+                                        "count": 3000}]}}
+    for doc in (steady, flaky):
+        for seed in (1, 2, 3):
+            runs = {k: _summary({**doc, "executor": {**doc["executor"], **ex}}, seed)
+                    for k, ex in (("none", {}), ("jitter", {"poll_jitter": 0.5}),
+                                  ("5s", {"poll_interval": "5s"}))}
+            p = {k: s["effects"]["poll_phases"] for k, s in runs.items()}
+            top = {k: s["latency"]["start_delay"]["max"] for k, s in runs.items()}
+            assert p["none"]["first_poll_full_free"] >= 0.9, (seed, p["none"])
+            assert p["jitter"]["wait_after_poll_free"] > p["none"]["wait_after_poll_free"]
+            assert top["jitter"] > top["none"], (seed, top)
+            for k in ("wait_for_poll_free", "wait_after_poll_free"):
+                assert p["5s"][k] < p["none"][k], (seed, k, p)
+            said = " ".join(sentences(runs["none"]))
+            if p["none"]["lock_step"]:
+                assert "jobs wait longer behind the full claims after it" in said, said
