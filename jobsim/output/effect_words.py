@@ -57,7 +57,7 @@ def effect_sentences(summary: dict[str, Any]) -> list[str]:
         elif phases and not phases["lock_step"]:
             line += (" The poll phases do not explain it: each node's share of the work is "
                      "not its share of the poll cycle.")
-        out.append(line)
+        out.append(line + _busier(imb, summary.get("nodes") or {}))
     load = effects.get("load")
     if load:
         out += _load(load)
@@ -80,6 +80,18 @@ def _who(phases: dict[str, Any], first: bool = False) -> str:
     runs some handlers, named (``first``: to begin a sentence)."""
     who = group_words(phases.get("group") or [""] * phases["nodes"], phases.get("handlers"))
     return who[0].upper() + who[1:] if first else who
+
+
+def _busier(imb: dict[str, Any], nodes: dict[str, Any]) -> str:
+    """Where the node that ran fewer executions kept its threads busier than the one that
+    ran more (runs of different lengths: fast failures in an outage), that counterweight."""
+    most, least = (nodes.get(imb[k]) or {} for k in ("most", "least"))
+    a, b = most.get("busy_share"), least.get("busy_share")
+    if a is None or b is None or b <= a:
+        return ""
+    return (f" By thread time, though, {imb['least']} was the busier ({100 * b:.3g} % of "
+            f"its threads' time, against {100 * a:.3g} %): {imb['most']}'s executions were "
+            f"shorter.")
 
 
 def _lock_step(phases: dict[str, Any]) -> str:
