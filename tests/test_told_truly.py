@@ -92,3 +92,17 @@ def test_the_lock_fix_does_not_promise_what_a_lock_just_above_the_p99_cannot_kee
     beat = {**doc, "executor": {"lock_time": "30s", "heartbeat": "10s"}}
     assert all(api.analyse(api.run(from_dict(beat), seed)).summary[
         "duplicate_executions"]["total"] == 0 for seed in (1, 2, 3))
+
+
+def test_a_crash_that_stranded_nothing_is_said_all_the_same():
+    """A crash of an idle node was not mentioned at all: the user could not tell whether
+    the fault was tested."""
+    doc = {"name": "idle_crash", "until": "1m", "nodes": 2,
+           "handlers": {"work": {"duration": "1s"}},
+           "workload": {"jobs": [{"handler": "work", "at": "0s"}]},
+           "faults": [{"at": "30s", "crash": "node-2", "restart_after": "10s"}]}
+    s = api.analyse(api.run(from_dict(doc))).summary
+    assert s["crash_recovery"]["stranded_jobs"] == 0
+    said = " ".join(sentences(s))
+    assert "A crash stranded no job: node-2 (10 s down) held no job under a live lock when " \
+           "it went down." in said, said

@@ -142,6 +142,12 @@ def sentences(summary: dict[str, Any]) -> list[str]:
                      "; none of them was taken up again") if lost == n else
                     f"; {lost:,} of them were never taken up again")
         out.append(f"A crash stranded {_n(n, 'job')}{back}.")
+    elif down := {n: f["time_down"] for n, f in (summary.get("nodes") or {}).items()
+                  if f.get("time_down")}:  # a crash that found its node idle: said all the same
+        who = ", ".join(f"{n} ({_seconds(t)} down)" for n, t in sorted(down.items()))
+        one = len(down) == 1
+        out.append(f"{'A crash' if one else 'The crashes'} stranded no job: {who} held no "
+                   f"job under a live lock when {'it' if one else 'they'} went down.")
     out += effect_sentences(summary)
     broken = [k for k, v in summary["invariants"].items() if v]
     if broken:
