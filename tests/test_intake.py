@@ -354,5 +354,7 @@ def test_nodes_that_split_the_handlers_are_not_read_as_one_cluster():
                   {"name": "sb", "handler": "b", "count": 750, "rate": "1.5/s"}]}}
     assert not [w for w in lint(from_dict(capped)) if w.code == CODE]
     s = api.analyse(api.run(from_dict(capped), 1)).summary
-    assert s["effects"]["queue_full"] is None
+    q = s["effects"]["queue_full"]  # node-c's own: its stream of 1.5/s, under its 1.6/s
+    assert q["group"] == ["node-c"] and q["handlers"] == ["b"], q
+    assert q["intake"] == 1.6 and 1.3 < q["arriving"] < 1.7, q
     assert "took in fewer jobs" not in " ".join(sentences(s))

@@ -91,3 +91,30 @@ def test_the_whole_cluster_is_no_set():
     doc = {**_doc(), "nodes": 3, "workload": {"streams": [_doc()["workload"]["streams"][0]]}}
     p = api.analyse(api.run(from_dict(doc), 0)).summary["effects"]["poll_phases"]
     assert p["group"] is None and p["handlers"] is None and p["nodes"] == 3
+
+
+def test_a_set_whose_queues_cap_its_intake_is_warned_of_and_told_with_its_own_stream():
+    """The README's capped nodes (three of 4 threads, a queue of 10, 10 jobs/s of 500 ms)
+    alone on their handler, beside a node on another: the lint and the report weigh the
+    set's intake against its own stream, and name it; before, a cluster whose nodes split
+    the handlers had neither."""
+    doc = {"name": "capped_set", "until": "drained",
+           "executor": {"queue_size": 10, "batch_size": 20},
+           "nodes": [{"name": f"n{i}", "handles": ["a"]} for i in range(3)] +
+           [{"name": "nb", "handles": ["b"]}],
+           "handlers": {"a": {"duration": "500ms"}, "b": {"duration": "500ms"}},
+           "workload": {"streams": [
+               {"name": "sa", "handler": "a", "rate": "10/s", "count": 3000},
+               {"name": "sb", "handler": "b", "rate": "1/s", "count": 300}]}}
+    warned = [w for w in lint(from_dict(doc)) if w.code == "queue-full-wait-caps-intake"]
+    assert len(warned) == 1, warned
+    assert "8.4 jobs/s for the 3 nodes that alone run a (n0, n1, n2)" in warned[0].message
+    assert "against 10/s arriving" in warned[0].message
+    for seed in (0, 1, 2):
+        s = api.analyse(api.run(from_dict(doc), seed)).summary
+        q = s["effects"]["queue_full"]
+        assert q["group"] == ["n0", "n1", "n2"] and q["handlers"] == ["a"], q
+        assert q["intake"] == 8.4 and 9.5 < q["arriving"] < 10.5, q  # the set's stream only
+        said = " ".join(sentences(s))
+        assert "The 3 nodes that alone run a (n0, n1, n2) took in fewer jobs than fell due" \
+            in said, said

@@ -62,7 +62,7 @@ from ..base.trace import K
 from ..executor.config import NodeConfig
 from ..format.lint_polls import poll_groups
 from .fault_windows import cleared_at, due_in, fault_windows, windows_of
-from .intake import queue_full_waits, queue_waits
+from .intake import group_queue_full_waits, queue_waits
 from .phases import (_gaps_before, _largest_gap, _live, claims, first_polls as _first_polls,
                      phase_series, runs_it)
 from .saturation import busy_levels, room_by_handler, rounded as _r, saturation, waits_of
@@ -363,6 +363,7 @@ def detect(cols: dict[str, np.ndarray], names: list[str], jobs: pd.DataFrame,
     return {"poll_phases": phases, "imbalance": imbalance(figures["nodes"], phases, full),
             "load": load(jobs, runs, figures["nodes"], aging, end),
             "saturation": saturation(levels, threads, end) if len(runs[0]) else None,
-            "queue_full": queue_full_waits(cols, names, nodes, runs, figures["nodes"], acq),
+            "queue_full": group_queue_full_waits(cols, names, nodes, runs, figures["nodes"],
+                                                 acq, jobs),
             "local_queues": queue_waits(cols, names, nodes, runs, jobs),
             "faults": fault_windows(cols, texts or [], names, jobs, end, windows)}

@@ -28,21 +28,48 @@ import pandas as pd
 
 from ..base.trace import K
 from ..executor.config import NodeConfig
-from ..format.lint_polls import intake_of, queue_capped as capped
+from ..format.lint_polls import intake_of, poll_groups, queue_capped as capped
 from .phases import _groups, split
 from .saturation import rounded as _r
 
 
+def group_queue_full_waits(cols: dict[str, np.ndarray], names: list[str],
+                           nodes: tuple[NodeConfig, ...], runs: tuple[np.ndarray, ...],
+                           node_figures: dict[str, dict[str, Any]], acq: np.ndarray,
+                           jobs: pd.DataFrame) -> dict[str, Any] | None:
+    """``queue_full_waits`` of the nodes that compete for the same rows (``poll_groups``):
+    the cluster's, or where its nodes split the handlers, of the set that alone runs the
+    most jobs and has such waits, over its own runs and jobs; with the set's nodes
+    (``group``) and handlers (``handlers``), both None for the whole cluster."""
+    groups = poll_groups(nodes)
+    if len(groups) == 1 and groups[0][1] is None:
+        out = queue_full_waits(cols, names, nodes, runs, node_figures, acq)
+        return None if out is None else out | {"group": None, "handlers": None}
+    handler = jobs["handler"].astype(str).to_numpy()
+    due = jobs["due"].to_numpy(dtype=float)
+    ours = [np.isin(handler, hs) for _, hs in groups]
+    for k in sorted(range(len(groups)), key=lambda k: -int(ours[k].sum())):
+        group, hs = groups[k]
+        own = np.isin(runs[2], [names.index(n.name) for n in group if n.name in names])
+        out = queue_full_waits(cols, names, tuple(group), tuple(r[own] for r in runs),
+                               node_figures, acq, np.sort(due[ours[k]]))
+        if out is not None:
+            return out | {"group": [n.name for n in group if n.name in names],
+                          "handlers": list(hs)}
+    return None
+
+
 def queue_full_waits(cols: dict[str, np.ndarray], names: list[str],
                      nodes: tuple[NodeConfig, ...], runs: tuple[np.ndarray, ...],
-                     node_figures: dict[str, dict[str, Any]], acq: np.ndarray
-                     ) -> dict[str, Any] | None:
+                     node_figures: dict[str, dict[str, Any]], acq: np.ndarray,
+                     due: np.ndarray | None = None) -> dict[str, Any] | None:
     """The capped nodes' queue-full waits that ended in a full claim, and their threads'
     idle time in them, against their time up and not paused (see the module's docstring;
     ``node_figures``: the summary's nodes; ``acq``: the claims on the job table);
     None where no node is capped or none waited so. ``wait`` is the capped nodes' longest;
     where their queues, threads or waits differ, ``queue_size`` and ``threads`` are None (no
-    one node's stands for the others)."""
+    one node's stands for the others). ``due``: the due instants of the nodes' jobs, where
+    they run some handlers alone (else every job created)."""
     kind, node, time = cols["kind"], cols["node"], cols["time"]
     held = [n for n in capped(nodes) if n.name in names]
     if not held or split(nodes):  # (no one intake of the cluster stands for every job's)
@@ -81,7 +108,8 @@ def queue_full_waits(cols: dict[str, np.ndarray], names: list[str],
     alike = len({(n.executor.queue_size, n.executor.threads, n.executor.queue_full_wait)
                  for n in held}) == 1
     ex = held[0].executor
-    due = cols["x"][kind == K["job_created"]]
+    if due is None:
+        due = cols["x"][kind == K["job_created"]]
     window = float(due.max() - due.min()) if len(due) > 1 else 0.0
     return {"waits": waits, "wait": max(n.executor.queue_full_wait for n in held),
             "queue_size": ex.queue_size if alike else None,

@@ -28,7 +28,8 @@ EFFECTS_SHAPE: dict[str, Any] = {
     "saturation": {k: None for k in ("threads", "time", "share", "longest",
                                      "longest_from", "most_waiting")},
     "queue_full": {k: None for k in ("waits", "wait", "queue_size", "threads", "time", "idle",
-                                     "share", "intake", "arriving", "window")},
+                                     "share", "intake", "arriving", "window", "group",
+                                     "handlers")},
     "local_queues": {k: None for k in ("jobs", "queued_mean", "start_delay_mean",
                                        "idle_elsewhere", "queue_size", "run_mean")},
     "faults": {"more": None, "windows": {ANY: {k: None for k in (

@@ -108,14 +108,15 @@ def _lock_step(sc: Scenario, group: list[Any], handlers: tuple[str, ...] | None
            f"you study")
 
 
-def _run_mean(sc: Scenario) -> float | None:
-    """The workload's mean drawn run (weighted by its jobs), or None where a run is steps,
-    Python or hangs (no mean to speak of)."""
+def _run_mean(sc: Scenario, handlers: set[str] | None = None) -> float | None:
+    """The workload's mean drawn run (weighted by its jobs; of ``handlers``' jobs where
+    given), or None where a run is steps, Python or hangs (no mean to speak of)."""
     counts: dict[str, int] = {}
     for h, n in [(j.handler, 1) for j in sc.jobs] + [(st.handler, st.count) for st in
                                                      sc.streams] + \
             [(r.handler, r.count) for r in sc.recurring]:
-        counts[h] = counts.get(h, 0) + n
+        if handlers is None or h in handlers:
+            counts[h] = counts.get(h, 0) + n
     hs = [sc.handlers.get(h) for h in counts]
     if not counts or any(h is None or h.steps is not None or h.python is not None or
                          h.outcome == "hang" for h in hs):
@@ -186,16 +187,28 @@ def intake_of(nodes: Any, run_mean: float) -> float:
 def queue_full_caps(sc: Scenario) -> Iterator[Found]:
     """``queue-full-wait-caps-intake`` (see the module's docstring): the Poisson streams'
     rate against the cluster's intake, where a queue-full wait caps it below its threads'
-    and an interval's arrivals fill a node's queue and threads."""
-    nodes = list(sc.nodes)
-    capped = queue_capped(nodes)
-    if splits_handlers(nodes):
-        return  # no one intake of the cluster stands for all its jobs
-    rate = sum(st.rate for st in sc.streams if st.rate) + \
-        sum(1 / r.every for r in sc.recurring if r.every > 0)
-    mean = _run_mean(sc)
-    if not capped or rate <= 0 or not mean or mean <= 0 or sc.ticks:
+    and an interval's arrivals fill a node's queue and threads; of each set of nodes that
+    alone runs some handlers (``poll_groups``), against its own streams, where the nodes
+    split the handlers."""
+    if sc.ticks:
         return
+    for group, handlers in poll_groups(sc.nodes):
+        yield from _queue_full_caps(sc, group, handlers)
+
+
+def _queue_full_caps(sc: Scenario, nodes: list[Any], handlers: tuple[str, ...] | None
+                     ) -> Iterator[Found]:
+    capped = queue_capped(nodes)
+    ours = None if handlers is None else set(handlers)
+    rate = sum(st.rate for st in sc.streams if st.rate and (ours is None or
+                                                            st.handler in ours)) + \
+        sum(1 / r.every for r in sc.recurring if r.every > 0 and (ours is None or
+                                                                  r.handler in ours))
+    mean = _run_mean(sc, ours)
+    if not capped or rate <= 0 or not mean or mean <= 0:
+        return
+    whose = "the cluster" if handlers is None else group_words([n.name for n in nodes],
+                                                                 handlers)
     threads = sum(n.executor.threads for n in nodes) / mean
     intake = intake_of(nodes, mean)
     ex = capped[0].executor
@@ -234,7 +247,7 @@ def queue_full_caps(sc: Scenario) -> Iterator[Found]:
            f"queue_full_wait ({format_duration(wait)}), though its queue of {ex.queue_size} "
            f"and its {ex.threads} thread{'s' if ex.threads != 1 else ''} run dry in about "
            f"{format_span(dry)}: it takes in at most {held} jobs per "
-           f"{format_duration(wait)}, {_about(intake)} jobs/s for the cluster "
+           f"{format_duration(wait)}, {_about(intake)} jobs/s for {whose} "
            f"({nodes_said} so capped), against {_about(rate)}/s arriving: the backlog and "
            f"the waits grow as long as the stream lasts, while the threads could run "
            f"{_about(threads)}/s; fix: a queue_full_wait under {format_span(dry)}, a "

@@ -79,7 +79,12 @@ def _who(phases: dict[str, Any], first: bool = False) -> str:
     """The nodes whose polls ``phases`` are: "the 3 nodes", or the set of them that alone
     runs some handlers, named (``first``: to begin a sentence)."""
     who = group_words(phases.get("group") or [""] * phases["nodes"], phases.get("handlers"))
-    return who[0].upper() + who[1:] if first else who
+    return _upper(who) if first else who
+
+
+def _upper(words: str) -> str:
+    """``words`` to begin a sentence (only the first letter: names keep their case)."""
+    return words[0].upper() + words[1:]
 
 
 def _busier(imb: dict[str, Any], nodes: dict[str, Any]) -> str:
@@ -291,7 +296,9 @@ def capped_intake(q: dict[str, Any] | None, load: dict[str, Any] | None) -> str 
                 f"{q['queue_size']:,} and its {q['threads']:,} threads ran dry sooner. So each "
                 f"took in at most {q['queue_size'] + q['threads']:,} jobs per "
                 f"{_s(q['wait'])},")
-    return (f"The nodes took in fewer jobs than fell due: a node whose local queue was full "
+    whose = "The nodes" if not q.get("handlers") else \
+        _upper(group_words(q["group"], q["handlers"]))
+    return (f"{whose} took in fewer jobs than fell due: a node whose local queue was full "
             f"{what} {q['intake']:.3g} jobs/s in all, against {q['arriving']:.3g}/s falling "
             f"due: the waits grew as long as the jobs kept coming, while the threads sat idle "
             f"for {_s(q['idle'])} of thread time in those waits, {_pct(q['share'])} of all "
