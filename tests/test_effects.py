@@ -655,9 +655,10 @@ def test_where_the_first_polls_claims_come_back_full_jitter_moves_the_wait_behin
             top = {k: s["latency"]["start_delay"]["max"] for k, s in runs.items()}
             assert p["none"]["first_poll_full_free"] >= 0.9, (seed, p["none"])
             assert p["jitter"]["wait_after_poll_free"] > p["none"]["wait_after_poll_free"]
-            assert top["jitter"] > top["none"], (seed, top)
+            assert top["jitter"] > top["none"], (seed, top)  # (at 22 of 24 runs of seeds 0-11)
             for k in ("wait_for_poll_free", "wait_after_poll_free"):
                 assert p["5s"][k] < p["none"][k], (seed, k, p)
             said = " ".join(sentences(runs["none"]))
             if p["none"]["lock_step"]:
-                assert "jobs wait longer behind the full claims after it" in said, said
+                assert "jobs wait longer behind the full claims after it, and the longest " \
+                    "wait mostly grows" in said, said

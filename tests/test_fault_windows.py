@@ -75,14 +75,15 @@ def test_an_outage_a_brownout_and_a_partition_are_each_told():
     assert ws[2]["baseline_jobs"] == int((~inside & (due < 240)).sum())
     assert [w["jobs"] for w in ws] == [int(((due >= w["from"]) & (due < w["to"])).sum())
                                        for w in ws]
-    assert ws[2]["failed_executions"] == s["services"]["pay"]["attempts_in_outage"]
+    assert ws[2]["failed_calls"] == s["services"]["pay"]["calls_in_outage"]
     said = " ".join(sentences(s))
     assert "node-1 was cut off from the database from t=60 s to t=90 s: the " in said
     assert ("pay browned out from t=120 s to t=180 s (latency ×5, 30 % of its calls "
             "answered with its error): ") in said
-    assert f"pay was down from t=240 s to t=300 s: {ws[2]['failed_executions']:,} " \
-           f"executions failed in it, and the {ws[2]['jobs']:,} jobs due then were done a " \
-           f"mean" in said
+    assert f"pay was down from t=240 s to t=300 s: {ws[2]['failed_calls']:,} calls made to " \
+           f"it then failed, and {ws[2]['done']:,} of the {ws[2]['jobs']:,} jobs due then " \
+           f"that call it were done a mean" in said, said
+    assert ws[2]["done"] < ws[2]["jobs"]  # (some went to the dead-letter table)
     assert ws[2]["done_after_due_mean"] > 10 * ws[2]["baseline_done_after_due_mean"]
 
 
@@ -97,7 +98,7 @@ def test_an_outage_to_the_end_with_nothing_done_says_so():
     s = api.analyse(api.run(from_dict(doc), 1)).summary
     said = " ".join(sentences(s))
     assert "pay was down from t=0 s to the run's end: " in said, said
-    assert "and none of the 100 jobs due then was done." in said
+    assert "and none of the 100 jobs due then that call it was done." in said
     assert "against" not in said.split("pay was down")[1].split(".")[0]
 
 
@@ -123,12 +124,14 @@ def test_the_load_figure_shades_each_window_and_names_it():
 
 
 def test_the_readmes_slow_database_figures_hold_at_seeds_0_to_4():
+    """(The README's ranges are of 31 runs: seeds 0-20 of this file, 0-9 of another
+    naming of its stream, which draws other arrivals.)"""
     for seed in range(5):
         w = api.analyse(api.run(from_dict(SLOW), seed)).summary["effects"]["faults"][
             "windows"]["1"]
-        assert 22 <= w["start_delay_mean"] <= 31, (seed, w)
-        assert 0.28 <= round(w["baseline_start_delay_mean"], 2) <= 0.37, (seed, w)
-        assert 29 <= round(w["cleared_at"] - w["to"]) <= 41, (seed, w)
+        assert 20.9 <= w["start_delay_mean"] <= 31, (seed, w)
+        assert 0.27 <= round(w["baseline_start_delay_mean"], 2) <= 0.37, (seed, w)
+        assert 22 <= round(w["cleared_at"] - w["to"]) <= 44, (seed, w)
 
 
 def test_work_uneven_by_executions_says_which_node_was_busier_by_thread_time():
@@ -150,3 +153,71 @@ def test_work_uneven_by_executions_says_which_node_was_busier_by_thread_time():
     said = " ".join(sentences(s))
     assert "By thread time, though, node-1 was the busier (" in said, said
     assert "node-2's executions were shorter." in said
+
+
+def test_a_window_from_the_start_clears_and_leaves_the_polls_their_figures():
+    """A level of no job waiting before the window can never be met (the job falling due
+    counts itself): a window at t=0 never cleared, and the poll analysis lost every job
+    (a review)."""
+    doc = {**SLOW, "faults": [{"at": "0s", "slow_db": 50, "for": "10s"}]}
+    s = api.analyse(api.run(from_dict(doc), 1)).summary
+    w = s["effects"]["faults"]["windows"]["1"]
+    assert w["cleared_at"] is not None and w["cleared_at"] < 60, w
+    assert s["effects"]["poll_phases"]["start_delay_mean_free"] is not None
+    # the baseline leaves out the window's backlog: those due after it cleared
+    long = {**SLOW, "faults": [{"at": "0s", "slow_db": 50, "for": "1m"}]}
+    w = api.analyse(api.run(from_dict(long), 1)).summary["effects"]["faults"]["windows"]["1"]
+    assert w["baseline"] == "outside" and w["baseline_start_delay_mean"] < 1.0, w
+
+
+def test_each_service_window_counts_its_own_calls_and_callers():
+    doc = {"name": "two", "until": "drained", "executor": {"poll_interval": "1s"}, "nodes": 3,
+           "handlers": {"a": {"calls": ["pay"]}, "b": {"calls": ["mail"]},
+                        "c": {"duration": "100ms", "outcome": {"fail_rate": 0.5}}},
+           "services": {"pay": {"latency": "10ms", "outages": [{"at": "1m", "for": "1m"}]},
+                        "mail": {"latency": "10ms", "outages": [{"at": "1m", "for": "1m"}]}},
+           "workload": {"streams": [{"name": h, "handler": h, "rate": "1/s", "count": 240}
+                                    for h in ("a", "b", "c")]}}
+    result = api.run(from_dict(doc), 1)
+    s, jobs = api.analyse(result).summary, api.jobs_frame(result)
+    ws = {w["what"]: w for w in s["effects"]["faults"]["windows"].values()}
+    for name, handler in (("pay", "a"), ("mail", "b")):
+        assert ws[name]["failed_calls"] == s["services"][name]["calls_in_outage"] > 0
+        due = jobs["due"][jobs["handler"] == handler]
+        assert ws[name]["jobs"] == int(((due >= 60) & (due < 120)).sum()), ws[name]
+    assert ws["pay"]["failed_calls"] != ws["mail"]["failed_calls"] or \
+        ws["pay"]["jobs"] != ws["mail"]["jobs"]
+
+
+def test_a_window_open_at_the_end_takes_in_its_last_instant():
+    """Retries due at the run's last instant were left out: the report said 100 calls
+    failed where 150 had (a review)."""
+    doc = {"name": "open", "until": "drained", "nodes": 2,
+           "executor": {"wakeup": "notify", "retry": {"attempts": 3,
+                                                      "backoff": {"fixed": "10s"}}},
+           "handlers": {"work": {"calls": ["pay"]}},
+           "services": {"pay": {"latency": "10ms", "outages": [{"at": "0s", "for": "1h"}]}},
+           "workload": {"jobs": [{"handler": "work", "at": "0s"} for _ in range(50)]}}
+    s = api.analyse(api.run(from_dict(doc), 1)).summary
+    w = s["effects"]["faults"]["windows"]["1"]
+    assert w["to"] == s["end_time"]
+    assert w["failed_calls"] == s["services"]["pay"]["calls_in_outage"] == 150, w
+
+
+def test_a_slow_database_whose_factor_changed_or_fell_is_said_so():
+    def said(faults):
+        s = api.analyse(api.run(from_dict({**SLOW, "faults": faults}), 1)).summary
+        return " ".join(sentences(s))
+    both = said([{"at": "60s", "slow_db": 50, "for": "10s"},
+                 {"at": "65s", "slow_db": 2, "for": "60s"}])
+    assert "The database ran up to 100 times slower from t=60 s to t=125 s" in both, both
+    assert "times faster from t=60 s" in said([{"at": "60s", "slow_db": 0.2, "for": "60s"}])
+
+
+def test_windows_beyond_those_kept_are_counted_and_said_so():
+    faults = [{"at": f"{10 + 5 * i}s", "slow_db": 2, "for": "1s"} for i in range(30)]
+    s = api.analyse(api.run(from_dict({**SLOW, "faults": faults}), 1)).summary
+    f = s["effects"]["faults"]
+    assert len(f["windows"]) == 20 and f["more"] == 10
+    assert "27 more fault windows: 17 in summary.json (effects.faults), 10 beyond those " \
+           "counted only." in " ".join(sentences(s))

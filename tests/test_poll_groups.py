@@ -118,3 +118,47 @@ def test_a_set_whose_queues_cap_its_intake_is_warned_of_and_told_with_its_own_st
         said = " ".join(sentences(s))
         assert "The 3 nodes that alone run a (n0, n1, n2) took in fewer jobs than fell due" \
             in said, said
+
+
+def test_handles_that_differ_only_by_a_handler_with_no_jobs_are_one_cluster():
+    """a: [wa], b: [wa, legacy], c: [wa] with no legacy job: all three poll for wa's rows
+    (the lint had gone quiet and the report had no phases since sets were read by their
+    literal handles; a review)."""
+    doc = {**_doc(), "nodes": [{"name": "a", "handles": ["wa"]},
+                               {"name": "b", "handles": ["wa", "legacy"]},
+                               {"name": "c", "handles": ["wa"]}],
+           "handlers": {"wa": {"duration": "200ms"}, "legacy": {"duration": "1s"}},
+           "workload": {"streams": [_doc()["workload"]["streams"][0]]}}
+    warned = [w for w in lint(from_dict(doc)) if w.code == "poll-lock-step"]
+    assert len(warned) == 1 and warned[0].message.startswith("3 nodes poll every 10s")
+    p = api.analyse(api.run(from_dict(doc), 1)).summary["effects"]["poll_phases"]
+    assert p["group"] is None and p["nodes"] == 3 and p["lock_step"], p
+
+
+def test_every_set_is_told_and_each_sets_jitter_is_its_own():
+    """Two sets, a, c, d on wa and b, e on wb: both drift into lock-step and both are told;
+    jitter written on a, c and d quiets their warning, not b and e's (a review)."""
+    def doc(jitter_on_wa: bool) -> dict:
+        return {**_doc(), "nodes": [
+            {"name": n, "handles": [h], **({"poll_jitter": 0.5} if jitter_on_wa and h == "wa"
+                                           else {})}
+            for n, h in (("a", "wa"), ("b", "wb"), ("c", "wa"), ("d", "wa"), ("e", "wb"))],
+            "workload": {"streams": [
+                {"name": "sa", "handler": "wa", "rate": "3/s", "count": 3600},
+                {"name": "sb", "handler": "wb", "rate": "2/s", "count": 2400}]}}
+    warned = [w.message for w in lint(from_dict(doc(False))) if w.code == "poll-lock-step"]
+    assert [m[:28] for m in warned] == ["3 nodes that alone run wa (a", "2 nodes that alone run wb (b"]
+    warned = [w.message for w in lint(from_dict(doc(True))) if w.code == "poll-lock-step"]
+    assert [m[:28] for m in warned] == ["2 nodes that alone run wb (b"]
+    for seed in (1, 2):
+        s = api.analyse(api.run(from_dict(doc(False)), seed)).summary
+        p = s["effects"]["poll_phases"]
+        assert p["group"] == ["a", "c", "d"] and [o["group"] for o in p["other_sets"]] == [
+            ["b", "e"]], p
+        said = " ".join(sentences(s))
+        assert "The 3 nodes that alone run wa (a, c, d) polled in lock-step" in said
+        assert "The 2 nodes that alone run wb (b, e) polled in lock-step" in said, said
+        s = api.analyse(api.run(from_dict(doc(True)), seed)).summary
+        said = " ".join(sentences(s))
+        assert "The 2 nodes that alone run wb (b, e) polled in lock-step" in said, said
+        assert "(a, c, d) polled in lock-step" not in said

@@ -104,5 +104,18 @@ def test_a_crash_that_stranded_nothing_is_said_all_the_same():
     s = api.analyse(api.run(from_dict(doc))).summary
     assert s["crash_recovery"]["stranded_jobs"] == 0
     said = " ".join(sentences(s))
-    assert "A crash stranded no job: node-2 (10 s down) held no job under a live lock when " \
+    assert "No crash stranded a job: node-2 (10 s down) held no job under a live lock when " \
            "it went down." in said, said
+
+
+def test_a_pause_that_does_nothing_or_that_a_crash_ends_is_not_warned_of():
+    down = {**PAUSED, "until": "2m", "faults": [
+        {"at": "10s", "crash": "node-b"}, {"at": "100s", "pause": "node-b", "for": "60s"}]}
+    assert not [w for w in lint(from_dict(down)) if w.code == "fault-outlasts-the-end"]
+    cut = {**PAUSED, "until": "2m", "faults": [
+        {"at": "100s", "pause": "node-b", "for": "60s"}, {"at": "110s", "crash": "node-b"}]}
+    assert not [w for w in lint(from_dict(cut)) if w.code == "fault-outlasts-the-end"]
+    drained = {**PAUSED, "until": "drained", "horizon": "40d",
+               "faults": [{"at": "39d", "pause": "node-b", "for": "2d"}]}
+    warned, = [w for w in lint(from_dict(drained)) if w.code == "fault-outlasts-the-end"]
+    assert "(horizon: 40d)" in warned.message and "fix: a horizon past it" in warned.message

@@ -61,7 +61,7 @@ import pandas as pd
 from ..base.trace import K
 from ..executor.config import NodeConfig
 from ..format.lint_polls import poll_groups
-from .fault_windows import cleared_at, due_in, fault_windows, windows_of
+from .fault_windows import due_in, fault_windows, windows_of, with_backlog
 from .intake import group_queue_full_waits, queue_waits
 from .phases import (_gaps_before, _largest_gap, _live, claims, first_polls as _first_polls,
                      phase_series, runs_it)
@@ -178,42 +178,34 @@ def poll_phases(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[Node
     return out
 
 
-def _in_backlog(due: np.ndarray, jobs: pd.DataFrame, windows: list[dict[str, Any]],
-                end: float) -> np.ndarray:
-    """Which of the instants ``due`` fall in a slow database's or a partition's window or
-    the backlog it left (``fault_windows.cleared_at``; to the end where it never cleared)."""
-    cleared = cleared_at(jobs["due"].to_numpy(dtype=float),
-                         jobs["first_start"].to_numpy(dtype=float), windows)
-    return due_in(due, [w | {"to": end if c is None else max(c, w["to"])}
-                        for w, c in zip(windows, cleared)], ("slow_db", "partition"))
-
-
 def _group_phases(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[NodeConfig, ...],
                   end: float, mean: float | None, room: tuple[np.ndarray, ...],
                   acq: np.ndarray) -> dict[str, Any] | None:
     """``poll_phases`` of the nodes that compete for the same rows (``poll_groups``): the
-    cluster's, or where its nodes split the handlers, of the set that alone runs the most
-    of the jobs that started (and has phases to speak of), over those jobs alone; with the
-    set's nodes (``group``) and handlers (``handlers``), both None for the whole cluster."""
+    cluster's, or where its nodes split the handlers, of each set that alone runs some
+    (and has phases to speak of), over its own jobs: the one that ran the most first, with
+    the others in ``other_sets``; with the set's nodes (``group``) and handlers
+    (``handlers``), both None for the whole cluster."""
     due, start, busy, handler = room
-    groups = poll_groups(nodes)
+    groups = poll_groups(nodes, set(handler.tolist()))
     if len(groups) == 1 and groups[0][1] is None:
         out = poll_phases(cols, names, nodes, end, mean, waits_of(room),
                           (due[~busy], start[~busy], handler[~busy]), acq)
-        return None if out is None else out | {"group": None, "handlers": None}
+        return None if out is None else out | {"group": None, "handlers": None,
+                                               "other_sets": []}
     ours = [np.isin(handler, hs) for _, hs in groups]
+    found = []
     for k in sorted(range(len(groups)), key=lambda k: -int(ours[k].sum())):
         group, hs = groups[k]
         if not ours[k].any():
             continue
-        mine = tuple(r[ours[k]] for r in room)
-        d, s, b, h = mine
+        d, s, b, h = (r[ours[k]] for r in room)
         out = poll_phases(cols, names, tuple(group), end, float((s - d).mean()),
-                          waits_of(mine), (d[~b], s[~b], h[~b]), acq)
+                          waits_of((d, s, b, h)), (d[~b], s[~b], h[~b]), acq)
         if out is not None:
-            return out | {"group": [n.name for n in group if n.name in names and
-                                    n.executor.wakeup == "poll"], "handlers": list(hs)}
-    return None
+            found.append(out | {"group": [n.name for n in group if n.name in names and
+                                          n.executor.wakeup == "poll"], "handlers": list(hs)})
+    return found[0] | {"other_sets": found[1:]} if found else None
 
 
 def imbalance(node_figures: dict[str, dict[str, Any]], phases: dict[str, Any] | None,
@@ -352,8 +344,10 @@ def detect(cols: dict[str, np.ndarray], names: list[str], jobs: pd.DataFrame,
     levels = busy_levels(jobs, runs, threads, end)
     room = room_by_handler(jobs, runs, end, threads_of, lambda h: runs_it(nodes, names, h),
                            levels)
-    windows = windows_of(cols, texts or [], names, end)
-    slowed = _in_backlog(room[0], jobs, windows, end)
+    windows = with_backlog(windows_of(cols, texts or [], names, end),
+                           jobs["due"].to_numpy(dtype=float),
+                           jobs["first_start"].to_numpy(dtype=float))
+    slowed = due_in(room[0], windows, ("slow_db", "partition"), end, backlog=True)
     if slowed.any():  # the polls' own waits: a slow or cut-off database's are its own
         room = tuple(r[~slowed] for r in room)
         mean = float((room[1] - room[0]).mean()) if len(room[0]) else None
@@ -366,4 +360,4 @@ def detect(cols: dict[str, np.ndarray], names: list[str], jobs: pd.DataFrame,
             "queue_full": group_queue_full_waits(cols, names, nodes, runs, figures["nodes"],
                                                  acq, jobs),
             "local_queues": queue_waits(cols, names, nodes, runs, jobs),
-            "faults": fault_windows(cols, texts or [], names, jobs, end, windows)}
+            "faults": fault_windows(cols, texts or [], jobs, end, windows)}

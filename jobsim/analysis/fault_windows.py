@@ -2,13 +2,18 @@
 slow database, a node cut off from it (partition), a service down or browned out. Each
 window is read from the trace (``db_slowed``, ``partition``, ``service_state``), from the
 instant it began to the instant it ended (or the run's end), and the jobs due in it are
-held against those due before it, outside every window (all those outside, where under
-``BEFORE`` were due before it): their mean and longest start delay, and their mean time
-from due to done; with the executions that failed in it. A fault the report names by its
-cause (a crash, a pause) is told where it causes what it does, not here.
+held against those due before it, outside every window and the backlog a slow or cut-off
+database left (all those outside, where under ``BEFORE`` were due before it): their mean
+and longest start delay, how many were done and their mean time from due to done; with the
+executions that failed in it (a slow database, a partition) or the calls to the service
+made in it that failed (an outage, a brown-out: only the jobs that call that service are
+counted). A window still open at the run's end takes in its last instant. A fault the
+report names by its cause (a crash, a pause) is told where it causes what it does, not
+here.
 
-A window's cost can outlast it: jobs due just after it wait behind the backlog it left.
-Those count as outside it, so the figures understate what a window cost, never overstate.
+A slow or cut-off database's cost can outlast it: jobs due after it wait behind the backlog
+it left, until ``cleared_at``: the first instant a job fell due with no more jobs waiting
+than ever waited as one fell due before the window (at least itself).
 
 Pure functions of the trace and the jobs; no Python object per event.
 """
@@ -51,36 +56,39 @@ def windows_of(cols: dict[str, np.ndarray], texts: list[str], names: list[str],
                end: float) -> list[dict[str, Any]]:
     """The run's fault windows, in order of their start: kind (``slow_db``, ``partition``,
     ``outage``, ``brownout``), what (the node or the service; None for the database),
-    from, to, and the largest latency factor (slow database, brown-out) or the share of
-    calls failed (brown-out) in it."""
+    from, to, the largest and the smallest latency factor in it (slow database, brown-out)
+    and the largest share of calls answered with an error (brown-out)."""
     kind, time, x = cols["kind"], cols["time"], cols["x"]
     out: list[dict[str, Any]] = []
     slow = np.flatnonzero(kind == K["db_slowed"])
     for t0, t1, k in _spans(time[slow], x[slow] != 1.0, end):
         out.append({"kind": "slow_db", "what": None, "from": t0, "to": t1,
-                    "factor": float(x[slow][k].max()), "error_share": None})
+                    "factor": float(x[slow][k].max()), "factor_min": float(x[slow][k].min()),
+                    "error_share": None})
     cut = np.flatnonzero(kind == K["partition"])
     for code in np.unique(cols["node"][cut]).tolist():
         mine = cut[cols["node"][cut] == code]
         for t0, t1, _ in _spans(time[mine], cols["a"][mine] == 1, end):
             out.append({"kind": "partition", "what": names[code], "from": t0, "to": t1,
-                        "factor": None, "error_share": None})
+                        "factor": None, "factor_min": None, "error_share": None})
     state = np.flatnonzero(kind == K["service_state"])
     for code in np.unique(cols["text"][state]).tolist():
         mine = state[cols["text"][state] == code]
         a = cols["a"][mine]
         for which, level in (("outage", 1), ("brownout", 2)):
             for t0, t1, k in _spans(time[mine], a == level, end):
+                brown = level == 2
                 out.append({"kind": which, "what": texts[code], "from": t0, "to": t1,
-                            "factor": float(x[mine][k].max()) if level == 2 else None,
+                            "factor": float(x[mine][k].max()) if brown else None,
+                            "factor_min": float(x[mine][k].min()) if brown else None,
                             "error_share": float(cols["c"][mine][k].max()) / 1e6
-                            if level == 2 else None})
+                            if brown else None})
     return sorted(out, key=lambda w: (w["from"], w["kind"], w["what"] or ""))
 
 
 def waiting_at(due: np.ndarray, start: np.ndarray, at: np.ndarray) -> np.ndarray:
     """How many jobs were due and not yet started at each instant of ``at`` (a job that
-    never started waits to the end)."""
+    never started waits to the end; one falling due at the instant counts)."""
     d = np.sort(due)
     s = np.sort(np.where(np.isnan(start), np.inf, start))
     return np.searchsorted(d, at, side="right") - np.searchsorted(s, at, side="right")
@@ -90,75 +98,134 @@ def cleared_at(due: np.ndarray, start: np.ndarray, windows: list[dict[str, Any]]
                ) -> list[float | None]:
     """Per window, for a slow database or a partition, the first instant from its end on
     at which a job fell due with no more jobs waiting than ever waited as one fell due
-    before the window (none, where none fell due before it): the backlog it left was gone.
-    None for the other kinds, and where it never cleared."""
+    before the window, and at least itself (see the module's docstring): the backlog it
+    left was gone. None for the other kinds, and where it never cleared."""
     order = np.sort(due)
     waits = waiting_at(due, start, order)
+    highest = np.maximum.accumulate(waits) if len(waits) else waits
     out: list[float | None] = []
     for w in windows:
         if w["kind"] not in ("slow_db", "partition"):
             out.append(None)
             continue
-        before = order < w["from"]
-        level = int(waits[before].max()) if before.any() else 0
-        ok = np.flatnonzero((order >= w["to"]) & (waits <= level))
-        out.append(float(order[ok[0]]) if len(ok) else None)
+        i = int(np.searchsorted(order, w["from"], side="left"))
+        level = max(1, int(highest[i - 1]) if i else 0)
+        j = _first_at_most(waits, int(np.searchsorted(order, w["to"], side="left")), level)
+        out.append(float(order[j]) if j is not None else None)
     return out
 
 
-def due_in(due: np.ndarray, windows: list[dict[str, Any]], kinds: tuple[str, ...]
-           ) -> np.ndarray:
-    """Which of the instants ``due`` fall in a window of ``kinds`` (``windows_of``'s)."""
-    inside = np.zeros(len(due), dtype=bool)
-    for w in windows:
-        if w["kind"] in kinds:
-            inside |= (due >= w["from"]) & (due < w["to"])
-    return inside
+def _first_at_most(values: np.ndarray, i: int, level: int) -> int | None:
+    """The first index from ``i`` on whose value is at most ``level``: looked for in
+    growing stretches, a backlog clearing soon after its window in the usual run."""
+    step = 64
+    while i < len(values):
+        hit = np.flatnonzero(values[i:i + step] <= level)
+        if len(hit):
+            return i + int(hit[0])
+        i, step = i + step, step * 4
+    return None
 
 
-def fault_windows(cols: dict[str, np.ndarray], texts: list[str], names: list[str],
-                  jobs: pd.DataFrame, end: float, windows: list[dict[str, Any]] | None = None
-                  ) -> dict[str, Any] | None:
-    """``summary["effects"]["faults"]``: each window (``windows_of``, the first ``MOST``)
-    by its number, with the jobs due in it and their figures beside their baseline's (see
-    the module's docstring); ``more``: the windows left untold. None where the run had
-    none. ``windows``: ``windows_of``'s, where already read."""
-    found = windows_of(cols, texts, names, end) if windows is None else windows
-    if not found:
+def with_backlog(windows: list[dict[str, Any]], due: np.ndarray, start: np.ndarray
+                 ) -> list[dict[str, Any]]:
+    """``windows`` with each one's ``cleared_at`` (``cleared_at``; None for a service's)."""
+    return [w | {"cleared_at": c} for w, c in zip(windows, cleared_at(due, start, windows))]
+
+
+def due_in(due: np.ndarray, windows: list[dict[str, Any]], kinds: tuple[str, ...],
+           end: float, backlog: bool = False) -> np.ndarray:
+    """Which of the instants ``due`` fall in a window of ``kinds`` (``windows_of``'s; one
+    open at the run's ``end`` takes in that instant), or, with ``backlog``, in it or the
+    backlog it left (``with_backlog``'s windows: to ``cleared_at``, or the end)."""
+    spans = sorted((w["from"], _until(w, end, backlog)) for w in windows if w["kind"] in kinds)
+    if not spans:
+        return np.zeros(len(due), dtype=bool)
+    starts = np.array([a for a, _ in spans])
+    ends = np.maximum.accumulate(np.array([b for _, b in spans]))  # merged: the latest end
+    i = np.searchsorted(starts, due, side="right") - 1
+    return (i >= 0) & (due < ends[np.maximum(i, 0)])
+
+
+def _until(w: dict[str, Any], end: float, backlog: bool) -> float:
+    """A window's end as ``due_in`` takes it: past the run's end for one open at it (an
+    instant at the end is in it), at ``cleared_at`` or the end with ``backlog``."""
+    to = w["to"]
+    if backlog and w["kind"] in ("slow_db", "partition"):
+        to = end if w.get("cleared_at") is None else max(to, w["cleared_at"])
+    return np.inf if to >= end else to
+
+
+def fault_windows(cols: dict[str, np.ndarray], texts: list[str], jobs: pd.DataFrame,
+                  end: float, windows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """``summary["effects"]["faults"]``: each window (``with_backlog``'s, the first
+    ``MOST``) by its number, with the jobs due in it and their figures beside their
+    baseline's (see the module's docstring); ``more``: the windows beyond those, counted
+    only. None where the run had none."""
+    if not windows:
         return None
     due = jobs["due"].to_numpy(dtype=float)
     start = jobs["first_start"].to_numpy(dtype=float)
     done = (jobs["outcome"] == "done").to_numpy()
     finished = jobs["end"].to_numpy(dtype=float)
-    inside_any = due_in(due, found, ("slow_db", "partition", "outage", "brownout"))
-    cleared = cleared_at(due, start, found)
-    failed = (cols["kind"] == K["exec_end"]) & (cols["a"] == 0)
+    ids = jobs["id"].to_numpy()
+    inside_any = due_in(due, windows, KINDS, end, backlog=True)
+    kind, time = cols["kind"], cols["time"]
+    failed_at = time[(kind == K["exec_end"]) & (cols["a"] == 0)]
     out: dict[str, Any] = {}
-    for i, w in enumerate(found[:MOST]):
-        here = (due >= w["from"]) & (due < w["to"])
-        before = ~inside_any & (due < w["from"])
-        base = before if before.sum() >= BEFORE else ~inside_any
-        t = cols["time"][failed]
+    for i, w in enumerate(windows[:MOST]):
+        to = _until(w, end, False)
+        here = (due >= w["from"]) & (due < to)
+        callers, failed = _service(cols, texts, w, to) if w["kind"] in ("outage", "brownout") \
+            else (None, int(((failed_at >= w["from"]) & (failed_at < to)).sum()))
+        if callers is not None:  # only the jobs that call the service
+            mine = np.isin(ids, callers)
+            here &= mine
+        before = ~inside_any & (due < w["from"]) & (mine if callers is not None else True)
+        others = ~inside_any & (mine if callers is not None else True)
+        base = before if before.sum() >= BEFORE else others
+        c = w.get("cleared_at")
         out[str(i + 1)] = {
-            **{k: (_r(v) if isinstance(v, float) else v) for k, v in w.items()},
-            "failed_executions": int(((t >= w["from"]) & (t < w["to"])).sum()),
-            "cleared_at": _r(cleared[i]) if cleared[i] is not None else None,
+            **{k: (_r(v) if isinstance(v, float) else v) for k, v in w.items()
+               if k != "cleared_at"},
+            "failed_executions" if callers is None else "failed_calls": failed,
+            "cleared_at": _r(c) if c is not None else None,
             "jobs": int(here.sum()), **_figures(here, due, start, done, finished, ""),
             "baseline": "before" if base is before else "outside",
             "baseline_jobs": int(base.sum()),
             **_figures(base, due, start, done, finished, "baseline_")}
-    return {"windows": out, "more": max(0, len(found) - MOST)}
+    return {"windows": out, "more": max(0, len(windows) - MOST)}
+
+
+#: the kinds of window told (``windows_of``)
+KINDS = ("slow_db", "partition", "outage", "brownout")
+
+
+def _service(cols: dict[str, np.ndarray], texts: list[str], w: dict[str, Any], to: float
+             ) -> tuple[np.ndarray, int]:
+    """The jobs that called a window's service (ever), and how many of the calls made to it
+    in the window failed: answered with its error, timed out, refused, or never answered
+    (the ok answers, and a replay of one, are not)."""
+    code = texts.index(w["what"])
+    kind, text = cols["kind"], cols["text"]
+    calls = np.flatnonzero((kind == K["service_call"]) & (text == code))
+    replies = np.flatnonzero((kind == K["service_reply"]) & (text == code))
+    ok = cols["b"][replies][np.isin(cols["a"][replies], (0, 7))]
+    t = cols["time"][calls]
+    made = calls[(t >= w["from"]) & (t < to)]
+    return np.unique(cols["job"][calls]), int((~np.isin(cols["b"][made], ok)).sum())
 
 
 def _figures(sel: np.ndarray, due: np.ndarray, start: np.ndarray, done: np.ndarray,
              finished: np.ndarray, prefix: str) -> dict[str, Any]:
     """The jobs of ``sel``: mean and longest start delay (of those that started), how many
-    never started, and the mean from due to done (of those done)."""
+    never started, how many were done, and the mean from due to done (of those done)."""
     delay = (start - due)[sel]
     ran = delay[~np.isnan(delay)]
     to_done = (finished - due)[sel & done]
     return {f"{prefix}start_delay_mean": _r(float(ran.mean())) if len(ran) else None,
             f"{prefix}start_delay_max": _r(float(ran.max())) if len(ran) else None,
             f"{prefix}never_started": int(np.isnan(delay).sum()),
+            f"{prefix}done": int((sel & done).sum()),
             f"{prefix}done_after_due_mean": _r(float(to_done.mean())) if len(to_done)
             else None}

@@ -29,7 +29,7 @@ import pandas as pd
 from ..base.trace import K
 from ..executor.config import NodeConfig
 from ..format.lint_polls import intake_of, poll_groups, queue_capped as capped
-from .phases import _groups, split
+from .phases import _groups
 from .saturation import rounded as _r
 
 
@@ -41,11 +41,11 @@ def group_queue_full_waits(cols: dict[str, np.ndarray], names: list[str],
     the cluster's, or where its nodes split the handlers, of the set that alone runs the
     most jobs and has such waits, over its own runs and jobs; with the set's nodes
     (``group``) and handlers (``handlers``), both None for the whole cluster."""
-    groups = poll_groups(nodes)
+    handler = jobs["handler"].astype(str).to_numpy()
+    groups = poll_groups(nodes, set(handler.tolist()))
     if len(groups) == 1 and groups[0][1] is None:
         out = queue_full_waits(cols, names, nodes, runs, node_figures, acq)
         return None if out is None else out | {"group": None, "handlers": None}
-    handler = jobs["handler"].astype(str).to_numpy()
     due = jobs["due"].to_numpy(dtype=float)
     ours = [np.isin(handler, hs) for _, hs in groups]
     for k in sorted(range(len(groups)), key=lambda k: -int(ours[k].sum())):
@@ -72,7 +72,7 @@ def queue_full_waits(cols: dict[str, np.ndarray], names: list[str],
     they run some handlers alone (else every job created)."""
     kind, node, time = cols["kind"], cols["node"], cols["time"]
     held = [n for n in capped(nodes) if n.name in names]
-    if not held or split(nodes):  # (no one intake of the cluster stands for every job's)
+    if not held:  # (``nodes``: those that compete for the same rows, ``poll_groups``)
         return None
     a_node, a_time, a_asked, a_got = node[acq], time[acq], cols["a"][acq], cols["b"][acq]
     stop = np.flatnonzero((kind == K["node_crashed"]) | (kind == K["node_paused"]) |

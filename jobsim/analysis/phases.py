@@ -91,8 +91,8 @@ def phase_series(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[Nod
     ``acq``'s rows: ``claims``), the nodes' names and the interval; None where phases mean
     nothing (see ``poll_phases``)."""
     polling = [n for n in nodes if n.executor.wakeup == "poll" and n.name in names]
-    if len(polling) < 2 or (cols["kind"] == K["tick"]).any() or split(tuple(polling)):
-        return None  # (nodes that split the handlers poll for rows of their own)
+    if len(polling) < 2 or (cols["kind"] == K["tick"]).any():
+        return None  # (``nodes``: those that compete for the same rows, ``poll_groups``)
     T = polling[0].executor.poll_interval
     acq = claims(cols) if acq is None else acq
     acq_node, acq_time = cols["node"][acq], cols["time"][acq]

@@ -15,7 +15,8 @@ EFFECTS_SHAPE: dict[str, Any] = {
         "lock_step", "start_delay_mean", "start_delay_mean_free", "start_delay_mean_busy",
         "due_while_busy", "start_delay_independent",
         "start_delay_lock_step", "from_start", "wait_for_poll_free", "wait_after_poll_free",
-        "polled_free", "first_poll_full_free", "queue_size", "group", "handlers")} |
+        "polled_free", "first_poll_full_free", "queue_size", "group", "handlers",
+        "other_sets")} |
     {"gap_share": {ANY: None}},
     "imbalance": {k: None for k in ("most", "most_executions", "most_even", "least",
                                     "least_executions", "least_even", "imbalanced",
@@ -33,10 +34,11 @@ EFFECTS_SHAPE: dict[str, Any] = {
     "local_queues": {k: None for k in ("jobs", "queued_mean", "start_delay_mean",
                                        "idle_elsewhere", "queue_size", "run_mean")},
     "faults": {"more": None, "windows": {ANY: {k: None for k in (
-        "kind", "what", "from", "to", "factor", "error_share", "failed_executions",
-        "cleared_at", "jobs",
+        "kind", "what", "from", "to", "factor", "factor_min", "error_share",
+        "failed_executions", "failed_calls", "cleared_at", "jobs",
         "baseline", "baseline_jobs") + tuple(p + k for p in ("", "baseline_") for k in (
-            "start_delay_mean", "start_delay_max", "never_started", "done_after_due_mean"))}}}}
+            "start_delay_mean", "start_delay_max", "never_started", "done",
+            "done_after_due_mean"))}}}}
 
 WINDOW_SHAPE: dict[str, Any] = {k: None for k in ("warmup", "cooldown", "start", "end",
                                                   "jobs_counted", "empty")}

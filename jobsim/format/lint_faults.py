@@ -8,6 +8,7 @@ fault's cause as it would of a whole one. Each is a (code, dotted path, message)
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 
 from ..base.durations import format_duration
@@ -20,29 +21,48 @@ _ENDS = {"pause": "wakes (and runs on with what it held, whoever took it meanwhi
          "crash": "restarts", "partition": "is reconnected"}
 
 
+def _at(x: float) -> str:
+    """An instant as the file would write it, or in plain seconds where it has no short
+    form (40 days and 10 s: 3,456,010s, not 3.45601e+06s)."""
+    said = format_duration(x)
+    return said if "e+" not in said else f"{x:,.0f}s"
+
+
+def _crashed(sc: Scenario, node: str | None, at: float, end: float) -> bool:
+    """Whether ``node`` is down at ``at`` or crashes after it before ``end``."""
+    for c in sc.faults:
+        if c.kind == "crash" and c.node == node and (
+                c.at <= at < (c.at + c.length if c.length is not None else math.inf)
+                or at < c.at < end):
+            return True
+    return False
+
+
 def faults_past_the_end(sc: Scenario) -> Iterator[Found]:
     """The scenario's fault windows and services' outages and brown-outs that end at or
     after the run's end (``until``, or the ``horizon`` of a run until drained)."""
     end = sc.end
     until = "until" if sc.until is not None else "horizon"
-    fix = (f"fix: an {until} past it" + (", or until: drained" if sc.until is not None
-                                          else "") + ", or a shorter window")
+    fix = (f"fix: {'an until' if sc.until is not None else 'a horizon'} past it"
+           + (", or until: drained" if sc.until is not None else "") + ", or a shorter window")
     for i, f in enumerate(sc.faults):  # (the file's faults first, in its order)
         if f.kind not in _ENDS and f.kind != "slow_db" or f.length is None or \
                 f.at >= end or f.at + f.length < end:
             continue  # (a crash with no restart has no end; one at or after the end, none)
+        if f.kind == "pause" and _crashed(sc, f.node, f.at, end):
+            continue  # a pause while down does nothing; a crash within it ends it
         what = "the database is fast again" if f.kind == "slow_db" else \
             f"{f.node} {_ENDS[f.kind]}"
         yield ("fault-outlasts-the-end", f"faults[{i}]",
-               f"this {f.kind.replace('_', ' ')} ends at {format_duration(f.at + f.length)}, "
-               f"at or after the run's end ({until}: {format_duration(end)}): the run stops "
+               f"this {f.kind.replace('_', ' ')} ends at {_at(f.at + f.length)}, "
+               f"at or after the run's end ({until}: {_at(end)}): the run stops "
                f"before {what}, so what that brings is not in it; {fix}")
     for name, spec in sc.services.items():
         for key, windows in (("outages", spec.outages), ("brownouts", spec.brownouts)):
             for i, w in enumerate(windows):
                 if w.at < end <= w.at + w.length:
                     yield ("fault-outlasts-the-end", f"services.{name}.{key}[{i}]",
-                           f"{name}'s {key[:-1]} ends at {format_duration(w.at + w.length)}, "
-                           f"at or after the run's end ({until}: {format_duration(end)}): "
+                           f"{name}'s {key[:-1]} ends at {_at(w.at + w.length)}, "
+                           f"at or after the run's end ({until}: {_at(end)}): "
                            f"the run stops before the service is back, so its recovery is "
                            f"not in it; {fix}")

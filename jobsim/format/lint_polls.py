@@ -57,13 +57,20 @@ def lock_step(sc: Scenario) -> Iterator[Found]:
     if sc.ticks:
         return
     doc = sc.document
-    raws = [n for n in (doc.get("nodes") or []) if isinstance(n, dict)] \
-        if isinstance(doc.get("nodes"), list) else []
+    raws = {n.get("name"): n for n in (doc.get("nodes") or []) if isinstance(n, dict)} \
+        if isinstance(doc.get("nodes"), list) else {}
     executor = doc.get("executor") if isinstance(doc.get("executor"), dict) else {}
-    if "poll_jitter" in executor or any("poll_jitter" in n for n in raws):
+    if "poll_jitter" in executor:
         return
-    for group, handlers in poll_groups(sc.nodes):  # (nodes that split the handlers: each set)
-        yield from _lock_step(sc, group, handlers)
+    for group, handlers in poll_groups(sc.nodes, _used(sc)):  # (split handlers: each set)
+        if not any("poll_jitter" in raws.get(n.name, {}) for n in group):
+            yield from _lock_step(sc, group, handlers)
+
+
+def _used(sc: Scenario) -> set[str]:
+    """The handlers the workload gives jobs to."""
+    return {j.handler for j in sc.jobs} | {s.handler for s in sc.streams} | \
+        {r.handler for r in sc.recurring}
 
 
 def _lock_step(sc: Scenario, group: list[Any], handlers: tuple[str, ...] | None
@@ -75,8 +82,7 @@ def _lock_step(sc: Scenario, group: list[Any], handlers: tuple[str, ...] | None
     if T <= 0 or any(n.executor.poll_interval != T or n.executor.poll_jitter
                      for n in polling):
         return
-    used = {j.handler for j in sc.jobs} | {s.handler for s in sc.streams} | \
-        {r.handler for r in sc.recurring}
+    used = _used(sc)
     if handlers is not None:  # the set's own jobs: no other node polls for them
         used &= set(handlers)
     if any(run_p99(sc.handlers[h], sc.services) >= T for h in used if h in sc.handlers):
@@ -145,21 +151,28 @@ def _handles(node: Any) -> frozenset[str] | None:
     return None if h is None else frozenset(h)
 
 
-def poll_groups(nodes: Any) -> list[tuple[list[Any], tuple[str, ...] | None]]:
+def poll_groups(nodes: Any, used: set[str] | None = None
+                ) -> list[tuple[list[Any], tuple[str, ...] | None]]:
     """The nodes that compete for the same rows, each set with the handlers that it alone
-    runs: all of them (handlers None) where none is restricted to some handlers; else each
-    set of nodes with the same ``handles`` that no other node shares a handler with (one
-    that handles everything, or is on the hint path, where a node runs what it creates,
-    shares them all: then none). A job of theirs waits for their polls only, so their
-    phases and the wait they make are the set's own, counted over its nodes."""
+    runs: all of them (handlers None) where none is restricted to some of the handlers
+    ``used`` (those with jobs; all, where not given); else each set of nodes that run the
+    same of them and share none with any other node (one that handles everything, or is on
+    the hint path, where a node runs what it creates, shares them all: then none). A node
+    that runs none of them competes for nothing. A job of theirs waits for their polls
+    only, so their phases and the wait they make are the set's own."""
     nodes = list(nodes)
-    if not splits_handlers(nodes):
+    runs = {n.name: None if n.executor.handles is None else
+            frozenset(n.executor.handles) & (used if used is not None else
+                                             frozenset(n.executor.handles))
+            for n in nodes}
+    active = [n for n in nodes if runs[n.name] is None or runs[n.name]]
+    if len(active) == len(nodes) and len({runs[n.name] for n in nodes}) <= 1:
         return [(nodes, None)]
-    if any(n.executor.handles is None or n.executor.hint for n in nodes):
+    if any(runs[n.name] is None or n.executor.hint for n in nodes):
         return []
     by: dict[frozenset[str], list[Any]] = {}
-    for n in nodes:
-        by.setdefault(frozenset(n.executor.handles), []).append(n)
+    for n in active:
+        by.setdefault(runs[n.name], []).append(n)  # type: ignore[arg-type]
     return [(group, tuple(sorted(hs))) for hs, group in by.items()
             if not any(hs & other for other in by if other != hs)]
 
@@ -192,7 +205,7 @@ def queue_full_caps(sc: Scenario) -> Iterator[Found]:
     split the handlers."""
     if sc.ticks:
         return
-    for group, handlers in poll_groups(sc.nodes):
+    for group, handlers in poll_groups(sc.nodes, _used(sc)):
         yield from _queue_full_caps(sc, group, handlers)
 
 

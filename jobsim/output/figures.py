@@ -174,14 +174,17 @@ def _window(a: Any) -> tuple[float, float] | None:
     return (w["start"], w["end"]) if w else None
 
 
-def _faults(a: Any) -> list[tuple[float, float, str]]:
-    """Run ``a``'s fault windows (``effects.faults``) as (from, to, what) to shade."""
-    windows = ((a.summary.get("effects") or {}).get("faults") or {}).get("windows") or {}
+def _faults(a: Any) -> tuple[list[tuple[float, float, str]], int]:
+    """Run ``a``'s fault windows (``effects.faults``: the first 20 of them) as (from, to,
+    what) to shade, and how many more there were."""
+    faults = (a.summary.get("effects") or {}).get("faults") or {}
+    windows = faults.get("windows") or {}
     names = {"slow_db": lambda w: f"database ×{w['factor']:g}",
              "partition": lambda w: f"{w['what']} cut off",
              "outage": lambda w: f"{w['what']} down",
              "brownout": lambda w: f"{w['what']} brown-out"}
-    return [(w["from"], w["to"], names[w["kind"]](w)) for w in windows.values()]
+    return [(w["from"], w["to"], names[w["kind"]](w)) for w in windows.values()], \
+        faults.get("more", 0)
 
 
 def _load_plots(a: Any, jobs: pd.DataFrame, alone: bool) -> list[tuple[str, str, Any]]:
@@ -191,7 +194,7 @@ def _load_plots(a: Any, jobs: pd.DataFrame, alone: bool) -> list[tuple[str, str,
     out = []
     if alone and len(jobs) >= LOAD_JOBS:
         out.append((LOAD_TITLE, "load_over_time.png",
-                    lambda: plots.load_over_time(_load(a, jobs), _window(a), _faults(a))))
+                    lambda: plots.load_over_time(_load(a, jobs), _window(a), *_faults(a))))
     # the phases' picture where the report names what they did (lock-step, polls bunched
     # enough to lengthen the wait, or the work they split unevenly)
     effects = a.summary.get("effects") or {}

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .effect_words import effect_sentences, seconds as _seconds
+from .fault_words import fault_sentences
 
 #: what each cause of a double run means, as a sentence's end ("… because …")
 CAUSE_WORDS = {
@@ -145,9 +146,10 @@ def sentences(summary: dict[str, Any]) -> list[str]:
     elif down := {n: f["time_down"] for n, f in (summary.get("nodes") or {}).items()
                   if f.get("time_down")}:  # a crash that found its node idle: said all the same
         who = ", ".join(f"{n} ({_seconds(t)} down)" for n, t in sorted(down.items()))
-        one = len(down) == 1
-        out.append(f"{'A crash' if one else 'The crashes'} stranded no job: {who} held no "
-                   f"job under a live lock when {'it' if one else 'they'} went down.")
+        out.append(f"No crash stranded a job: {who} held no job under a live lock when "
+                   f"{'it' if len(down) == 1 else 'they'} went down.")
+    out += fault_sentences((summary.get("effects") or {}).get("faults"),
+                           summary.get("end_time"))
     out += effect_sentences(summary)
     broken = [k for k, v in summary["invariants"].items() if v]
     if broken:

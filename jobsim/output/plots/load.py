@@ -16,12 +16,13 @@ from .common import (SECONDS, _plural, headline, legend_columns, near_twins, twi
 
 
 def load_over_time(load: Load, window: tuple[float, float] | None = None,
-                   faults: list[tuple[float, float, str]] | None = None) -> Figure:
+                   faults: list[tuple[float, float, str]] | None = None,
+                   more: int = 0) -> Figure:
     """Busy threads, waiting jobs, start delay and statements per second over the run, on
     one time axis (``analysis.series.load_series`` gives ``load``); ``window``, the
     statistics' (start, end) when a warm-up or cool-down leaves some of the run out, shades
     what it leaves out; ``faults``, the run's fault windows (from, to, what), shades them
-    in red, each named over the top panel."""
+    in red, each named over the top panel (``more``: windows beyond them, not drawn)."""
     fig = Figure(figsize=(9.0, 8.0), layout="constrained")
     axes = fig.subplots(4, 1, sharex=True)
     mid = (load.edges[:-1] + load.edges[1:]) / 2
@@ -73,8 +74,9 @@ def load_over_time(load: Load, window: tuple[float, float] | None = None,
             ax.axvspan(a, b, color="tab:red", alpha=0.12, zorder=0, lw=0)
         axes[0].annotate(what, (a, 1.0), xycoords=("data", "axes fraction"), xytext=(2, -2),
                          textcoords="offset points", va="top", fontsize=7, color="tab:red")
+    first = f" (the first {len(faults or [])})" if more else ""
     said = (["grey: the warm-up and cool-down, left out of the statistics"] if window
-            is not None else []) + (["red: fault windows"] if faults else [])
+            is not None else []) + ([f"red: fault windows{first}"] if faults else [])
     fig.suptitle(headline("load over time", None, "; ".join(said)))
     return fig
 

@@ -1,0 +1,88 @@
+"""The fault windows of a run (``summary["effects"]["faults"]``, ``analysis.fault_windows``)
+told in sentences for "What the run shows", before the other effects: what each window
+was and what the jobs due in it paid against those due before it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .effect_words import _pct, seconds as _s
+
+
+#: fault windows told in words at most; the others are in summary.json
+TOLD_WINDOWS = 3
+
+
+def fault_sentences(faults: dict[str, Any] | None, end: float | None) -> list[str]:
+    """Each fault window (``analysis/fault_windows.py``, the first ``TOLD_WINDOWS``): what
+    it was and what the jobs due in it paid against those due before it (or outside every
+    window): a slow database or a partition in their start delay, a service's outage or
+    brown-out in its calls that failed and the time from due to done of the jobs that call
+    it."""
+    if not faults:
+        return []
+    windows = list(faults["windows"].values())
+    out = [_window(w, end) for w in windows[:TOLD_WINDOWS]]
+    kept, counted = max(0, len(windows) - TOLD_WINDOWS), faults.get("more", 0)
+    if kept + counted:
+        out.append(f"{kept + counted:,} more fault window{'s' if kept + counted != 1 else ''}: "
+                   + ", ".join(([f"{kept:,} in summary.json (effects.faults)"] if kept else [])
+                               + ([f"{counted:,} beyond those counted only"] if counted
+                                  else [])) + ".")
+    return out
+
+
+def _slower(w: dict[str, Any]) -> str:
+    """How a slow database's latency stood in a window: "50 times slower", "up to 100
+    times slower" (its factor changed in it), "5 times faster"."""
+    hi, lo = w["factor"], w.get("factor_min", w["factor"])
+    if lo < 1 <= hi or (lo < 1 and lo != hi):
+        return f"at {lo:g} to {hi:g} times its latency"
+    if hi < 1:
+        return f"{1 / hi:.3g} times faster"
+    return f"{'up to ' if lo != hi else ''}{hi:g} times slower"
+
+
+def _window(w: dict[str, Any], end: float | None) -> str:
+    until = "the run's end" if end is not None and w["to"] >= end else f"t={_s(w['to'])}"
+    span = f"from t={_s(w['from'])} to {until}"
+    if w["kind"] == "slow_db":
+        what = f"The database ran {_slower(w)} {span}"
+    elif w["kind"] == "partition":
+        what = f"{w['what']} was cut off from the database {span}"
+    elif w["kind"] == "outage":
+        what = f"{w['what']} was down {span}"
+    else:
+        errors = (f", {_pct(w['error_share'])} of its calls answered with its error"
+                  if w["error_share"] else "")
+        what = f"{w['what']} browned out {span} (latency ×{w['factor'] or 1:g}{errors})"
+    base = (f" for the {w['baseline_jobs']:,} due "
+            f"{'before it' if w['baseline'] == 'before' else 'outside it'}")
+    if w["kind"] in ("slow_db", "partition"):
+        if not w["jobs"]:
+            return what + ": no job fell due in it."
+        if w["start_delay_mean"] is None:
+            return what + f": none of the {w['jobs']:,} jobs due then started."
+        never = f", {w['never_started']:,} of them never" if w["never_started"] else ""
+        against = (f", against {_s(w['baseline_start_delay_mean'])}{base}"
+                   if w["baseline_start_delay_mean"] is not None else "")
+        # a backlog it left: gone later than the worst start delay before it, and a second
+        left = max(1.0, w["baseline_start_delay_max"] or 0.0)
+        gone = (f"; the backlog it left was gone at t={_s(w['cleared_at'])}" if
+                w.get("cleared_at") is not None and w["cleared_at"] > w["to"] + left else "")
+        return (what + f": the {w['jobs']:,} jobs due then started a mean "
+                f"{_s(w['start_delay_mean'])} after they were due (the latest "
+                f"{_s(w['start_delay_max'])}{never}){against}{gone}.")
+    n = w["failed_calls"]
+    failed = f"{n:,} call{'s' if n != 1 else ''} made to it then failed"
+    if not w["jobs"]:
+        return what + f": {failed}, and no job that calls it fell due in it."
+    jobs = f"{w['jobs']:,} job{'s' if w['jobs'] != 1 else ''} due then that call it"
+    if not w["done"]:
+        return what + f": {failed}, and none of the {jobs} was done."
+    against = (f", against {_s(w['baseline_done_after_due_mean'])}{base}"
+               if w["baseline_done_after_due_mean"] is not None else "")
+    which = f"the {jobs} were" if w["done"] == w["jobs"] else \
+        f"{w['done']:,} of the {jobs} were"
+    return (what + f": {failed}, and {which} done a mean {_s(w['done_after_due_mean'])} "
+            f"after they were due{against}.")
