@@ -119,3 +119,34 @@ def test_a_pause_that_does_nothing_or_that_a_crash_ends_is_not_warned_of():
                "faults": [{"at": "39d", "pause": "node-b", "for": "2d"}]}
     warned, = [w for w in lint(from_dict(drained)) if w.code == "fault-outlasts-the-end"]
     assert "(horizon: 40d)" in warned.message and "fix: a horizon past it" in warned.message
+
+
+def test_a_set_through_a_variants_set_changes_that_key_only():
+    """--set variants.fifo.set.executor.order=priority put a mapping executor: {order: …}
+    beside the variant's dotted keys, which replaced the file's whole executor section
+    (threads, batch, queue, poll interval, queue_full_wait back to defaults), silently (a
+    newcomer)."""
+    from pathlib import Path
+
+    import pytest
+
+    from jobsim.base.errors import ScenarioError
+    from jobsim.format.scenario import load_variants
+    file = Path(__file__).resolve().parent.parent / "scenarios" / "challenge.yaml"
+
+    def fifo(*sets: str):
+        runs = load_variants(file, sets=list(sets))
+        return next(r for r in runs if r.variant == "fifo").nodes[0].executor
+    base = fifo()
+    for path, value, field, expected in (("executor.order", "priority", "order", "priority"),
+                                         ("executor.threads", "2", "threads", 2),
+                                         ("executor.queue_full_wait", "2s", "queue_full_wait",
+                                          2.0)):
+        changed = fifo(f"variants.fifo.set.{path}={value}")
+        assert getattr(changed, field) == expected
+        for other in ("order", "threads", "batch_size", "queue_size", "poll_interval",
+                      "queue_full_wait"):
+            if other != field:
+                assert getattr(changed, other) == getattr(base, other), (path, other)
+    with pytest.raises(ScenarioError, match="did you mean 'fifo'"):
+        load_variants(file, sets=["variants.fifoo.set.executor.order=priority"])

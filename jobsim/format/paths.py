@@ -2,7 +2,10 @@
 
 ``--set dotted.path=value`` and a variant's ``set`` both go through ``set_path``: ``a.b[2].c``
 or ``a.b.2.c`` steps through mappings and lists, creating mappings on the way — except into a
-named entry of ``handlers`` or ``services`` that the file does not have.
+named entry of ``handlers``, ``services`` or ``variants`` that the file does not have. A
+variant's ``set`` is itself a mapping of dotted paths, so a path through one
+(``variants.fifo.set.executor.order``) sets one of its keys (``executor.order``), the one
+the file wrote for that path if it did, and leaves the variant's other keys as they are.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from ..base.errors import Problem
 from .spec import show, suggest
 
 #: sections whose entries are named: a path into one must name an entry that is there
-NAMED = ("handlers", "services")
+NAMED = ("handlers", "services", "variants")
 
 
 def _steps(path: str) -> list[str | int] | None:
@@ -33,6 +36,27 @@ def _steps(path: str) -> list[str | int] | None:
     return steps
 
 
+def _into_variant_set(doc: dict[str, Any], steps: list[str | int], value: Any) -> bool:
+    """Set a variant's ``set`` key for a path through it (``variants.NAME.set.a.b``: the
+    key ``a.b``, or the key the file wrote for the same path), and say whether it did: a
+    step into it as into nested mappings would put a mapping ``a: {b: …}`` beside the
+    variant's dotted keys, which replaces the whole section ``a`` when the variant applies."""
+    if len(steps) < 4 or steps[0] != "variants" or steps[2] != "set":
+        return False
+    entry = (doc.get("variants") or {}).get(steps[1]) if isinstance(doc.get("variants"),
+                                                                    dict) else None
+    if not isinstance(entry, dict) or not isinstance(entry.get("set", {}), dict):
+        return False
+    if entry.get("set") is None:
+        entry["set"] = {}
+    sets, rest = entry["set"], steps[3:]
+    key = next((k for k in sets if isinstance(k, str) and _steps(k) == rest),
+               "".join(f"[{x}]" if isinstance(x, int) else ("." if i else "") + x
+                       for i, x in enumerate(rest)))
+    sets[key] = value
+    return True
+
+
 def set_path(doc: dict[str, Any], path: str, value: Any, where: str,
              problems: list[Problem]) -> None:
     """Set ``doc``'s value at a dotted path (creating mappings on the way); a step through a
@@ -50,6 +74,8 @@ def set_path(doc: dict[str, Any], path: str, value: Any, where: str,
         known = ", ".join(map(str, section)) or "none"
         problems.append(Problem(where, f"the name of one of the file's {steps[0]} ({known})",
                                 show(steps[1]), suggest(str(steps[1]), tuple(map(str, section)))))
+        return
+    if _into_variant_set(doc, steps, value):
         return
     cur: Any = doc
     for i, step in enumerate(steps):
