@@ -45,10 +45,12 @@ class Verdict:
     expectation: Expectation
     actual: Any
     ok: bool
+    #: why a figure the summary can have is not in this run (``absent``)
+    why: str = ""
 
     def format(self) -> str:
         if self.actual is NO_FIGURE:
-            shown = "no such figure"
+            shown = f"no figure in this run: {self.why}" if self.why else "no such figure"
         elif self.actual is None:
             shown = "none: undefined in this run (a percentile of no jobs, a rate over no time)"
         elif isinstance(self.actual, (int, float)) and not isinstance(self.actual, bool) \
@@ -78,8 +80,22 @@ def evaluate(expectations: tuple[Expectation, ...], summary: dict[str, Any]) -> 
     for e in expectations:
         actual = figure(summary, e.path)
         ok = actual is not NO_FIGURE and e.holds(actual)
-        out.append(Verdict(e, actual, ok))
+        out.append(Verdict(e, actual, ok,
+                           absent(summary, e.path) if actual is NO_FIGURE else ""))
     return out
+
+
+def absent(summary: dict[str, Any], path: str) -> str:
+    """Why the summary has no figure at ``path`` where its parent is there: a distribution
+    of nothing (its ``n`` is 0: a crash that stranded no job has no delay to take up);
+    "" where the parent is missing too."""
+    head, _, last = path.rpartition(".")
+    parent = figure(summary, head) if head else NO_FIGURE
+    if not isinstance(parent, dict) or parent.get("n") != 0:
+        return ""
+    if head == "crash_recovery.delay":
+        return "the crash stranded no job, so there is no delay to take one up"
+    return f"{head} is over no value ({head}.n is 0), so it has no {last}"
 
 
 def declared(expectations: tuple[Expectation, ...]) -> tuple[set[str], bool]:
