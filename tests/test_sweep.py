@@ -751,3 +751,22 @@ def test_the_cli_shows_progress_with_the_shared_bar(tmp_path, monkeypatch, capsy
     assert sets == [0, 1, 2, 3, 4]
     # after 100 %: what comes next, before the tables are written
     assert events[-2:] == [("stage", "writing tables and plots", False), ("close",)]
+
+
+def test_a_sweep_of_a_file_with_variants_says_it_runs_the_base_or_sweeps_the_one_named(
+        tmp_path, capsys):
+    """A sweep of the challenge ran its base run (no order of its variants') and said
+    every expectation held, the variants' never checked (a newcomer)."""
+    f = Path(__file__).resolve().parent.parent / "scenarios" / "challenge.yaml"
+    args = ["sweep", str(f), "--grid", "executor.threads=1,4", "--replications", "2",
+            "--workers", "1"]
+    assert cli.main(args + ["--out", str(tmp_path / "base")]) == 0
+    assert "has variants (fifo, priority, prefetch, aging, lesson, lesson-one-at-a-time); " \
+           "the sweep runs its base run" in capsys.readouterr().err
+    assert cli.main(args + ["--variant", "fifo", "--out", str(tmp_path / "fifo")]) == 0
+    err = capsys.readouterr().err
+    assert "sweep challenge_fifo" in err and "has variants" not in err
+    runs = pd.read_csv(tmp_path / "fifo" / "runs.csv")
+    assert (runs["named.urgent.start_delay"] > 2).all()  # the fifo variant's order: late
+    assert cli.main(args + ["--variant", "fifoo", "--out", str(tmp_path / "x")]) == 2
+    assert "did you mean 'fifo'" in capsys.readouterr().err

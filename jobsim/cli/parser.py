@@ -183,6 +183,8 @@ def _parser() -> argparse.ArgumentParser:
                     help="replicate each point until the 95%% CI half-width of FIGURE is "
                          "within PCT of its mean, e.g. duplicate_executions.total:5%%")
     sw.add_argument("--seed", type=_seed, help="the base seed (default: the scenario's)")
+    sw.add_argument("--variant", help="sweep one variant of the scenario, its settings and "
+                                      "expectations (default: its base run)")
     _budget_args(sw)
     sw.add_argument("--set", dest="sets", action="append", default=[],
                     metavar="PATH=VALUE", help="override one value of the base scenario")

@@ -67,7 +67,7 @@ def _settings(args: argparse.Namespace) -> _Settings:
             "--replications", f"at most {MAX_REPLICATIONS:,} runs per grid point",
             f"{args.replications:,}", "lower --replications (with --precision it is the "
             "most runs per point)")], "the command line")
-    doc = scenario_mod.read(args.scenario)
+    doc = _variant(scenario_mod.read(args.scenario), args)
     base = scenario_mod.from_dict(doc, args.scenario, sets=args.sets)  # reports every problem
     with_window([base], args.warmup, args.cooldown, args.scenario)  # names the flags
     # --warmup/--cooldown over the file's, as --set values: in every run and its rerun line
@@ -95,6 +95,30 @@ def _settings(args: argparse.Namespace) -> _Settings:
     if problems:
         raise ScenarioError(problems, args.scenario)
     return _Settings(base, doc, axes, replications, figures, precision)
+
+
+def _variant(doc: dict, args: argparse.Namespace) -> dict:
+    """The document to sweep: the file's base run, or with ``--variant`` that variant's
+    (its settings and expectations; the sweep's folder named after it). Sweeping the base
+    run of a file with variants is said on stderr: its variants' settings are not in it."""
+    from ..base.errors import Problem
+    from ..format import scenario as scenario_mod
+    from ..format.spec import suggest
+
+    variants = doc.get("variants") if isinstance(doc.get("variants"), dict) else {}
+    if args.variant is None:
+        if variants:
+            print(f"note: {args.scenario} has variants ({', '.join(map(str, variants))}); "
+                  f"the sweep runs its base run, without their settings: --variant NAME "
+                  f"sweeps one", file=sys.stderr)
+        return doc
+    if args.variant not in variants:
+        raise ScenarioError([Problem("--variant", "one of the scenario's variants: " + (
+            ", ".join(map(str, variants)) or "(it has none)"), repr(args.variant),
+            suggest(args.variant, tuple(map(str, variants))))], args.scenario)
+    vdoc = scenario_mod.variant_doc(doc, args.variant, args.scenario)
+    vdoc["name"] = f"{doc.get('name')}_{args.variant}"
+    return vdoc
 
 
 def _precision(given: str | None, spec: dict, problems: list) -> tuple[str, float] | None:

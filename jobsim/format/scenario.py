@@ -141,18 +141,8 @@ def _variants(doc: dict[str, Any], source: str, base_only: bool) -> list[Scenari
     if base_only or not variants:
         return [base]
     out = []
-    for name, var in variants.items():
-        var = var if isinstance(var, dict) else {}
-        vdoc = copy.deepcopy(doc)
-        vdoc.pop("variants", None)
-        p: list[Problem] = []
-        for path, value in (var.get("set") or {}).items():
-            set_path(vdoc, path, value, f"variants.{name}.set.{path}", p)
-        if p:
-            raise ScenarioError(p, source)
-        vexpect = dict(doc.get("expect") or {})
-        vexpect.update(var.get("expect") or {})
-        vdoc["expect"] = vexpect
+    for name in variants:
+        vdoc = variant_doc(doc, name, source)
         try:
             sc = _validated(vdoc, source, name)
         except ScenarioError as exc:
@@ -160,6 +150,24 @@ def _variants(doc: dict[str, Any], source: str, base_only: bool) -> list[Scenari
                                          p.hint) for p in exc.problems], source) from None
         out.append(sc)
     return out
+
+
+def variant_doc(doc: dict[str, Any], name: str, source: str) -> dict[str, Any]:
+    """The document of the variant ``name``: the file's with the variant's ``set`` applied
+    and its ``expect`` added, and no variants."""
+    var = (doc.get("variants") or {})[name]
+    var = var if isinstance(var, dict) else {}
+    vdoc = copy.deepcopy(doc)
+    vdoc.pop("variants", None)
+    p: list[Problem] = []
+    for path, value in (var.get("set") or {}).items():
+        set_path(vdoc, path, value, f"variants.{name}.set.{path}", p)
+    if p:
+        raise ScenarioError(p, source)
+    vexpect = dict(doc.get("expect") or {})
+    vexpect.update(var.get("expect") or {})
+    vdoc["expect"] = vexpect
+    return vdoc
 
 
 def _validated(doc: dict[str, Any], source: str, variant: str | None) -> Scenario:
