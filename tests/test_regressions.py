@@ -429,8 +429,10 @@ def test_a_rescue_between_a_success_and_its_completion_explains_the_rerun():
     """Policy seed 102799 in small: a paused node's run outlives its lock and ends with a
     success as the node resumes; the rescue discards the job (no attempts left) before the
     completion commits (refused: the row is a dead letter); moved back, the job runs again.
-    That re-run's cause is the expired lock (before: "no known cause", the rescue's own
-    dead-letter event having cleared the run's pending outcome)."""
+    That re-run's cause is the lock that expired in the pause, the 15 s run being shorter
+    than its 20 s lock (before: "no known cause", the rescue's own dead-letter event having
+    cleared the run's pending outcome; then "lock_expired", the node being awake when the
+    rescue came)."""
     _, r = _run("""
 name: discarded-before-its-completion
 seed: 8
@@ -450,7 +452,7 @@ operations: [{at: 100s, move: all}]
     kinds = [k for _, k, _, _ in _job_events(r)]
     assert kinds[kinds.index("exec_end"):kinds.index("revived")] == \
         ["exec_end", "dead_lettered", "completed"]
-    assert {d.cause for d in a.histories.duplicates} == {"lock_expired"}
+    assert {d.cause for d in a.histories.duplicates} == {"pause"}
     assert a.summary["jobs"]["done"] == 1
 
 

@@ -150,3 +150,25 @@ def test_a_set_through_a_variants_set_changes_that_key_only():
                 assert getattr(changed, other) == getattr(base, other), (path, other)
     with pytest.raises(ScenarioError, match="did you mean 'fifo'"):
         load_variants(file, sets=["variants.fifoo.set.executor.order=priority"])
+
+
+def test_a_lock_that_ran_out_in_a_pause_is_the_pauses_though_the_node_retakes_it_awake():
+    """A hunt's minimal file: one node, paused 29 s over its 30 s lock's last heartbeat;
+    it wakes, and its poll claims its own row again before its run's completion is written.
+    The double run was put down to lock expiry (the node awake when the row was taken),
+    whose fix, a longer lock or a heartbeat, this run already had."""
+    doc = {"name": "woken", "seed": 492631748, "until": "33s",
+           "db": {"latency": {"lognormal": {"median": "2ms", "p99": "20ms"}}},
+           "executor": {"acquisition": "guarded_update", "poll_interval": "1s",
+                        "batch_size": 4, "queue_size": 4, "threads": 1, "lock_time": "30s",
+                        "heartbeat": "7.5s", "heartbeat_scope": "held"},
+           "nodes": 1,
+           "handlers": {"report": {"duration": {"lognormal": {"median": "3s", "p99": "60s"}}}},
+           "workload": {"streams": [{"name": "reports", "handler": "report", "count": 1,
+                                     "rate": "2/s"}]},
+           "faults": [{"at": "2.417s", "pause": "node-1", "for": "29s"}]}
+    s = api.analyse(api.run(from_dict(doc))).summary
+    assert {k: v for k, v in s["duplicate_executions"]["by_cause"].items() if v} == \
+        {"pause": 1}
+    without = api.analyse(api.run(from_dict({**doc, "faults": []}))).summary
+    assert without["duplicate_executions"]["total"] == 0

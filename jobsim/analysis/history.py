@@ -120,10 +120,14 @@ def told(trace: Trace, cols: dict[str, np.ndarray], idx: np.ndarray) -> tuple[
         return until if c is None else c.true_time(until)
 
     def expired_why(prev: tuple[int, float, int, float], t: float) -> str:
-        """Why a lock its holder still needed ended at ``t``: a pause of the holder, a
-        clock (the lock was live by true time, as its writer meant it), or its expiry."""
-        return "pause" if prev[0] in paused else "clock_skew" if t <= prev[3] else \
-            "lock_expired"
+        """Why a lock its holder still needed ended at ``t``: a pause of the holder (then,
+        or when the lock ran out: a node that wakes and claims its own row again before
+        its run's completion is written has had its lock expire in the pause), a clock
+        (the lock was live by true time, as its writer meant it), or its expiry."""
+        node, due = prev[0], prev[3]
+        if node in paused or due < t and any(a <= due < b for a, b in pauses.get(node, ())):
+            return "pause"
+        return "clock_skew" if t <= due else "lock_expired"
     running: dict[int, dict[int, int]] = {}  # job -> node -> executions in progress
     succeeded: set[int] = set()
     acq_cause: dict[tuple[int, int], tuple[str, list[int]]] = {}
@@ -143,6 +147,8 @@ def told(trace: Trace, cols: dict[str, np.ndarray], idx: np.ndarray) -> tuple[
     lost_success: dict[int, int] = {}
     ended_ok: set[int] = set()  # jobs whose uncommitted run (``uncommitted``) succeeded
     paused: set[int] = set()
+    pause_start: dict[int, float] = {}
+    pauses: dict[int, list[tuple[float, float]]] = {}  # node -> its pauses that ended
     stranded_at: dict[int, float] = {}
     waiting: dict[int, int] = {}  # job -> node that locked it and has not started it yet
     uncommitted: dict[int, int] = {}  # job -> node whose run ended, its statement not back
@@ -367,10 +373,15 @@ def told(trace: Trace, cols: dict[str, np.ndarray], idx: np.ndarray) -> tuple[
                 if owner == node and meant_until >= t and job not in stranded_at:
                     stranded_at[job] = t
                     stranded += 1
+            if node in paused:  # a crash ends a pause
+                pauses.setdefault(node, []).append((pause_start[node], t))
             paused.discard(node)
         elif k == KPA:
             paused.add(node)
+            pause_start[node] = t
         elif k == KRE:
+            if node in paused:
+                pauses.setdefault(node, []).append((pause_start[node], t))
             paused.discard(node)
         elif k == KSF:
             if j >= 0 and uncommitted.get(j) == node:
