@@ -124,6 +124,14 @@ def test_the_first_scenario_pages_hunt_finds_a_pause_longer_than_the_lock(tmp_pa
     minimal = scenario.load(out / "minimal.yaml")
     (fault,) = minimal.faults
     assert fault.kind == "pause" and fault.length > minimal.executor.lock_time
+    # the shrunk run goes on past the pause: the node wakes and finishes the job, as the
+    # page says (it had stopped 1.5 s before the waking, and warned of it)
+    assert minimal.until > fault.at + fault.length
+    from jobsim.format.lint import lint
+    assert not [w for w in lint(minimal) if w.code == "fault-outlasts-the-end"]
+    from jobsim import api
+    s = api.analyse(api.run(minimal)).summary
+    assert s["duplicate_side_effects"]["by_cause"]["pause"] == 1
 
 
 def test_a_reader_that_goes_away_is_no_error_of_the_run(tmp_path):

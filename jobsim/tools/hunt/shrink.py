@@ -95,8 +95,13 @@ def candidates(case: dict[str, Any], shape: dict[str, Any], end: float | None,
             yield _with(case, faults=faults[:k] + [{**f, "at": v}] + faults[k + 1:])
     if horizon and end is not None and math.isfinite(end):  # a shorter horizon
         until = case.get("until", math.inf)
-        for v in toward(min(until, math.ceil(end) + 1.0), 1.0):
-            if v < until:
+        # past every fault window's end: a run stopped inside one leaves out what its end
+        # brings (a paused node waking), which the report would tell of all the same
+        floor = max([f["at"] + f.get("for", f.get("restart_after", 0.0)) for f in faults
+                     if isinstance(f.get("for", f.get("restart_after")), (int, float))]
+                    + [0.0])
+        for v in toward(min(until, max(math.ceil(end), math.floor(floor)) + 1.0), 1.0):
+            if floor < v < until:
                 yield _with(case, until=v)
 
 
