@@ -147,7 +147,8 @@ def test_every_set_is_told_and_each_sets_jitter_is_its_own():
                 {"name": "sa", "handler": "wa", "rate": "3/s", "count": 3600},
                 {"name": "sb", "handler": "wb", "rate": "2/s", "count": 2400}]}}
     warned = [w.message for w in lint(from_dict(doc(False))) if w.code == "poll-lock-step"]
-    assert [m[:28] for m in warned] == ["3 nodes that alone run wa (a", "2 nodes that alone run wb (b"]
+    assert [m[:28] for m in warned] == ["3 nodes that alone run wa (a",
+                                        "2 nodes that alone run wb (b"]
     warned = [w.message for w in lint(from_dict(doc(True))) if w.code == "poll-lock-step"]
     assert [m[:28] for m in warned] == ["2 nodes that alone run wb (b"]
     for seed in (1, 2):

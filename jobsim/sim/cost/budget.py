@@ -51,7 +51,8 @@ class Estimate:
     def describe(self) -> str:
         return (f"about {_count(self.events)} events and {_bytes(self.memory_bytes)} of "
                 f"memory ({_counted(self.jobs, 'job')}, "
-                f"{_counted(self.executions, 'execution')} over {_seconds(self.span)} of simulated time)")
+                f"{_counted(self.executions, 'execution')} over {_seconds(self.span)} of "
+                f"simulated time)")
 
     def drivers(self, n: int = 3) -> list[str]:
         total = max(self.events, 1.0)
