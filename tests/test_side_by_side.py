@@ -37,3 +37,35 @@ def test_every_policy_sees_the_same_arrivals_and_its_own_signature():
     assert s["failsafe"]["jobs"]["failed"] > 3 and s["failsafe"]["jobs"]["dead_lettered"] == 0
     assert s["skip_locked"]["named"]["bad-1"]["outcome"] == "pending"  # still retrying
     assert all(v["jobs"]["lost"] == 0 and v["double_acquisitions"] == 0 for v in s.values())
+
+
+def test_the_executors_pages_lesson_and_failsafe_figures_are_the_runs_over_its_seeds():
+    """docs/executors.md's side-by-side table and paragraph, for the two columns whose
+    figures move with the seed: they had gone stale (the lesson's duplicates read 24.2
+    (21-32) where the runs gave 25.3 (21-34), and failsafe 'more than the lesson' at a seed
+    where it had one fewer); here they are the runs over seeds 11 to 20."""
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "executors.md").read_text()
+    variants = {sc.variant: sc for sc in scenario.load_variants(PATH)}
+    s = {(v, seed): analyse(run(variants[v], seed)).summary
+         for v in ("lesson", "failsafe") for seed in range(11, 21)}
+
+    def spread(v: str, f) -> tuple[float, float, float, float]:
+        xs = [f(s[(v, seed)]) for seed in range(11, 21)]
+        return xs[0], sum(xs) / len(xs), min(xs), max(xs)
+    first, mean, lo, hi = spread("lesson", lambda x: x["duplicate_executions"]["total"])
+    assert f"| duplicate executions | {first}; {mean:.1f} ({lo}–{hi}) |" in page
+    first, mean, lo, hi = spread("lesson", lambda x: x["crash_recovery"]["stranded_jobs"])
+    assert f"| jobs stranded by the crash | {first}; {mean:.1f} ({lo}–{hi}) |" in page
+    fourth = [seed for seed in range(11, 21) if s[("lesson", seed)]["jobs"]["dead_lettered"] > 3]
+    assert f"3 dead letters (4 at seed {fourth[0]}:" in page and len(fourth) == 1
+    expired = [s[("lesson", seed)]["duplicate_executions"]["by_cause"]["lock_expired"]
+               for seed in range(11, 21)]
+    assert f"has {min(expired)} to {max(expired)} duplicate" in page
+    bad = [seed for seed in range(11, 21)
+           if s[("failsafe", seed)]["duplicate_executions"]["total"] >= 29]
+    assert bad == [13, 14, 16, 17, 20]
+    more = [seed for seed in bad if s[("failsafe", seed)]["duplicate_executions"]["total"] >
+            s[("lesson", seed)]["duplicate_executions"]["total"]]
+    assert len(more) == 4 and "more than the lesson's executor at\nfour of them" in page
