@@ -60,11 +60,10 @@ import pandas as pd
 
 from ..base.trace import K
 from ..executor.config import NodeConfig
-from ..format.lint_polls import poll_groups
 from .fault_windows import due_in, fault_windows, windows_of, with_backlog
 from .intake import group_queue_full_waits, queue_waits
 from .phases import (_gaps_before, _largest_gap, _live, claims, first_polls as _first_polls,
-                     phase_series, runs_it)
+                     node_sets, phase_series, runs_it)
 from .saturation import busy_levels, room_by_handler, rounded as _r, saturation, waits_of
 
 #: a run's spread of phases under this share of independent phases' is lock-step (what is
@@ -180,31 +179,22 @@ def poll_phases(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[Node
 
 def _group_phases(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[NodeConfig, ...],
                   end: float, mean: float | None, room: tuple[np.ndarray, ...],
-                  acq: np.ndarray) -> dict[str, Any] | None:
-    """``poll_phases`` of the nodes that compete for the same rows (``poll_groups``): the
-    cluster's, or where its nodes split the handlers, of each set that alone runs some
-    (and has phases to speak of), over its own jobs: the one that ran the most first, with
-    the others in ``other_sets``; with the set's nodes (``group``) and handlers
-    (``handlers``), both None for the whole cluster."""
-    due, start, busy, handler = room
-    groups = poll_groups(nodes, set(handler.tolist()))
-    if len(groups) == 1 and groups[0][1] is None:
-        out = poll_phases(cols, names, nodes, end, mean, waits_of(room),
-                          (due[~busy], start[~busy], handler[~busy]), acq)
-        return None if out is None else out | {"group": None, "handlers": None,
-                                               "other_sets": []}
-    ours = [np.isin(handler, hs) for _, hs in groups]
+                  acq: np.ndarray, used: set[str]) -> dict[str, Any] | None:
+    """``poll_phases`` of the nodes that compete for the same rows (``phases.node_sets``):
+    the cluster's, or where its nodes split the handlers (``used``: those with jobs), of
+    each set that alone runs some (and has phases to speak of), over its own jobs: the one
+    that ran the most first, with the others in ``other_sets``; with the set's polling nodes
+    (``group``) and handlers (``handlers``), both None for the whole cluster."""
     found = []
-    for k in sorted(range(len(groups)), key=lambda k: -int(ours[k].sum())):
-        group, hs = groups[k]
-        if not ours[k].any():
-            continue
-        d, s, b, h = (r[ours[k]] for r in room)
-        out = poll_phases(cols, names, tuple(group), end, float((s - d).mean()),
-                          waits_of((d, s, b, h)), (d[~b], s[~b], h[~b]), acq)
+    for group, hs, mine in node_sets(nodes, used, room[3]):
+        d, s, b, h = room if mine is None else (r[mine] for r in room)
+        out = poll_phases(cols, names, group, end, mean if hs is None else
+                          float((s - d).mean()), waits_of((d, s, b, h)),
+                          (d[~b], s[~b], h[~b]), acq)
         if out is not None:
-            found.append(out | {"group": [n.name for n in group if n.name in names and
-                                          n.executor.wakeup == "poll"], "handlers": list(hs)})
+            found.append(out | {"group": None if hs is None else [
+                n.name for n in group if n.name in names and n.executor.wakeup == "poll"],
+                "handlers": None if hs is None else list(hs)})
     return found[0] | {"other_sets": found[1:]} if found else None
 
 
@@ -351,7 +341,8 @@ def detect(cols: dict[str, np.ndarray], names: list[str], jobs: pd.DataFrame,
     if slowed.any():  # the polls' own waits: a slow or cut-off database's are its own
         room = tuple(r[~slowed] for r in room)
         mean = float((room[1] - room[0]).mean()) if len(room[0]) else None
-    phases = _group_phases(cols, names, nodes, end, mean, room, acq)
+    used = set(jobs["handler"].astype(str).tolist())
+    phases = _group_phases(cols, names, nodes, end, mean, room, acq, used)
     aging = nodes[0].executor.aging_rate if nodes and nodes[0].executor.order == "aging" else 0.0
     full = int((cols["b"][acq] == cols["a"][acq]).sum())  # the job table's claims (not timers)
     return {"poll_phases": phases, "imbalance": imbalance(figures["nodes"], phases, full),

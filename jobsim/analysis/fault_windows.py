@@ -130,6 +130,8 @@ def _first_at_most(values: np.ndarray, i: int, level: int) -> int | None:
 def with_backlog(windows: list[dict[str, Any]], due: np.ndarray, start: np.ndarray
                  ) -> list[dict[str, Any]]:
     """``windows`` with each one's ``cleared_at`` (``cleared_at``; None for a service's)."""
+    if not any(w["kind"] in ("slow_db", "partition") for w in windows):
+        return [w | {"cleared_at": None} for w in windows]  # (no backlog to read: no sort)
     return [w | {"cleared_at": c} for w, c in zip(windows, cleared_at(due, start, windows))]
 
 

@@ -28,8 +28,8 @@ import pandas as pd
 
 from ..base.trace import K
 from ..executor.config import NodeConfig
-from ..format.lint_polls import intake_of, poll_groups, queue_capped as capped
-from .phases import _groups
+from ..format.lint_polls import intake_of, queue_capped as capped
+from .phases import _groups, node_sets
 from .saturation import rounded as _r
 
 
@@ -37,25 +37,23 @@ def group_queue_full_waits(cols: dict[str, np.ndarray], names: list[str],
                            nodes: tuple[NodeConfig, ...], runs: tuple[np.ndarray, ...],
                            node_figures: dict[str, dict[str, Any]], acq: np.ndarray,
                            jobs: pd.DataFrame) -> dict[str, Any] | None:
-    """``queue_full_waits`` of the nodes that compete for the same rows (``poll_groups``):
-    the cluster's, or where its nodes split the handlers, of the set that alone runs the
-    most jobs and has such waits, over its own runs and jobs; with the set's nodes
-    (``group``) and handlers (``handlers``), both None for the whole cluster."""
+    """``queue_full_waits`` of the nodes that compete for the same rows
+    (``phases.node_sets``): the cluster's, or where its nodes split the handlers, of the set
+    that alone runs the most jobs and has such waits, over its own runs and jobs; with the
+    set's nodes (``group``) and handlers (``handlers``), both None for the whole cluster."""
     handler = jobs["handler"].astype(str).to_numpy()
-    groups = poll_groups(nodes, set(handler.tolist()))
-    if len(groups) == 1 and groups[0][1] is None:
-        out = queue_full_waits(cols, names, nodes, runs, node_figures, acq)
-        return None if out is None else out | {"group": None, "handlers": None}
     due = jobs["due"].to_numpy(dtype=float)
-    ours = [np.isin(handler, hs) for _, hs in groups]
-    for k in sorted(range(len(groups)), key=lambda k: -int(ours[k].sum())):
-        group, hs = groups[k]
-        own = np.isin(runs[2], [names.index(n.name) for n in group if n.name in names])
-        out = queue_full_waits(cols, names, tuple(group), tuple(r[own] for r in runs),
-                               node_figures, acq, np.sort(due[ours[k]]))
+    for group, hs, mine in node_sets(nodes, set(handler.tolist()), handler):
+        if hs is None:
+            out = queue_full_waits(cols, names, nodes, runs, node_figures, acq)
+        else:
+            own = np.isin(runs[2], [names.index(n.name) for n in group if n.name in names])
+            out = queue_full_waits(cols, names, group, tuple(r[own] for r in runs),
+                                   node_figures, acq, np.sort(due[mine]))
         if out is not None:
-            return out | {"group": [n.name for n in group if n.name in names],
-                          "handlers": list(hs)}
+            return out | {"group": None if hs is None else
+                          [n.name for n in group if n.name in names],
+                          "handlers": None if hs is None else list(hs)}
     return None
 
 

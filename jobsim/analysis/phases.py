@@ -15,7 +15,7 @@ import numpy as np
 
 from ..base.trace import K
 from ..executor.config import NodeConfig
-from ..format.lint_polls import splits_handlers as split
+from ..format.lint_polls import poll_groups, splits_handlers as split
 
 #: phases are sampled at most this many times (evenly) over a run
 SAMPLES = 2000
@@ -49,6 +49,20 @@ def _groups(handler: np.ndarray, nodes: tuple[NodeConfig, ...], names: list[str]
     for k, h in enumerate(kinds):
         by.setdefault(tuple(runs_it(nodes, names, str(h))), []).append(k)
     return [(np.flatnonzero(np.isin(code, ks)), list(codes)) for codes, ks in by.items()]
+
+
+def node_sets(nodes: tuple[NodeConfig, ...], used: set[str], handler: np.ndarray
+              ) -> list[tuple[tuple[NodeConfig, ...], tuple[str, ...] | None, np.ndarray | None]]:
+    """The sets of nodes that compete for the same rows (``poll_groups`` over the handlers
+    ``used``), each with its handlers and which of the rows of ``handler`` (a job's handler
+    each) are its jobs: the whole cluster alone (handlers and rows None), or the sets that
+    alone run some jobs of ``handler``, the one with the most first."""
+    groups = poll_groups(nodes, used)
+    if len(groups) == 1 and groups[0][1] is None:
+        return [(tuple(nodes), None, None)]
+    ours = [np.isin(handler, hs) for _, hs in groups]
+    order = sorted(range(len(groups)), key=lambda k: -int(ours[k].sum()))
+    return [(tuple(groups[k][0]), groups[k][1], ours[k]) for k in order if ours[k].any()]
 
 
 def first_polls(cols: dict[str, np.ndarray], acq: np.ndarray, codes: list[int],

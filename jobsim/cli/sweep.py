@@ -101,22 +101,15 @@ def _variant(doc: dict, args: argparse.Namespace) -> dict:
     """The document to sweep: the file's base run, or with ``--variant`` that variant's
     (its settings and expectations; the sweep's folder named after it). Sweeping the base
     run of a file with variants is said on stderr: its variants' settings are not in it."""
-    from ..base.errors import Problem
     from ..format import scenario as scenario_mod
-    from ..format.spec import suggest
 
-    variants = doc.get("variants") if isinstance(doc.get("variants"), dict) else {}
     if args.variant is None:
-        if variants:
-            print(f"note: {args.scenario} has variants ({', '.join(map(str, variants))}); "
-                  f"the sweep runs its base run, without their settings: --variant NAME "
+        if isinstance(doc.get("variants"), dict) and doc["variants"]:
+            print(f"note: {args.scenario} has variants ({', '.join(map(str, doc['variants']))}"
+                  f"); the sweep runs its base run, without their settings: --variant NAME "
                   f"sweeps one", file=sys.stderr)
         return doc
-    if args.variant not in variants:
-        raise ScenarioError([Problem("--variant", "one of the scenario's variants: " + (
-            ", ".join(map(str, variants)) or "(it has none)"), repr(args.variant),
-            suggest(args.variant, tuple(map(str, variants))))], args.scenario)
-    vdoc = scenario_mod.variant_doc(doc, args.variant, args.scenario)
+    vdoc = scenario_mod.chosen_variant(doc, args.variant, args.scenario)
     vdoc["name"] = f"{doc.get('name')}_{args.variant}"
     return vdoc
 

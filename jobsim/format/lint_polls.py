@@ -73,6 +73,20 @@ def _used(sc: Scenario) -> set[str]:
         {r.handler for r in sc.recurring}
 
 
+def _ours(sc: Scenario, handlers: tuple[str, ...] | None) -> set[str]:
+    """The handlers whose jobs a set of nodes polls for: ``handlers`` where it runs some
+    alone (no other node polls for them), else all those the workload gives jobs to."""
+    return _used(sc) if handlers is None else set(handlers)
+
+
+def _arrivals(sc: Scenario, ours: set[str]) -> tuple[list[Any], list[Any], float]:
+    """The Poisson streams and recurring schedules of ``ours``' jobs, and their rate."""
+    streams = [s for s in sc.streams if s.rate and s.handler in ours]
+    recurring = [r for r in sc.recurring if r.every > 0 and r.handler in ours]
+    return streams, recurring, sum(s.rate for s in streams) + sum(1 / r.every
+                                                                  for r in recurring)
+
+
 def _lock_step(sc: Scenario, group: list[Any], handlers: tuple[str, ...] | None
                ) -> Iterator[Found]:
     polling = [n for n in group if n.executor.wakeup == "poll"]
@@ -82,14 +96,10 @@ def _lock_step(sc: Scenario, group: list[Any], handlers: tuple[str, ...] | None
     if T <= 0 or any(n.executor.poll_interval != T or n.executor.poll_jitter
                      for n in polling):
         return
-    used = _used(sc)
-    if handlers is not None:  # the set's own jobs: no other node polls for them
-        used &= set(handlers)
-    if any(run_p99(sc.handlers[h], sc.services) >= T for h in used if h in sc.handlers):
+    ours = _ours(sc, handlers)
+    if any(run_p99(sc.handlers[h], sc.services) >= T for h in ours if h in sc.handlers):
         return  # runs as long as the interval: a full claim's threads free too late
-    streams = [s for s in sc.streams if s.rate and s.handler in used]
-    recurring = [r for r in sc.recurring if r.every > 0 and r.handler in used]
-    rate = sum(s.rate for s in streams) + sum(1 / r.every for r in recurring)
+    streams, recurring, rate = _arrivals(sc, ours)
     claim = min(min(n.executor.batch_size, n.executor.queue_size or n.executor.threads)
                 for n in polling)
     span = max([s.count / s.rate for s in streams] + [r.count * r.every for r in recurring]
@@ -114,14 +124,14 @@ def _lock_step(sc: Scenario, group: list[Any], handlers: tuple[str, ...] | None
            f"you study")
 
 
-def _run_mean(sc: Scenario, handlers: set[str] | None = None) -> float | None:
-    """The workload's mean drawn run (weighted by its jobs; of ``handlers``' jobs where
-    given), or None where a run is steps, Python or hangs (no mean to speak of)."""
+def _run_mean(sc: Scenario, ours: set[str]) -> float | None:
+    """The mean drawn run of ``ours``' jobs (weighted by their jobs), or None where a run is
+    steps, Python or hangs (no mean to speak of)."""
     counts: dict[str, int] = {}
     for h, n in [(j.handler, 1) for j in sc.jobs] + [(st.handler, st.count) for st in
                                                      sc.streams] + \
             [(r.handler, r.count) for r in sc.recurring]:
-        if handlers is None or h in handlers:
+        if h in ours:
             counts[h] = counts.get(h, 0) + n
     hs = [sc.handlers.get(h) for h in counts]
     if not counts or any(h is None or h.steps is not None or h.python is not None or
@@ -212,11 +222,8 @@ def queue_full_caps(sc: Scenario) -> Iterator[Found]:
 def _queue_full_caps(sc: Scenario, nodes: list[Any], handlers: tuple[str, ...] | None
                      ) -> Iterator[Found]:
     capped = queue_capped(nodes)
-    ours = None if handlers is None else set(handlers)
-    rate = sum(st.rate for st in sc.streams if st.rate and (ours is None or
-                                                            st.handler in ours)) + \
-        sum(1 / r.every for r in sc.recurring if r.every > 0 and (ours is None or
-                                                                  r.handler in ours))
+    ours = _ours(sc, handlers)
+    rate = _arrivals(sc, ours)[2]
     mean = _run_mean(sc, ours)
     if not capped or rate <= 0 or not mean or mean <= 0:
         return

@@ -170,6 +170,17 @@ def variant_doc(doc: dict[str, Any], name: str, source: str) -> dict[str, Any]:
     return vdoc
 
 
+def chosen_variant(doc: dict[str, Any], name: str, source: str) -> dict[str, Any]:
+    """``variant_doc`` of the variant a command's ``--variant`` names, refused (with the
+    file's variants and the nearest) where the file has none of that name."""
+    variants = doc.get("variants") if isinstance(doc.get("variants"), dict) else {}
+    if name not in variants:
+        raise ScenarioError([Problem("--variant", "one of the scenario's variants: " + (
+            ", ".join(map(str, variants)) or "(it has none)"), repr(name),
+            suggest(name, tuple(map(str, variants))))], source)
+    return variant_doc(doc, name, source)
+
+
 def _validated(doc: dict[str, Any], source: str, variant: str | None) -> Scenario:
     problems: list[Problem] = []
     doc = resolve(doc, source)  # a db.profile file, read in its place

@@ -108,16 +108,12 @@ def configuration(doc: dict[str, Any], variant: str | None, sets: list[str],
     applied, without its variants, expectations, sweep and hunt sections."""
     from ...format import scenario as scenario_mod
 
-    d = copy.deepcopy(doc)
-    problems: list[Problem] = []
-    variants = d.pop("variants", None) or {}
     if variant is not None:
-        if variant not in variants:
-            raise ScenarioError([Problem("--variant", "one of the scenario's variants: " +
-                                         (", ".join(variants) or "(it has none)"),
-                                         repr(variant))], source)
-        for path, value in (variants[variant].get("set") or {}).items():
-            scenario_mod.set_path(d, path, value, f"variants.{variant}.set.{path}", problems)
+        d = scenario_mod.chosen_variant(doc, variant, source)
+    else:
+        d = copy.deepcopy(doc)
+        d.pop("variants", None)
+    problems: list[Problem] = []
     scenario_mod.apply_sets(d, sets, source, problems)  # a file's limits, as from_dict's
     if problems:
         raise ScenarioError(problems, source)
