@@ -196,8 +196,12 @@ def test_the_runs_over_other_seeds_are_a_phase_with_their_workers_cpu(tmp_path):
     here = alone["phases"]["seeds"]["cpu_s"]
     assert here > 0 and alone["phases"]["seeds"]["wall_s"] > 0
     # CPU seconds of the same work, whoever did it: the workers' counted (without them,
-    # this process's share is a tenth of it), and not counted twice
-    assert 0.5 * here < pooled["phases"]["seeds"]["cpu_s"] < 2.5 * here, (alone, pooled)
+    # this process's share is a tenth of it), and not counted twice (the sum below). The
+    # workers' start is theirs too: forked from a test process of a few hundred MB, their
+    # copy-on-write faults read 0.6 CPU s more on a loaded CI machine (0.80 against 0.21
+    # here; 0.27-0.29 against 0.22-0.26 on an idle one), whatever the runs
+    assert 0.5 * here < pooled["phases"]["seeds"]["cpu_s"] < 2.5 * here + 1.0, \
+        (alone, pooled)
     for figures in (alone, pooled):
         assert figures["cpu_s"] >= sum(p["cpu_s"] for p in figures["phases"].values()) - 1e-3
 
