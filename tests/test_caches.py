@@ -185,3 +185,23 @@ def test_the_cache_counts_what_an_earlier_run_left(tmp_path):
     cache.put("k", (), 1, {"seed": 1, "ok": True, "error": None, "pad": "y" * 5000})
     assert cache.full and not (folder / "k.json").exists()
     assert sorted(os.listdir(folder)) == ["a.json"]
+
+
+def test_a_typo_in_a_grid_path_is_said_once_not_once_per_point(tmp_path, capsys):
+    """A path the scenario lacks fails at every grid point: one line that says so (a grid of
+    4 × 5 points used to print the same problem 20 times); a value bad at some points names
+    them, the first three and how many more."""
+    out = tmp_path / "s"
+    status = main(["sweep", str(LESSON), "--grid", "executor.pol_interval=1s,2s,3s,4s",
+                   "--grid", "executor.threads=1,2,3,4,5", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert status == 2 and not out.exists()
+    assert err.count("pol_interval") == 2, err  # the path once, and the typo it echoes
+    assert "executor.pol_interval (at every one of the 20 grid points)" in err
+    assert "did you mean 'poll_interval'" in err and "1 problem(s)" in err
+    status = main(["sweep", str(LESSON), "--grid", "executor.lock_time=-1s,30s,-5s",
+                   "--grid", "executor.threads=1,2", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert status == 2 and "1 problem(s)" not in err and not out.exists()
+    assert ("executor.lock_time (at 2 of the 6 grid points: executor.lock_time=-1s, "
+            "executor.threads=1; executor.lock_time=-1s, executor.threads=2)") in err, err

@@ -155,6 +155,16 @@ def _point_doc(doc: dict[str, Any], source: str,
     return d
 
 
+def _at_points(points: list[str], of: int) -> str:
+    """Where in the grid a problem came: every point, or the first few of those it did."""
+    if len(points) == of and of > 1:
+        return f"at every one of the {of:,} grid points"
+    if len(points) == 1:
+        return f"grid point {points[0]}"
+    more = f", and {len(points) - 3:,} more" if len(points) > 3 else ""
+    return f"at {len(points):,} of the {of:,} grid points: " + "; ".join(points[:3]) + more
+
+
 def check_points(doc: dict[str, Any], combos: list[tuple[tuple[str, Any], ...]],
                  axes: tuple[Axis, ...], replications: int, source: str,
                  budget: Budget | None) -> float:
@@ -166,14 +176,17 @@ def check_points(doc: dict[str, Any], combos: list[tuple[tuple[str, Any], ...]],
     # a point beyond the run budget, or a sweep beyond SWEEP_BUDGET_RUNS × the budget in
     # all, is refused here, before any run.
     problems: list[Problem] = []
+    #: each build problem once, with the grid points it came at (a typo in a path comes at
+    #: every point: one line, not one per point)
+    bad: dict[Problem, list[str]] = {}
     total_events = disk = 0.0
     for combo in combos:
         where = ", ".join(f"{p}={v}" for p, v in combo)
         try:
             sc = from_dict(_point_doc(doc, source, combo), source)
         except ScenarioError as err:
-            problems += [Problem(f"{p.path} (grid point {where})", p.expected, p.got, p.hint)
-                         for p in err.problems]
+            for p in err.problems:
+                bad.setdefault(p, []).append(where)
             continue
         disk += entry_bytes(sc) * replications
         if budget is not None:
@@ -184,6 +197,8 @@ def check_points(doc: dict[str, Any], combos: list[tuple[tuple[str, Any], ...]],
                 problems.append(Problem(f"grid point {where or '(base)'}",
                                         "a run within the budget (raise it with --budget)",
                                         f"{why}: {est.describe()}"))
+    problems[:0] = [Problem(f"{p.path} ({_at_points(points, len(combos))})", p.expected, p.got,
+                            p.hint) for p, points in bad.items()]
     if budget is not None and total_events > budget.events * SWEEP_BUDGET_RUNS:
         problems.append(Problem("--grid/--replications", f"a sweep of at most "
                                 f"{budget.events * SWEEP_BUDGET_RUNS:.2g} events in all "
