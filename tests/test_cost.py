@@ -14,6 +14,7 @@ import random
 
 import pytest
 
+from jobsim import analyse
 from jobsim.format import scenario
 from jobsim.cli import main
 from jobsim.sim.cost import (DEFAULT_EVENTS, DEFAULT_MEMORY, Budget, BudgetError, Guard, RunStopped,
@@ -494,3 +495,28 @@ workload: {streams: [{handler: h, count: 30, rate: 1/s}]}
     # without the outage nothing fails: the breaker never opens, and the run is estimated
     calm = scenario.loads(path.read_text().replace(", outages: [{at: 5s, for: 10s}]", ""))
     assert math.isfinite(estimate(calm).events)
+
+
+def test_an_operators_fail_of_every_activated_job_ends_what_a_crash_held(lesson_path, capsys):
+    """A crashed worker's activated job waits for ever on the Zeebe-like server, unless
+    something hands it back: a server restart, or an operator's ``fail: all`` after the crash.
+    The estimate counted only the restart, and priced zeebe_like.yaml's operator-fail variant
+    (drained at about 4 minutes) to its 30-day horizon."""
+    sc = scenario.loads("""
+name: held
+until: drained
+horizon: 30d
+policy: zeebe_like
+nodes: 2
+handlers: {h: {duration: 5s}}
+workload: {streams: [{name: s, handler: h, count: 20, rate: 1/s}]}
+faults: [{at: 4s, crash: node-2}]     # it holds the first jobs then (node-1 none)
+operations: [{at: 1m, fail: all, retries: 3}]
+""")
+    result = run(sc)
+    assert analyse(result).summary["crash_recovery"]["stranded_jobs"] >= 1
+    assert 60 <= result.end_time <= 120
+    assert result.end_time / 3 <= estimate(sc).span <= result.end_time * 3
+    assert main(["validate", str(lesson_path.parent / "zeebe_like.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert "days of simulated time" not in out, out

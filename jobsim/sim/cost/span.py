@@ -71,7 +71,8 @@ def may_strand(sc: Scenario) -> bool:
     """Whether a job may stay unfinished to the run's end, so that a run "until drained"
     lasts to its horizon, its nodes polling all the while: a lock that never frees (no
     expiry, or a reset and no reset thread) held by a node that crashes or is cut off, with
-    no server restart after it to hand the job back; a job that no node runs; a run that
+    no server restart after it to hand the job back, nor an operator's ``fail: all`` (which
+    hands back, or makes an incident of, every activated job); a job that no node runs; a run that
     waits for ever on a call into an outage that never answers; a job suspended and not
     activated after."""
     ex = sc.executor
@@ -79,7 +80,8 @@ def may_strand(sc: Scenario) -> bool:
         n.executor.reset_interval for n in sc.nodes))
     if never:
         cuts = [f.at for f in sc.faults if f.kind in ("crash", "partition")]
-        restarts = [f.at for f in sc.faults if f.kind == "restart_server"]
+        restarts = [f.at for f in sc.faults if f.kind == "restart_server"
+                    or (f.kind == "fail" and f.node == "all")]
         if cuts and not (restarts and max(restarts) > max(cuts)):
             return True
     used = {j.handler for j in sc.jobs} | {s.handler for s in sc.streams} | {
