@@ -63,7 +63,7 @@ from ..executor.config import NodeConfig
 from .fault_windows import due_in, fault_windows, windows_of, with_backlog
 from .intake import group_queue_full_waits, queue_waits
 from .phases import (_gaps_before, _largest_gap, _live, claims, first_polls as _first_polls,
-                     node_sets, phase_series, runs_it)
+                     node_sets, phase_series, runs_it, together)
 from .saturation import busy_levels, room_by_handler, rounded as _r, saturation, waits_of
 
 #: a run's spread of phases under this share of independent phases' is lock-step (what is
@@ -171,6 +171,13 @@ def poll_phases(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[Node
            # the first split at the first poll after each job fell due
            "wait_for_poll_free": _r(to_poll), "wait_after_poll_free": _r(after),
            "polled_free": _r(polled), "first_poll_full_free": _r(full)}
+    # nodes at one phase though the whole was not in lock-step: they poll as one
+    out["together"] = [] if out["lock_step"] else together(phase, polling, T)
+    out["phases_apart"] = n - sum(len(g) - 1 for g in out["together"])
+    # what their claims met: those that failed on a conflict, and the rows lost to another
+    mine = np.isin(acq_node, [names.index(x) for g in out["together"] for x in g])
+    out["together_conflicts"] = int(cols["attempt"][acq][mine].sum())
+    out["together_lost"] = int(cols["c"][acq][mine].sum())
     # the share of the cycle before each node's polls, over the run (as its work is counted)
     gaps = _gaps_before(live, T).mean(axis=0) / T
     out["gap_share"] = {name: _r(g) for name, g in sorted(zip(polling, gaps))}

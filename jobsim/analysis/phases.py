@@ -153,3 +153,35 @@ def _gaps_before(phase: np.ndarray, T: float) -> np.ndarray:
     out = np.empty_like(before)
     np.put_along_axis(out, order, before, axis=1)
     return out
+
+
+#: two nodes within this share of the interval of each other are at one phase (their polls
+#: come together: a job waits for the pair as for one node, and their claims can meet)
+TOGETHER = 0.01
+
+
+def together(phase: np.ndarray, names: list[str], T: float) -> list[list[str]]:
+    """The nodes that polled at one phase though the cluster as a whole was not in
+    lock-step: each pair within ``TOGETHER`` × T of each other at half the samples or more
+    where both were up, joined into groups (of two nodes or more, names in order)."""
+    n = phase.shape[1]
+    root = list(range(n))
+
+    def top(i: int) -> int:
+        while root[i] != i:
+            i = root[i]
+        return i
+
+    for i in range(n):
+        for j in range(i + 1, n):
+            both = ~np.isnan(phase[:, i]) & ~np.isnan(phase[:, j])
+            if both.sum() < 2:
+                continue
+            d = np.abs(phase[both, i] - phase[both, j])
+            if (np.minimum(d, T - d) <= TOGETHER * T).mean() >= 0.5:
+                root[top(j)] = top(i)
+    groups: dict[int, list[str]] = {}
+    for i in range(n):
+        groups.setdefault(top(i), []).append(names[i])
+    return [sorted(g) for g in groups.values() if len(g) > 1]
+

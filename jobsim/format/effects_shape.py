@@ -16,7 +16,7 @@ EFFECTS_SHAPE: dict[str, Any] = {
         "due_while_busy", "start_delay_independent",
         "start_delay_lock_step", "from_start", "wait_for_poll_free", "wait_after_poll_free",
         "polled_free", "first_poll_full_free", "queue_size", "group", "handlers",
-        "other_sets")} |
+        "other_sets", "together", "phases_apart", "together_conflicts", "together_lost")} |
     {"gap_share": {ANY: None}},
     "imbalance": {k: None for k in ("most", "most_executions", "most_even", "least",
                                     "least_executions", "least_even", "imbalanced",

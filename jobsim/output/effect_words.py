@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..analysis.phases import TOGETHER
 from ..format.lint_polls import group_words
 
 
@@ -34,15 +35,15 @@ def effect_sentences(summary: dict[str, Any]) -> list[str]:
     effects = summary.get("effects") or {}
     out: list[str] = []
     phases = effects.get("poll_phases")
-    if phases and phases["lock_step"]:
-        out.append(_lock_step(phases))
-    elif phases and (told := bunched(phases) or full_claims(phases, effects.get("load"))):
-        out.append(told)
-    for other in (phases or {}).get("other_sets") or []:  # other sets of nodes, by their jobs
-        if other["lock_step"]:
-            out.append(_lock_step(other))
-        elif told := bunched(other) or full_claims(other, effects.get("load")):
-            out.append(told)
+    for p in [phases] + list((phases or {}).get("other_sets") or []) if phases else []:
+        # the whole cluster's phases, then other sets of nodes', by their jobs
+        if p["lock_step"]:
+            out.append(_lock_step(p))
+            continue
+        told = bunched(p) or full_claims(p, effects.get("load"))
+        out += [told] if told else []
+        if not told or " polled together" not in told:
+            out += [met] if (met := claims_met(p)) else []
     imb = effects.get("imbalance")
     if imb and imb["imbalanced"]:
         line = (f"The work was uneven: {imb['most']} ran {imb['most_executions']:,} "
@@ -194,10 +195,39 @@ def bunched(phases: dict[str, Any]) -> str | None:
     line = (f"The polls made much of the wait though their phases were not in lock-step "
             f"({_who(phases)}' polls spread over {_s(phases['spread_end'])} of the {_s(T)} "
             f"interval at the end; independent phases: {_s(phases['spread_independent'])})."
-            + _poll_waits(phases, mean))
+            + _together(phases) + _poll_waits(phases, mean))
     if not phases["jitter"]:
         line += _jitter(phases, mean)
     return line
+
+
+def _together(phases: dict[str, Any], wait: bool = True) -> str:
+    """The nodes that polled at one phase, what that made of the wait for a poll (``wait``)
+    and what their claims met (empty if no nodes polled together)."""
+    groups = phases.get("together") or []
+    if not groups:
+        return ""
+    T, n, m = phases["interval"], phases["nodes"], phases["phases_apart"]
+    names = [" and ".join([", ".join(g[:-1]), g[-1]] if len(g) > 2 else g) for g in groups]
+    line = (f" But {names[0]} polled together" + "".join(f", as did {w}" for w in names[1:])
+            + f", within {_s(TOGETHER * T)} of each other for most of the run")
+    if wait:
+        line += (f", so the {n} nodes polled at {m} phases ({_s(T / (m + 1))} for a poll, "
+                 f"T/({m}+1))")
+    met = [f"{k:,} {what}" for k, what in (
+        (phases.get("together_conflicts") or 0, "of their claims of jobs failed on a conflict"),
+        (phases.get("together_lost") or 0, "rows they asked for went to another node"))
+        if k]
+    return line + (", and their claims met: " + ", and ".join(met) if met else "") + "."
+
+
+def claims_met(phases: dict[str, Any]) -> str | None:
+    """Nodes at one phase whose claims met (a conflict, or rows lost to another node), told
+    on their own where the wait did not make them worth a sentence (None where none met)."""
+    line = _together(phases, wait=False)
+    if " their claims met" not in line:
+        return None
+    return line.strip().removeprefix("But ")
 
 
 def full_claims(phases: dict[str, Any], load: dict[str, Any] | None) -> str | None:
