@@ -7,7 +7,7 @@ from pathlib import Path
 
 import jobsim
 from jobsim.analysis.expect import Verdict, evaluate
-from jobsim.output.words import explanation, sentences
+from jobsim.output.words import comment_markdown, explanation, sentences
 
 ROOT = Path(__file__).resolve().parent.parent
 LOCK_EXPIRY = ROOT / "scenarios" / "lock_expiry.yaml"
@@ -35,6 +35,23 @@ def test_the_report_opens_with_the_files_explanation_and_says_what_the_run_shows
     assert any("lock expired" in s for s in no_hb)
     assert not any("lock expired" in s for s in sentences(runs[1].summary))
 
+
+
+def test_a_list_in_the_files_comment_stays_a_list_in_the_report():
+    """retry_storm.yaml's comment lists its variants, one "- name: ..." item each over
+    several lines: the report had joined them into one paragraph."""
+    from conftest import SCENARIOS
+    sc = jobsim.load(SCENARIOS / "retry_storm.yaml")
+    about = explanation(sc)
+    items = [ln for ln in about.splitlines() if ln.startswith("- ")]
+    assert [ln.split(":")[0] for ln in items] == ["- fixed", "- fixed_40", "- exponential",
+                                                  "- jittered", "- breaker"]
+    # an item's following lines are part of it, and the paragraph after the list is apart
+    assert items[0].endswith("1,000 calls every 10 s.")
+    assert "\n\nThe report puts the dead letters" in about
+    assert comment_markdown(["Intro,", "more.", "- a", "  b", "1. c", "", "End"]) == \
+        "Intro, more.\n\n- a b\n1. c\n\nEnd"
+    assert comment_markdown(["One", "", "", "two"]) == "One\n\ntwo"
 
 def test_a_scenario_with_no_opening_comment_or_no_file_has_no_explanation(tmp_path):
     f = tmp_path / "x.yaml"

@@ -4,6 +4,7 @@ late the worst job was — so that report.md says what the run shows before its 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -54,8 +55,36 @@ def explanation(scenario: Any) -> str:
         if not line.startswith("#"):
             break
         lines.append(line[1:].strip())
-    paragraphs = " ".join(ln if ln else "\n\n" for ln in lines).split("\n\n")
-    return "\n\n".join(" ".join(p.split()) for p in paragraphs if p.strip())
+    return comment_markdown(lines)
+
+
+#: a comment line that opens a list item: "- ", "* ", "1. " or "1) "
+_ITEM = re.compile(r"([-*]|\d+[.)])\s+\S")
+
+
+def comment_markdown(lines: list[str]) -> str:
+    """Comment lines (their ``#`` taken off) as Markdown: blank lines part paragraphs, and
+    a line that opens a list item ("- ", "* ", "1. ") starts one, its following lines joined
+    to it, so that a list stays a list (it had read as one paragraph)."""
+    blocks: list[list[str]] = []  # a paragraph: one entry; a list: an entry per item
+    listing = False
+    for ln in lines:
+        if not ln:
+            blocks.append([])
+            listing = False
+        elif _ITEM.match(ln):
+            if not listing and blocks and blocks[-1]:
+                blocks.append([])  # a list right after a paragraph's line: a block of its own
+            if not blocks:
+                blocks.append([])
+            blocks[-1].append(ln)
+            listing = True
+        elif blocks and blocks[-1]:
+            blocks[-1][-1] += " " + ln
+        else:
+            blocks = blocks or [[]]
+            blocks[-1].append(ln)
+    return "\n\n".join("\n".join(" ".join(entry.split()) for entry in b) for b in blocks if b)
 
 
 def _n(count: int, one: str, many: str | None = None) -> str:
