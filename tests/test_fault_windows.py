@@ -6,7 +6,9 @@ backlog a slow database left, which they did not make. Scenarios written with de
 import numpy as np
 import pytest
 
+import jobsim
 import jobsim.api as api
+from conftest import SCENARIOS
 from jobsim.analysis.fault_windows import cleared_at, waiting_at
 from jobsim.format.scenario import from_dict
 from jobsim.output.plots.load import load_over_time
@@ -221,3 +223,32 @@ def test_windows_beyond_those_kept_are_counted_and_said_so():
     assert len(f["windows"]) == 20 and f["more"] == 10
     assert "27 more fault windows: 17 in summary.json (effects.faults), 10 beyond those " \
            "counted only." in " ".join(sentences(s))
+
+
+def test_the_load_figures_threads_line_drops_while_a_node_is_down_or_not_yet_started():
+    """The dashed line of the load figure's busy panel was all the cluster's threads for the
+    whole run: node_crash.yaml's two surviving nodes, saturated while node-1 was down, looked
+    a third idle. It is now the threads of the nodes up, bin by bin."""
+    from jobsim.analysis.series import threads_up
+    from jobsim.output.figures import _load
+    sc = jobsim.load(SCENARIOS / "node_crash.yaml")
+    a = jobsim.analyse(jobsim.run(sc))
+    t = jobsim.trace_frame(a.result.trace)
+    down = t[t["kind"] == "node_crashed"]["time"].tolist()
+    back = t[t["kind"] == "node_restarted"]["time"].tolist()
+    assert len(down) == len(back) == 1
+    ld = _load(a, jobsim.jobs_frame(a.histories))
+    mid = (ld.edges[:-1] + ld.edges[1:]) / 2
+    step = ld.edges[1] - ld.edges[0]
+    crashed = next(n for n in sc.nodes if n.name == t[t["kind"] == "node_crashed"]["node"].iloc[0])
+    inside = (mid > down[0] + step) & (mid < back[0] - step)
+    outside = (mid < down[0] - step) | (mid > back[0] + step)
+    assert np.allclose(ld.up[inside], ld.threads - crashed.executor.threads)
+    assert np.allclose(ld.up[outside], ld.threads)
+    assert (ld.busy <= ld.up + 1e-9).all()  # never more busy than there were threads
+    # a late start: nothing before it; no crash and no late start: no line of its own
+    cols = {"kind": np.array([], int), "node": np.array([], int), "time": np.array([])}
+    edges = np.linspace(0, 10, 11)
+    assert np.allclose(threads_up(cols, [(0, 4, 0.0), (1, 2, 5.0)], edges),
+                       [4] * 5 + [6] * 5)
+    assert threads_up(cols, [(0, 4, 0.0), (1, 2, 0.0)], edges) is None

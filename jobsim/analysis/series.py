@@ -29,6 +29,8 @@ class Load:
     delay_max: np.ndarray
     polls: np.ndarray  # polls per second
     writes: np.ndarray  # writes per second
+    #: the mean threads of the nodes up in each bin (None: every thread up all the run)
+    up: np.ndarray | None = None
 
 
 def _mean_level(up: np.ndarray, down: np.ndarray, edges: np.ndarray) -> np.ndarray:
@@ -58,8 +60,27 @@ def _spread_counts(t0: np.ndarray, t1: np.ndarray, count: np.ndarray,
     return np.diff(np.interp(edges, p, cum))
 
 
+def threads_up(cols: dict[str, np.ndarray], nodes: list[tuple[int, int, float]],
+               edges: np.ndarray) -> np.ndarray | None:
+    """The mean threads of the nodes up in each bin: ``nodes`` (code, threads, start) — a
+    node is up from its start to its crash and from its restart on — or None where every
+    node was up for the whole run (no crash, no late start)."""
+    kind, node, time = cols["kind"], cols["node"], cols["time"]
+    crash, back = kind == K["node_crashed"], kind == K["node_restarted"]
+    if not crash.any() and not any(start > 0 for _, _, start in nodes):
+        return None
+    level = np.zeros(len(edges) - 1)
+    for code, threads, start in nodes:  # a loop over nodes, not events
+        ups = np.concatenate([[start], time[back & (node == code)]])
+        downs = time[crash & (node == code)]
+        level += threads * _mean_level(ups, downs, edges)
+    return level
+
+
 def load_series(cols: dict[str, np.ndarray], jobs: pd.DataFrame, threads: int,
-                end: float) -> Load | None:
+                end: float, nodes: list[tuple[int, int, float]] | None = None) -> Load | None:
+    """The run's load in ``BINS`` bins up to ``end``; ``nodes`` (code, threads, start of
+    each node) gives the threads up in each bin, where a node was down or not yet started."""
     if end <= 0 or not len(jobs):
         return None
     edges = np.linspace(0.0, end, BINS + 1)
@@ -94,4 +115,5 @@ def load_series(cols: dict[str, np.ndarray], jobs: pd.DataFrame, threads: int,
         polls += _spread_counts(prev, time[skipped], cols["a"][skipped].astype(float), edges)
     writes = np.histogram(time[np.isin(kind, [K[k] for k in _WRITES])], edges)[0]
     return Load(edges, busy, threads, waiting, dmean, dmax, polls / width,
-                writes.astype(float) / width)
+                writes.astype(float) / width,
+                threads_up(cols, nodes, edges) if nodes is not None else None)

@@ -164,9 +164,13 @@ def _load(a: Any, jobs: pd.DataFrame, end: float | None = None) -> Any:
     end by default), or None: a run of under ``LOAD_JOBS`` jobs has too few for one."""
     if len(jobs) < LOAD_JOBS:
         return None
-    threads = sum(n.executor.threads for n in a.result.scenario.nodes)
+    nodes = a.result.scenario.nodes
+    threads = sum(n.executor.threads for n in nodes)
+    names = list(a.result.trace.nodes)
+    specs = [(names.index(n.name), n.executor.threads, n.start_at or 0.0) for n in nodes
+             if n.name in names]
     return load_series(a.result.trace.arrays(), jobs, threads,
-                       a.result.end_time if end is None else end)
+                       a.result.end_time if end is None else end, specs)
 
 
 def _window(a: Any) -> tuple[float, float] | None:

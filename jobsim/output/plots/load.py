@@ -28,13 +28,18 @@ def load_over_time(load: Load, window: tuple[float, float] | None = None,
     mid = (load.edges[:-1] + load.edges[1:]) / 2
     ax = axes[0]
     ax.fill_between(mid, load.busy, step="mid", color="tab:blue", alpha=0.6, lw=0)
-    ax.axhline(load.threads, color="0.3", ls="--", lw=1)
+    if load.up is None:
+        ax.axhline(load.threads, color="0.3", ls="--", lw=1)
+        dashed = "dashed: all of them"
+    else:  # a node down or not yet started: the threads there were, bin by bin
+        ax.plot(mid, load.up, drawstyle="steps-mid", color="0.3", ls="--", lw=1)
+        dashed = "dashed: the threads of the nodes up (a node down or not started has none)"
     ax.annotate(f"all {load.threads:,} threads", (mid[0], load.threads), xytext=(2, -10),
                 textcoords="offset points", fontsize=8, color="0.3")
     ax.set_ylim(0, load.threads * 1.15 or 1)
     ax.set_ylabel(with_unit("busy", "threads"))
-    ax.set_title(headline("threads busy, the mean in each bin", "threads",
-                          "dashed: all of them", fontsize=10), fontsize=10)
+    ax.set_title(headline("threads busy, the mean in each bin", "threads", dashed,
+                          fontsize=10), fontsize=10)
     ax = axes[1]
     ax.fill_between(mid, load.waiting, step="mid", color="tab:orange", alpha=0.6, lw=0)
     ax.set_ylim(bottom=0)
@@ -122,7 +127,11 @@ def load_by_variant(loads: dict[str, Load | None], window: tuple[float, float] |
                      lw=widths[i] * 0.8)
         lines += axes[0].plot(mid, ld.busy, drawstyle="steps-mid", **style,
                               label=labels[name])
-        axes[0].axhline(ld.threads, color=colours[i], ls="--", lw=0.9, alpha=0.7)
+        if ld.up is None:
+            axes[0].axhline(ld.threads, color=colours[i], ls="--", lw=0.9, alpha=0.7)
+        else:
+            axes[0].plot(mid, ld.up, drawstyle="steps-mid", color=colours[i], ls="--", lw=0.9,
+                         alpha=0.7)
         axes[1].plot(mid, ld.waiting, drawstyle="steps-mid", **style)
         ok = ~np.isnan(ld.delay_mean)
         axes[2].plot(mid[ok], ld.delay_mean[ok], **style)
@@ -133,7 +142,9 @@ def load_by_variant(loads: dict[str, Load | None], window: tuple[float, float] |
     axes[0].set_ylim(0, most * 1.15 or 1)
     axes[0].set_ylabel(with_unit("busy", "threads"))
     axes[0].set_title(headline("threads busy, the mean in each bin", "threads",
-                               "dashed: all of a variant's threads, in its colour",
+                               "dashed: all of a variant's threads, in its colour" if all(
+                                   ld.up is None for ld in drawn.values()) else
+                               "dashed: a variant's threads of the nodes up, in its colour",
                                fontsize=10), fontsize=10)
     axes[1].set_ylabel(with_unit("waiting", "jobs"))
     axes[1].set_title(headline("due jobs not yet started, the mean in each bin", "jobs",
