@@ -95,3 +95,15 @@ def test_the_events_behind_a_violation_name_their_fields():
     assert created and all(re.search(r" kind=\d+ priority=-?\d+ due=\S+", ln)
                            for ln in created)
     assert not any(" job_created " in ln and " a=" in ln for ln in lines)
+
+
+def test_a_time_just_under_a_second_reads_1_s_not_1e3_ms():
+    """0.99995 s rounded to 3 figures in ms is 1000: it was printed "1e+03 ms" (the latest
+    start delay of a run with 1 s polls, in report.md's sentence and its summary table)."""
+    from jobsim.output.effect_words import seconds
+    from jobsim.output.text import format_seconds
+    assert seconds(0.99994746) == "1 s" and seconds(0.9994) == "999 ms"
+    assert seconds(0.0012) == "1.2 ms" and seconds(0.1) == "100 ms"
+    assert "e+" not in format_seconds(0.99994746) and format_seconds(0.9994) == "999ms"
+    assert all("e+" not in seconds(x) and "e+" not in format_seconds(x)
+               for x in (0.9995, 0.99996, 0.999999, 99.96, 9999.6))

@@ -20,9 +20,10 @@ if TYPE_CHECKING:
 def format_seconds(x: float | None) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "—"
-    if abs(x) < 1:
+    if abs(x) < 1 and abs(float(f"{x * 1000:.3g}")) < 1000:  # (0.9996 s: "1s", not "1e+03ms")
         return f"{x * 1000:.3g}ms"
-    return f"{x:.4g}s" if abs(x) < 1e4 else f"{x:,.0f}s"  # never 2.592e+06s
+    # never 2.592e+06s, nor 1e+04s for 9999.6
+    return f"{x:.4g}s" if abs(float(f"{x:.4g}")) < 1e4 else f"{x:,.0f}s"
 
 
 def _pct(d: dict) -> str:
