@@ -197,11 +197,11 @@ def test_a_typo_in_a_grid_path_is_said_once_not_once_per_point(tmp_path, capsys)
     err = capsys.readouterr().err
     assert status == 2 and not out.exists()
     assert err.count("pol_interval") == 2, err  # the path once, and the typo it echoes
-    assert "executor.pol_interval (at every one of the 20 grid points)" in err
+    assert "--grid executor.pol_interval (at every one of the 20 grid points)" in err
     assert "did you mean 'poll_interval'" in err and "1 problem(s)" in err
     status = main(["sweep", str(LESSON), "--grid", "executor.lock_time=-1s,30s,-5s",
                    "--grid", "executor.threads=1,2", "--out", str(out)])
     err = capsys.readouterr().err
     assert status == 2 and "1 problem(s)" not in err and not out.exists()
-    assert ("executor.lock_time (at 2 of the 6 grid points: executor.lock_time=-1s, "
+    assert ("--grid executor.lock_time (at 2 of the 6 grid points: executor.lock_time=-1s, "
             "executor.threads=1; executor.lock_time=-1s, executor.threads=2)") in err, err

@@ -197,8 +197,8 @@ def check_points(doc: dict[str, Any], combos: list[tuple[tuple[str, Any], ...]],
                 problems.append(Problem(f"grid point {where or '(base)'}",
                                         "a run within the budget (raise it with --budget)",
                                         f"{why}: {est.describe()}"))
-    problems[:0] = [Problem(f"{p.path} ({_at_points(points, len(combos))})", p.expected, p.got,
-                            p.hint) for p, points in bad.items()]
+    problems[:0] = [Problem(f"--grid {p.path} ({_at_points(points, len(combos))})", p.expected,
+                            p.got, p.hint) for p, points in bad.items()]
     if budget is not None and total_events > budget.events * SWEEP_BUDGET_RUNS:
         problems.append(Problem("--grid/--replications", f"a sweep of at most "
                                 f"{budget.events * SWEEP_BUDGET_RUNS:.2g} events in all "
