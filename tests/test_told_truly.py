@@ -172,3 +172,26 @@ def test_a_lock_that_ran_out_in_a_pause_is_the_pauses_though_the_node_retakes_it
         {"pause": 1}
     without = api.analyse(api.run(from_dict({**doc, "faults": []}))).summary
     assert without["duplicate_executions"]["total"] == 0
+
+
+#: a burst on two nodes: 100 jobs of 2 s at once on 8 threads, about 25 s of saturation in
+#: a run of about 30 s (a newcomer's scenario, defaults elsewhere)
+BURST = {"name": "burst", "until": "drained", "nodes": 2,
+         "executor": {"poll_interval": "1s", "threads": 4},
+         "handlers": {"work": {"duration": "2s"}},
+         "workload": {"streams": [{"name": "b", "handler": "work", "count": 100,
+                                   "rate": "1000/s"}]}}
+
+
+def test_a_short_run_saturated_most_of_its_length_says_so():
+    """The saturation sentence needed a 30 s stretch: a burst that kept every thread busy for
+    most of a 27-30 s run (the challenge's 4-thread variants, a newcomer's own burst) was
+    not told. Now a quarter of a shorter run will do, or half of it in stretches."""
+    s = api.analyse(api.run(from_dict(BURST))).summary
+    sat = s["effects"]["saturation"]
+    assert sat["longest"] < 30 and sat["time"] > 0.5 * s["end_time"]
+    said = " ".join(sentences(s))
+    assert f"The executor was saturated for {sat['time']:.3g} s of the run's" in said, said
+    # a long run whose saturated stretches are short and few in all says nothing of it
+    quiet = {**s, "end_time": 3600.0}
+    assert "saturated" not in " ".join(sentences(quiet))

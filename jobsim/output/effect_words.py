@@ -10,9 +10,11 @@ from ..analysis.phases import TOGETHER
 from ..format.lint_polls import group_words
 
 
-#: a stretch of every thread busy while jobs waited, at least this long and with at least as
-#: many jobs waiting as there are threads, is told (a shorter one is a queue's normal life)
+#: a stretch of every thread busy while jobs waited, at least this long (or this share of a
+#: shorter run; or such stretches over twice that share in all) and with at least as many
+#: jobs waiting as there are threads, is told (a shorter one is a queue's normal life)
 SATURATED = 30.0
+SATURATED_SHARE = 0.25
 
 
 def seconds(x: float) -> str:
@@ -72,8 +74,9 @@ def effect_sentences(summary: dict[str, Any]) -> list[str]:
         out.append(told)
     sat = effects.get("saturation")
     end = summary.get("end_time") or 0.0
-    if sat and sat.get("longest") and end and sat["longest"] >= SATURATED and \
-            sat["most_waiting"] >= sat["threads"]:
+    if sat and sat.get("longest") and end and sat["most_waiting"] >= sat["threads"] and (
+            sat["longest"] >= min(SATURATED, SATURATED_SHARE * end)
+            or sat["time"] >= 2 * SATURATED_SHARE * end):  # (in short stretches, half the run)
         out.append(f"The executor was saturated for {_s(sat['time'])} of the run's "
                    f"{_s(end)}: every one of its {sat['threads']:,} threads busy while due "
                    f"jobs waited; the longest stretch from t={_s(sat['longest_from'])} for "
