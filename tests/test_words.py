@@ -107,3 +107,17 @@ def test_a_time_just_under_a_second_reads_1_s_not_1e3_ms():
     assert "e+" not in format_seconds(0.99994746) and format_seconds(0.9994) == "999ms"
     assert all("e+" not in seconds(x) and "e+" not in format_seconds(x)
                for x in (0.9995, 0.99996, 0.999999, 99.96, 9999.6))
+
+
+def test_no_double_run_is_said_with_the_retries_set_apart():
+    """"No job ran twice" next to "177 of them failed and were retried" read as false to a
+    newcomer: a retry runs a job again after a failure (not a double run). It says so."""
+    doc = {"name": "retries", "nodes": 1, "until": "drained", "seed": 3,
+           "handlers": {"w": {"duration": "100ms", "outcome": {"fail_rate": 0.3}}},
+           "workload": {"streams": [{"name": "s", "handler": "w", "count": 50, "rate": "5/s"}]}}
+    s = jobsim.analyse(jobsim.run(jobsim.from_dict(doc))).summary
+    assert s["failures"] > 0 and s["duplicate_executions"]["total"] == 0
+    assert "Apart from its retries, no job ran twice." in sentences(s)
+    doc["handlers"]["w"]["outcome"] = "succeed"
+    s = jobsim.analyse(jobsim.run(jobsim.from_dict(doc))).summary
+    assert s["failures"] == 0 and "No job ran twice." in sentences(s)

@@ -116,8 +116,8 @@ def sentences(summary: dict[str, Any]) -> list[str]:
         why = "; ".join(f"{n:,} because {CAUSE_WORDS.get(c, c)}" for n, c in causes)
         out.append(f"{_n(dup['total'], 'execution')} ran a job that another execution also "
                    f"ran: {why}.")
-    else:
-        out.append("No job ran twice.")
+    else:  # (a retry runs a job again after a failure: not a double run, but say so)
+        out.append("Apart from its retries, no job ran twice." if fails else "No job ran twice.")
     side = summary["duplicate_side_effects"]
     if side["total"]:  # by their own causes: a timeout's effect needs no second run
         causes = sorted(((n, c) for c, n in side["by_cause"].items() if n), reverse=True)
