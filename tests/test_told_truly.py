@@ -195,3 +195,24 @@ def test_a_short_run_saturated_most_of_its_length_says_so():
     # a long run whose saturated stretches are short and few in all says nothing of it
     quiet = {**s, "end_time": 3600.0}
     assert "saturated" not in " ".join(sentences(quiet))
+
+
+def test_a_fault_or_an_operation_at_or_after_the_end_is_warned_it_never_happens():
+    """A crash at 20m in a run until 10m passed `validate --strict` (exit 0) and ran, with
+    only a line after the run; a pause that merely overlapped the end was warned of."""
+    doc = {"name": "late", "until": "10m", "nodes": 2,
+           "handlers": {"w": {"duration": "1s"}},
+           "workload": {"streams": [{"name": "s", "handler": "w", "count": 20, "rate": "1/s"}]},
+           "faults": [{"at": "1m", "pause": "node-1", "for": "5s"},
+                      {"at": "20m", "crash": "node-2"}],
+           "services": {"pay": {"latency": "10ms", "outages": [{"at": "10m", "for": "1m"}]}}}
+    found = {(w.code, w.path): w.message for w in lint(from_dict(doc))}
+    assert ("fault-after-the-end", "faults[1]") in found, found
+    assert "crash is at 1200s, at or after the run's end (until: 600s): it never happens" in \
+        found[("fault-after-the-end", "faults[1]")]
+    assert ("fault-after-the-end", "services.pay.outages[0]") in found
+    assert not any(path == "faults[0]" for _, path in found)  # inside the run: nothing
+    ops = {**doc, "faults": [], "services": {},
+           "operations": [{"at": "2m", "retry": "all"}, {"at": "15m", "cancel": "all"}]}
+    paths = [w.path for w in lint(from_dict(ops)) if w.code == "fault-after-the-end"]
+    assert paths == ["operations[1]"]

@@ -1,4 +1,5 @@
-"""A fault whose window outlasts the run (``fault-outlasts-the-end``): a pause, a node's
+"""A fault at or after the run's end, which never happens (``fault-after-the-end``), and one
+whose window outlasts the run (``fault-outlasts-the-end``): a pause, a node's
 crash with its restart, a slow database, a partition or a service's outage or brown-out
 that ends at or after the run's end. The run stops inside it, so what its end brings (a
 paused node waking to finish what another node took meanwhile, a restart, the backlog
@@ -17,6 +18,8 @@ from ..executor.config import Scenario
 Found = tuple[str, str, str]
 
 #: what the end of each kind of window brings, which a run stopped inside it leaves out
+#: the operations among ``Scenario.faults`` (the file's ``operations``)
+_OPERATIONS = ("retry", "cancel", "move", "suspend", "activate", "fail")
 _ENDS = {"pause": "wakes (and runs on with what it held, whoever took it meanwhile)",
          "crash": "restarts", "partition": "is reconnected"}
 
@@ -38,6 +41,14 @@ def _crashed(sc: Scenario, node: str | None, at: float, end: float) -> bool:
     return False
 
 
+def _where(sc: Scenario, f: object, i: int) -> str:
+    """The dotted path of fault ``i`` of ``sc.faults``: the file's ``faults[i]``, or its
+    ``operations[j]`` (an operator's action is kept among the faults, after them)."""
+    ops = [j for j, g in enumerate(sc.faults) if g.kind in _OPERATIONS]
+    return f"operations[{ops.index(i)}]" if i in ops else \
+        f"faults[{i - sum(1 for j in ops if j < i)}]"
+
+
 def faults_past_the_end(sc: Scenario) -> Iterator[Found]:
     """The scenario's fault windows and services' outages and brown-outs that end at or
     after the run's end (``until``, or the ``horizon`` of a run until drained)."""
@@ -46,6 +57,13 @@ def faults_past_the_end(sc: Scenario) -> Iterator[Found]:
     fix = (f"fix: {'an until' if sc.until is not None else 'a horizon'} past it"
            + (", or until: drained" if sc.until is not None else "") + ", or a shorter window")
     for i, f in enumerate(sc.faults):  # (the file's faults first, in its order)
+        if f.at >= end:
+            yield ("fault-after-the-end", _where(sc, f, i),
+                   f"this {f.kind.replace('_', ' ')} is at {_at(f.at)}, at or after the run's "
+                   f"end ({until}: {_at(end)}): it never happens; fix: "
+                   f"{'an until' if sc.until is not None else 'a horizon'} past it, or an "
+                   f"earlier at")
+            continue
         if f.kind not in _ENDS and f.kind != "slow_db" or f.length is None or \
                 f.at >= end or f.at + f.length < end:
             continue  # (a crash with no restart has no end; one at or after the end, none)
@@ -60,7 +78,12 @@ def faults_past_the_end(sc: Scenario) -> Iterator[Found]:
     for name, spec in sc.services.items():
         for key, windows in (("outages", spec.outages), ("brownouts", spec.brownouts)):
             for i, w in enumerate(windows):
-                if w.at < end <= w.at + w.length:
+                if w.at >= end:
+                    yield ("fault-after-the-end", f"services.{name}.{key}[{i}]",
+                           f"{name}'s {key[:-1]} is at {_at(w.at)}, at or after the run's end "
+                           f"({until}: {_at(end)}): it never happens; fix: an earlier at, or "
+                           f"{'an until' if sc.until is not None else 'a horizon'} past it")
+                elif w.at < end <= w.at + w.length:
                     yield ("fault-outlasts-the-end", f"services.{name}.{key}[{i}]",
                            f"{name}'s {key[:-1]} ends at {_at(w.at + w.length)}, "
                            f"at or after the run's end ({until}: {_at(end)}): "
