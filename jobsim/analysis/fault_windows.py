@@ -1,17 +1,19 @@
 """What a fault window did to the jobs due in it (``summary["effects"]["faults"]``): a
-slow database, a node cut off from it (partition), a service down or browned out. Each
-window is read from the trace (``db_slowed``, ``partition``, ``service_state``), from the
+slow database, a node cut off from it (partition), a node down, a service down or browned
+out. Each window is read from the trace (``db_slowed``, ``partition``, ``node_crashed`` and
+``node_restarted``, ``service_state``), from the
 instant it began to the instant it ended (or the run's end), and the jobs due in it are
 held against those due before it, outside every window and the backlog a slow or cut-off
 database left (all those outside, where under ``BEFORE`` were due before it): their mean
 and longest start delay, how many were done and their mean time from due to done; with the
 executions that failed in it (a slow database, a partition) or the calls to the service
 made in it that failed (an outage, a brown-out: only the jobs that call that service are
-counted). A window still open at the run's end takes in its last instant. A fault the
-report names by its cause (a crash, a pause) is told where it causes what it does, not
-here.
+counted). A window still open at the run's end takes in its last instant. A crashed
+node's downtime is a window too (``down``, from ``node_crashed`` to ``node_restarted``):
+the jobs due in it wait for fewer threads; what its crash did to the jobs it held (stranded,
+run again) is told where the report names its cause, as a pause's is.
 
-A slow or cut-off database's cost can outlast it: jobs due after it wait behind the backlog
+A slow or cut-off database's cost, or a node's downtime's, can outlast it: jobs due after it wait behind the backlog
 it left, until ``cleared_at``: the first instant a job fell due with no more jobs waiting
 than ever waited as one fell due before the window (at least itself).
 
@@ -33,6 +35,8 @@ from .saturation import rounded as _r
 BEFORE = 10
 #: windows told at most (the first ones); the rest are counted
 MOST = 20
+#: the kinds of window that can leave a backlog (``cleared_at``): fewer rows or threads
+BACKLOG = ("slow_db", "partition", "down")
 
 
 def _spans(times: np.ndarray, opens: np.ndarray, end: float
@@ -55,7 +59,7 @@ def _spans(times: np.ndarray, opens: np.ndarray, end: float
 def windows_of(cols: dict[str, np.ndarray], texts: list[str], names: list[str],
                end: float) -> list[dict[str, Any]]:
     """The run's fault windows, in order of their start: kind (``slow_db``, ``partition``,
-    ``outage``, ``brownout``), what (the node or the service; None for the database),
+    ``down``, ``outage``, ``brownout``), what (the node or the service; None for the database),
     from, to, the largest and the smallest latency factor in it (slow database, brown-out)
     and the largest share of calls answered with an error (brown-out)."""
     kind, time, x = cols["kind"], cols["time"], cols["x"]
@@ -70,6 +74,12 @@ def windows_of(cols: dict[str, np.ndarray], texts: list[str], names: list[str],
         mine = cut[cols["node"][cut] == code]
         for t0, t1, _ in _spans(time[mine], cols["a"][mine] == 1, end):
             out.append({"kind": "partition", "what": names[code], "from": t0, "to": t1,
+                        "factor": None, "factor_min": None, "error_share": None})
+    crash, back = np.flatnonzero(kind == K["node_crashed"]), kind == K["node_restarted"]
+    for code in np.unique(cols["node"][crash]).tolist():
+        mine = np.flatnonzero(((kind == K["node_crashed"]) | back) & (cols["node"] == code))
+        for t0, t1, _ in _spans(time[mine], kind[mine] == K["node_crashed"], end):
+            out.append({"kind": "down", "what": names[code], "from": t0, "to": t1,
                         "factor": None, "factor_min": None, "error_share": None})
     state = np.flatnonzero(kind == K["service_state"])
     for code in np.unique(cols["text"][state]).tolist():
@@ -105,7 +115,7 @@ def cleared_at(due: np.ndarray, start: np.ndarray, windows: list[dict[str, Any]]
     highest = np.maximum.accumulate(waits) if len(waits) else waits
     out: list[float | None] = []
     for w in windows:
-        if w["kind"] not in ("slow_db", "partition"):
+        if w["kind"] not in BACKLOG:
             out.append(None)
             continue
         i = int(np.searchsorted(order, w["from"], side="left"))
@@ -130,7 +140,7 @@ def _first_at_most(values: np.ndarray, i: int, level: int) -> int | None:
 def with_backlog(windows: list[dict[str, Any]], due: np.ndarray, start: np.ndarray
                  ) -> list[dict[str, Any]]:
     """``windows`` with each one's ``cleared_at`` (``cleared_at``; None for a service's)."""
-    if not any(w["kind"] in ("slow_db", "partition") for w in windows):
+    if not any(w["kind"] in BACKLOG for w in windows):
         return [w | {"cleared_at": None} for w in windows]  # (no backlog to read: no sort)
     return [w | {"cleared_at": c} for w, c in zip(windows, cleared_at(due, start, windows))]
 
@@ -153,7 +163,7 @@ def _until(w: dict[str, Any], end: float, backlog: bool) -> float:
     """A window's end as ``due_in`` takes it: past the run's end for one open at it (an
     instant at the end is in it), at ``cleared_at`` or the end with ``backlog``."""
     to = w["to"]
-    if backlog and w["kind"] in ("slow_db", "partition"):
+    if backlog and w["kind"] in BACKLOG:
         to = end if w.get("cleared_at") is None else max(to, w["cleared_at"])
     return np.inf if to >= end else to
 
@@ -192,6 +202,7 @@ def fault_windows(cols: dict[str, np.ndarray], texts: list[str], jobs: pd.DataFr
                if k != "cleared_at"},
             "failed_executions" if callers is None else "failed_calls": failed,
             "cleared_at": _r(c) if c is not None else None,
+            "jobs_after": int((due >= to).sum()),  # due after it (behind its backlog, maybe)
             "jobs": int(here.sum()), **_figures(here, due, start, done, finished, ""),
             "baseline": "before" if base is before else "outside",
             "baseline_jobs": int(base.sum()),
@@ -200,7 +211,7 @@ def fault_windows(cols: dict[str, np.ndarray], texts: list[str], jobs: pd.DataFr
 
 
 #: the kinds of window told (``windows_of``)
-KINDS = ("slow_db", "partition", "outage", "brownout")
+KINDS = ("slow_db", "partition", "down", "outage", "brownout")
 
 
 def _service(cols: dict[str, np.ndarray], texts: list[str], w: dict[str, Any], to: float

@@ -21,7 +21,7 @@ def fault_sentences(faults: dict[str, Any] | None, end: float | None) -> list[st
     it."""
     if not faults:
         return []
-    windows = list(faults["windows"].values())
+    windows = [w for w in faults["windows"].values() if _costly(w)]
     out = [_window(w, end) for w in windows[:TOLD_WINDOWS]]
     kept, counted = max(0, len(windows) - TOLD_WINDOWS), faults.get("more", 0)
     if kept + counted:
@@ -30,6 +30,17 @@ def fault_sentences(faults: dict[str, Any] | None, end: float | None) -> list[st
                                + ([f"{counted:,} beyond those counted only"] if counted
                                   else [])) + ".")
     return out
+
+
+def _costly(w: dict[str, Any]) -> bool:
+    """Whether a window is worth a sentence: every one but a node's downtime, which is told
+    where the jobs due in it started later than those due before it, by half again and a
+    second (the others' nodes may have had the threads to spare)."""
+    if w["kind"] != "down":
+        return True
+    mean, base = w.get("start_delay_mean"), w.get("baseline_start_delay_mean")
+    return w["jobs"] > 0 and (mean is None or base is None or (
+        mean >= 1.5 * base and mean >= base + 1.0))
 
 
 def _slower(w: dict[str, Any]) -> str:
@@ -50,6 +61,8 @@ def _window(w: dict[str, Any], end: float | None) -> str:
         what = f"The database ran {_slower(w)} {span}"
     elif w["kind"] == "partition":
         what = f"{w['what']} was cut off from the database {span}"
+    elif w["kind"] == "down":
+        what = f"{w['what']} was down {span}, its threads with it"
     elif w["kind"] == "outage":
         what = f"{w['what']} was down {span}"
     else:
@@ -58,7 +71,7 @@ def _window(w: dict[str, Any], end: float | None) -> str:
         what = f"{w['what']} browned out {span} (latency ×{w['factor'] or 1:g}{errors})"
     base = (f" for the {w['baseline_jobs']:,} due "
             f"{'before it' if w['baseline'] == 'before' else 'outside it'}")
-    if w["kind"] in ("slow_db", "partition"):
+    if w["kind"] in ("slow_db", "partition", "down"):
         if not w["jobs"]:
             return what + ": no job fell due in it."
         if w["start_delay_mean"] is None:
@@ -69,7 +82,10 @@ def _window(w: dict[str, Any], end: float | None) -> str:
         # a backlog it left: gone later than the worst start delay before it, and a second
         left = max(1.0, w["baseline_start_delay_max"] or 0.0)
         gone = (f"; the backlog it left was gone at t={_s(w['cleared_at'])}" if
-                w.get("cleared_at") is not None and w["cleared_at"] > w["to"] + left else "")
+                w.get("cleared_at") is not None and w["cleared_at"] > w["to"] + left else
+                "; the jobs due after it waited behind the backlog it left, to the last one"
+                if w.get("cleared_at") is None and w.get("jobs_after") and
+                w["start_delay_mean"] > left else "")
         return (what + f": the {w['jobs']:,} jobs due then started a mean "
                 f"{_s(w['start_delay_mean'])} after they were due (the latest "
                 f"{_s(w['start_delay_max'])}{never}){against}{gone}.")

@@ -185,6 +185,7 @@ def _faults(a: Any) -> tuple[list[tuple[float, float, str]], int]:
     windows = faults.get("windows") or {}
     names = {"slow_db": lambda w: f"database ×{w['factor']:g}",
              "partition": lambda w: f"{w['what']} cut off",
+             "down": lambda w: f"{w['what']} down",
              "outage": lambda w: f"{w['what']} down",
              "brownout": lambda w: f"{w['what']} brown-out"}
     return [(w["from"], w["to"], names[w["kind"]](w)) for w in windows.values()], \
