@@ -13,8 +13,8 @@ node's downtime is a window too (``down``, from ``node_crashed`` to ``node_resta
 the jobs due in it wait for fewer threads; what its crash did to the jobs it held (stranded,
 run again) is told where the report names its cause, as a pause's is.
 
-A slow or cut-off database's cost, or a node's downtime's, can outlast it: jobs due after it wait behind the backlog
-it left, until ``cleared_at``: the first instant a job fell due with no more jobs waiting
+A slow or cut-off database's cost, or a node's downtime's, can outlast it: jobs due after
+it wait behind the backlog it left, until ``cleared_at``: the first instant a job fell due with no more jobs waiting
 than ever waited as one fell due before the window (at least itself).
 
 Pure functions of the trace and the jobs; no Python object per event.
