@@ -14,8 +14,9 @@ the jobs due in it wait for fewer threads; what its crash did to the jobs it hel
 run again) is told where the report names its cause, as a pause's is.
 
 A slow or cut-off database's cost, or a node's downtime's, can outlast it: jobs due after
-it wait behind the backlog it left, until ``cleared_at``: the first instant a job fell due with no more jobs waiting
-than ever waited as one fell due before the window (at least itself).
+it wait behind the backlog it left, until ``cleared_at``: the first instant a job fell due
+with no more jobs waiting than ever waited as one fell due before the window (at least
+itself).
 
 Pure functions of the trace and the jobs; no Python object per event.
 """
