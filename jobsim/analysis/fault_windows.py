@@ -76,10 +76,10 @@ def windows_of(cols: dict[str, np.ndarray], texts: list[str], names: list[str],
         for t0, t1, _ in _spans(time[mine], cols["a"][mine] == 1, end):
             out.append({"kind": "partition", "what": names[code], "from": t0, "to": t1,
                         "factor": None, "factor_min": None, "error_share": None})
-    crash, back = np.flatnonzero(kind == K["node_crashed"]), kind == K["node_restarted"]
-    for code in np.unique(cols["node"][crash]).tolist():
-        mine = np.flatnonzero(((kind == K["node_crashed"]) | back) & (cols["node"] == code))
-        for t0, t1, _ in _spans(time[mine], kind[mine] == K["node_crashed"], end):
+    crashed, back = kind == K["node_crashed"], kind == K["node_restarted"]
+    for code in np.unique(cols["node"][crashed]).tolist():
+        mine = np.flatnonzero((crashed | back) & (cols["node"] == code))
+        for t0, t1, _ in _spans(time[mine], crashed[mine], end):
             out.append({"kind": "down", "what": names[code], "from": t0, "to": t1,
                         "factor": None, "factor_min": None, "error_share": None})
     state = np.flatnonzero(kind == K["service_state"])

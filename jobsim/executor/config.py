@@ -237,6 +237,11 @@ class StreamSpec:
     queue: str | None = None
 
 
+#: the operator's actions among a scenario's faults (the file's ``operations``, kept after
+#: its ``faults``)
+OPERATIONS = ("retry", "cancel", "move", "suspend", "activate", "fail")
+
+
 @dataclass(frozen=True)
 class Fault:
     """A fault at ``at``: ``crash`` a node (restarting it ``length`` later if given),

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..base.errors import Problem
+from ..executor.config import OPERATIONS
 from .fileformat import MAX_JOBS, figure_problem
 from .settings import DEFAULT_EXECUTOR, _d, _l, merge_executor, node_list
 from .clock_format import clock_checks
@@ -252,7 +253,7 @@ def _faults_and_operations(v: dict[str, Any], seen: set[str], known: list[str],
                                         suggest(name, known)))
     for i, o in enumerate(_l(v.get("operations"))):
         o = _d(o)
-        for key in ("retry", "cancel", "move", "suspend", "activate", "fail"):
+        for key in OPERATIONS:
             name = o.get(key)
             if isinstance(name, str) and name != "all" and name not in job_names:
                 problems.append(Problem(f"operations[{i}].{key}", "all, or the name of a job "

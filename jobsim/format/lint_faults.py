@@ -13,13 +13,11 @@ import math
 from collections.abc import Iterator
 
 from ..base.durations import format_duration
-from ..executor.config import Scenario
+from ..executor.config import OPERATIONS, Scenario
 
 Found = tuple[str, str, str]
 
 #: what the end of each kind of window brings, which a run stopped inside it leaves out
-#: the operations among ``Scenario.faults`` (the file's ``operations``)
-_OPERATIONS = ("retry", "cancel", "move", "suspend", "activate", "fail")
 _ENDS = {"pause": "wakes (and runs on with what it held, whoever took it meanwhile)",
          "crash": "restarts", "partition": "is reconnected"}
 
@@ -41,12 +39,11 @@ def _crashed(sc: Scenario, node: str | None, at: float, end: float) -> bool:
     return False
 
 
-def _where(sc: Scenario, f: object, i: int) -> str:
+def _where(sc: Scenario, i: int) -> str:
     """The dotted path of fault ``i`` of ``sc.faults``: the file's ``faults[i]``, or its
-    ``operations[j]`` (an operator's action is kept among the faults, after them)."""
-    ops = [j for j, g in enumerate(sc.faults) if g.kind in _OPERATIONS]
-    return f"operations[{ops.index(i)}]" if i in ops else \
-        f"faults[{i - sum(1 for j in ops if j < i)}]"
+    ``operations[j]`` (the operations are kept after the faults)."""
+    faults = sum(1 for g in sc.faults if g.kind not in OPERATIONS)
+    return f"faults[{i}]" if i < faults else f"operations[{i - faults}]"
 
 
 def faults_past_the_end(sc: Scenario) -> Iterator[Found]:
@@ -58,7 +55,7 @@ def faults_past_the_end(sc: Scenario) -> Iterator[Found]:
            + (", or until: drained" if sc.until is not None else "") + ", or a shorter window")
     for i, f in enumerate(sc.faults):  # (the file's faults first, in its order)
         if f.at >= end:
-            yield ("fault-after-the-end", _where(sc, f, i),
+            yield ("fault-after-the-end", _where(sc, i),
                    f"this {f.kind.replace('_', ' ')} is at {_at(f.at)}, at or after the run's "
                    f"end ({until}: {_at(end)}): it never happens; fix: "
                    f"{'an until' if sc.until is not None else 'a horizon'} past it, or an "

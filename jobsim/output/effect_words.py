@@ -42,10 +42,9 @@ def effect_sentences(summary: dict[str, Any]) -> list[str]:
         if p["lock_step"]:
             out.append(_lock_step(p))
             continue
-        told = bunched(p) or full_claims(p, effects.get("load"))
-        out += [told] if told else []
-        if not told or " polled together" not in told:
-            out += [met] if (met := claims_met(p)) else []
+        told = bunched(p)  # (it names the nodes that polled together, if any)
+        out += [x for x in ([told] if told else [full_claims(p, effects.get("load")),
+                                                 claims_met(p)]) if x]
     imb = effects.get("imbalance")
     if imb and imb["imbalanced"]:
         line = (f"The work was uneven: {imb['most']} ran {imb['most_executions']:,} "
@@ -227,10 +226,9 @@ def _together(phases: dict[str, Any], wait: bool = True) -> str:
 def claims_met(phases: dict[str, Any]) -> str | None:
     """Nodes at one phase whose claims met (a conflict, or rows lost to another node), told
     on their own where the wait did not make them worth a sentence (None where none met)."""
-    line = _together(phases, wait=False)
-    if " their claims met" not in line:
+    if not (phases.get("together_conflicts") or phases.get("together_lost")):
         return None
-    return line.strip().removeprefix("But ")
+    return _together(phases, wait=False).strip().removeprefix("But ")
 
 
 def full_claims(phases: dict[str, Any], load: dict[str, Any] | None) -> str | None:

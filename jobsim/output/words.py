@@ -66,24 +66,21 @@ def comment_markdown(lines: list[str]) -> str:
     """Comment lines (their ``#`` taken off) as Markdown: blank lines part paragraphs, and
     a line that opens a list item ("- ", "* ", "1. ") starts one, its following lines joined
     to it, so that a list stays a list (it had read as one paragraph)."""
-    blocks: list[list[str]] = []  # a paragraph: one entry; a list: an entry per item
+    blocks: list[list[str]] = [[]]  # a paragraph: one entry; a list: an entry per item
     listing = False
     for ln in lines:
         if not ln:
             blocks.append([])
             listing = False
-        elif _ITEM.match(ln):
-            if not listing and blocks and blocks[-1]:
-                blocks.append([])  # a list right after a paragraph's line: a block of its own
-            if not blocks:
-                blocks.append([])
+            continue
+        item = _ITEM.match(ln) is not None
+        if item and not listing and blocks[-1]:
+            blocks.append([])  # a list right after a paragraph's line: a block of its own
+        if item or not blocks[-1]:
             blocks[-1].append(ln)
-            listing = True
-        elif blocks and blocks[-1]:
-            blocks[-1][-1] += " " + ln
         else:
-            blocks = blocks or [[]]
-            blocks[-1].append(ln)
+            blocks[-1][-1] += " " + ln  # the paragraph's or the item's next line
+        listing = listing or item
     return "\n\n".join("\n".join(" ".join(entry.split()) for entry in b) for b in blocks if b)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from ...executor.config import Scenario
+from ...executor.config import OPERATIONS, Scenario
 from ...executor.handlers import Call
 from .work import Work, Workload, throughput
 
@@ -23,7 +23,7 @@ def run_span(sc: Scenario, workload: Workload, run: Work,
                       latency)
     drain = workload.arrivals_end + run.tail + run.longest_run + run.executions / rate
     drain = max(drain, _serial_span(sc, run), _crash_recovery(sc, drain) + run.longest_run,
-                max((f.at for f in sc.faults if f.kind in _OPERATIONS), default=0.0))
+                max((f.at for f in sc.faults if f.kind in OPERATIONS), default=0.0))
     span = min(sc.end, max(drain, sc.until or 0.0)) if sc.until is not None else \
         min(sc.end, drain)
     if run.hang_jobs or may_strand(sc):
@@ -34,8 +34,6 @@ def run_span(sc: Scenario, workload: Workload, run: Work,
     return drain, min(span, sc.end)
 
 
-#: the operations a run waits for before it counts as drained
-_OPERATIONS = ("retry", "cancel", "move", "suspend", "activate", "fail")
 
 
 def _serial_span(sc: Scenario, run: Work) -> float:
