@@ -62,8 +62,9 @@ from ..base.trace import K
 from ..executor.config import NodeConfig
 from .fault_windows import due_in, fault_windows, windows_of, with_backlog
 from .intake import group_queue_full_waits, queue_waits
-from .phases import (_gaps_before, _largest_gap, _live, claims, first_polls as _first_polls,
-                     node_sets, phase_series, runs_it, together)
+from .phases import (_gaps_before, _largest_gap, _live, claims, first_pollers,
+                     first_polls as _first_polls, node_sets, phase_series, runs_it, split,
+                     together)
 from .saturation import busy_levels, room_by_handler, rounded as _r, saturation, waits_of
 
 #: a run's spread of phases under this share of independent phases' is lock-step (what is
@@ -206,11 +207,14 @@ def _group_phases(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[No
 
 
 def imbalance(node_figures: dict[str, dict[str, Any]], phases: dict[str, Any] | None,
-              full_claims: int) -> dict[str, Any] | None:
+              full_claims: int, intervals: dict[str, float] | None = None,
+              pollers: dict[str, float] | None = None) -> dict[str, Any] | None:
     """The nodes' executions against their even shares, and what explains the spread: the
     poll phases, when each node's share of the executions is within ``FIT`` of its share of
     the cycle before its polls (``full_claims``: claims that came back full, which move a
-    node's phase)."""
+    node's phase); or, for nodes that poll at different ``intervals`` (no phases to speak
+    of), their polls' pace, when each node's share is within ``FIT`` of its share of the
+    jobs whose first poll after they fell due was its (``pollers``, ``first_pollers``)."""
     shares = {n: (f["executions"], f.get("even_share")) for n, f in node_figures.items()
               if f.get("even_share")}
     total = sum(e for e, _ in shares.values())
@@ -225,14 +229,37 @@ def imbalance(node_figures: dict[str, dict[str, Any]], phases: dict[str, Any] | 
         "least_even": _r(shares[least][1]),
         "imbalanced": bool(ratio[most] >= IMBALANCE or ratio[least] <= 1 / IMBALANCE) and
         max(abs(e - even) for e, even in shares.values()) >= max(10.0, 0.1 * total / len(shares)),
-        "why": None, "full_claims": int(full_claims)}
+        "why": None, "full_claims": int(full_claims),
+        "poll_interval": dict(sorted(intervals.items())) if pollers and intervals else None,
+        "first_poll_share": {n: _r(x) for n, x in sorted(pollers.items())}
+        if pollers and intervals else None}
     if out["imbalanced"] and phases and not phases["lock_step"]:
         gap = phases["gap_share"]
         ran = sum(shares[n][0] for n in gap if n in shares)
         if ran and all(n in shares and abs(shares[n][0] / ran - gap[n]) <= FIT
                        for n in (most, least) if n in gap) and most in gap and least in gap:
             out["why"] = "poll_phases"
+    elif out["imbalanced"] and pollers and intervals:
+        ran = sum(shares[n][0] for n in pollers if n in shares)
+        if ran and all(n in shares and n in pollers and
+                       abs(shares[n][0] / ran - pollers[n]) <= FIT for n in (most, least)):
+            out["why"] = "poll_intervals"
     return out
+
+
+def _paces(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[NodeConfig, ...],
+           acq: np.ndarray, due: np.ndarray) -> tuple[dict[str, float] | None, ...]:
+    """Where every node polls, at intervals that differ, all for the same rows: each one's
+    interval and its share of the jobs due at ``due`` (those due with a thread free) whose
+    first poll after they fell due was its (``first_pollers``); (None, None) otherwise."""
+    up = [n for n in nodes if n.name in names]
+    if len(up) < 2 or any(n.executor.wakeup != "poll" for n in up) or split(nodes) or \
+            len({n.executor.poll_interval for n in up}) < 2 or len(due) < 20 or \
+            (cols["kind"] == K["tick"]).any():
+        return None, None
+    shares = first_pollers(cols, acq, names, due)
+    return ({n.name: n.executor.poll_interval for n in up},
+            None if shares is None else {n.name: shares[n.name] for n in up})
 
 
 # --- load, starvation and saturation ----------------------------------------------------------
@@ -352,7 +379,8 @@ def detect(cols: dict[str, np.ndarray], names: list[str], jobs: pd.DataFrame,
     phases = _group_phases(cols, names, nodes, end, mean, room, acq, used)
     aging = nodes[0].executor.aging_rate if nodes and nodes[0].executor.order == "aging" else 0.0
     full = int((cols["b"][acq] == cols["a"][acq]).sum())  # the job table's claims (not timers)
-    return {"poll_phases": phases, "imbalance": imbalance(figures["nodes"], phases, full),
+    paces = _paces(cols, names, nodes, acq, room[0][~room[2]]) if phases is None else ()
+    return {"poll_phases": phases, "imbalance": imbalance(figures["nodes"], phases, full, *paces),
             "load": load(jobs, runs, figures["nodes"], aging, end),
             "saturation": saturation(levels, threads, end) if len(runs[0]) else None,
             "queue_full": group_queue_full_waits(cols, names, nodes, runs, figures["nodes"],

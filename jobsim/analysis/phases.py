@@ -97,6 +97,22 @@ def first_polls(cols: dict[str, np.ndarray], acq: np.ndarray, codes: list[int],
             float(full[polled].mean()) if polled.any() else None)
 
 
+def first_pollers(cols: dict[str, np.ndarray], acq: np.ndarray, names: list[str],
+                  due: np.ndarray) -> dict[str, float] | None:
+    """Each node's share of the jobs due at ``due`` whose first claim (of ``acq``'s rows,
+    any node's) at or after they fell due was that node's: where whoever polls first after
+    a job falls due takes it, its share of the work. None for no job a claim followed."""
+    t, node = cols["time"][acq], cols["node"][acq]
+    order = np.argsort(t, kind="stable")
+    t, node = t[order], node[order]
+    i = np.searchsorted(t, due, side="left")
+    i = i[i < len(t)]
+    if not len(i):
+        return None
+    counts = np.bincount(node[i], minlength=len(names))
+    return {name: float(counts[c]) / len(i) for c, name in enumerate(names)}
+
+
 def phase_series(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[NodeConfig, ...],
                  end: float, acq: np.ndarray | None = None
                  ) -> tuple[np.ndarray, np.ndarray, list[str], float] | None:

@@ -20,7 +20,8 @@ EFFECTS_SHAPE: dict[str, Any] = {
     {"gap_share": {ANY: None}},
     "imbalance": {k: None for k in ("most", "most_executions", "most_even", "least",
                                     "least_executions", "least_even", "imbalanced",
-                                    "why", "full_claims")},
+                                    "why", "full_claims")} |
+    {"poll_interval": {ANY: None}, "first_poll_share": {ANY: None}},
     "load": {"offered": None, "threads": None, "window": None, "verdict": None,
              "aging_horizon": None,
              "by_priority": {ANY: {k: None for k in ("jobs", "offered", "with_higher",

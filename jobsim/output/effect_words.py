@@ -61,6 +61,8 @@ def effect_sentences(summary: dict[str, Any]) -> list[str]:
                      f"{_s(phases['interval'])} cycle, {imb['least']}'s "
                      f"{_pct(gap[imb['least']])}" + ("." if fixed else
                                                      " on average over the run."))
+        elif imb.get("poll_interval"):
+            line += _paces(imb)
         elif phases and not phases["lock_step"]:
             line += (" The poll phases do not explain it: each node's share of the work is "
                      "not its share of the poll cycle.")
@@ -93,6 +95,21 @@ def _who(phases: dict[str, Any], first: bool = False) -> str:
 def _upper(words: str) -> str:
     """``words`` to begin a sentence (only the first letter: names keep their case)."""
     return words[0].upper() + words[1:]
+
+
+def _paces(imb: dict[str, Any]) -> str:
+    """The nodes' poll intervals, which differ, and how often each one's poll came first
+    after a job fell due: the cause of the spread (``imbalance`` why "poll_intervals"), or
+    one of them where a node that polled first had no thread free."""
+    every, first = imb["poll_interval"], imb["first_poll_share"]
+    fits = imb["why"] == "poll_intervals"
+    return (" The nodes poll at different intervals ("
+            + ", ".join(f"{n} every {_s(t)}" for n, t in every.items())
+            + "): whoever polls first after a job falls due takes it"
+            + ("" if fits else " if it has a thread free") + ", and "
+            f"{imb['most']}'s poll was the first after {_pct(first[imb['most']])} of the jobs "
+            f"that fell due with a thread free, {imb['least']}'s after "
+            f"{_pct(first[imb['least']])}.")
 
 
 def _busier(imb: dict[str, Any], nodes: dict[str, Any]) -> str:
