@@ -23,7 +23,10 @@ first split at the first poll after each job fell due: the wait for it
 time up, among the nodes that handle the job: ``nodes.<n>.even_share``). Phases that stay
 apart but uneven decide the shares when jobs are short: whoever polls first after a job
 falls due takes it, so a node's share follows the gap of the cycle before its polls
-(``gap_share``, over the run: phases a full claim shifts move it).
+(``gap_share``, over the run: phases a full claim shifts move it). Nodes that poll at
+different intervals have no phases to compare; there each node's share follows how often
+its poll was the first after a job fell due (``first_poll_share``, beside each node's
+``poll_interval``), as long as it had a thread free.
 
 **Load** (``load``). The work offered (the thread-seconds the jobs' executions took, a job
 never run counted at its class's mean) per second of its arrival window (a class's first to
