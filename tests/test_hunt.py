@@ -171,6 +171,10 @@ def test_a_fresh_hunt_seed_always_shrinks_to_a_file_that_reproduces(tmp_path, ca
 @pytest.mark.parametrize("args, words", [
     (["--break", "duplicate_executions =="], "an invariant (no_job_lost"),
     (["--break", "no_such_figure == 0"], "a figure of the summary"),
+    # a typo: the nearest figures first, not the first of its group in the alphabet
+    (["--break", "duplicate_executions.totl > 0"],
+     "did you mean 'duplicate_executions.total'"),
+    (["--break", "latency.start_dealy.p99 > 1s"], "did you mean 'latency.start_delay.p99'"),
     (["--break", "exclusive_locks", "--budget", "ten"], "runs (500), a time (10m)"),
     (["--break", "exclusive_locks", "--variant", "nope"], "one of the scenario's variants"),
     (["--break", "exclusive_locks", "--faults", "restart_server"],
@@ -184,6 +188,9 @@ def test_bad_flags_are_refused_before_any_run_with_exit_2(tmp_path, capsys, args
     assert status == 2 and words in err, err
     assert "Traceback" not in err
     assert not (out / "runs.csv").exists()
+    # a flag's problem is the command line's, said as such; the file is named once
+    assert "problem(s) on the command line" in err, err
+    assert f"{LOCK_EXPIRY}: --" not in err and "the command line: --" not in err, err
 
 
 def test_a_bad_hunt_section_names_its_dotted_path(tmp_path, capsys):

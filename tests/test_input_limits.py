@@ -107,7 +107,8 @@ def test_a_set_alias_bomb_is_refused_with_exit_2_before_any_work(levels, tmp_pat
     raised, peak = peak_of(lambda: status.append(main(argv)))
     err = capsys.readouterr().err
     assert raised is None and status == [2], err
-    assert f"{LESSON}: --set description → " in err and "alias bomb" in err
+    assert f"on the command line (for {LESSON}):\n--set description → " in err, err
+    assert "alias bomb" in err
     assert f"at most {MAX_NODES:,} values" in err and "Traceback" not in err
     assert "validation" not in no_validation  # refused as it was read, never built
     assert peak < 100 * MB, f"the refusal allocated {peak / MB:.0f} MB at its peak"

@@ -146,6 +146,29 @@ def test_the_cli_sweeps_with_the_files_own_grid_and_refuses_bad_input(tmp_path, 
     assert not (tmp_path / "bad").exists()  # nothing half-written
 
 
+def test_a_figure_is_refused_where_it_was_written_with_the_nearest_figure(tmp_path, capsys):
+    """A --plot typo is the command line's, not the file's; a typo in the file's own
+    sweep.plot is named by its dotted path (it was labelled --plot); both suggest the key
+    meant."""
+    f = tmp_path / "s.yaml"
+    doc = small_doc()
+    doc["sweep"] = {"grid": {"executor.lock_time": ["5s", "30s"]},
+                    "plot": ["duplicate_executions.total", "latency.start_dealy.p50"]}
+    f.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    assert cli.main(["sweep", str(f), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert f"1 problem(s) in {f}:" in err, err
+    assert (f"{f}: sweep.plot[1]: expected a figure of the summary: one of start_delay, "
+            "end_to_end, by_priority (got 'latency.start_dealy.p50'); did you mean "
+            "'start_delay'?") in err, err
+    assert cli.main(["sweep", str(f), "--out", str(tmp_path / "o"), "--plot",
+                     "latency.end_to_edn.p99"]) == 2
+    err = capsys.readouterr().err
+    assert f"1 problem(s) on the command line (for {f}):\n--plot: expected" in err, err
+    assert "did you mean 'end_to_end'?" in err
+    assert not (tmp_path / "o").exists()
+
+
 def test_reserved_or_repeated_axes_are_refused(capsys, tmp_path):
     """Review findings: a seed axis crashed the tables; a repeated value dropped a point."""
     f = tmp_path / "s.yaml"

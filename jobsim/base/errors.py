@@ -23,8 +23,14 @@ class Problem:
     got: str = ""
     hint: str = ""
 
+    @property
+    def flag(self) -> bool:
+        """Whether the problem is a command-line flag's (its path ``--plot``, ``--grid
+        executor.threads``): said without the file's name, which is not where it is."""
+        return self.path.startswith("--")
+
     def format(self, source: str | None = None) -> str:
-        where = f"{source}: " if source else ""
+        where = f"{source}: " if source and source != COMMAND_LINE and not self.flag else ""
         where += self.path or "(top level)"
         text = f"{where}: expected {self.expected}"
         if self.got:
@@ -32,6 +38,10 @@ class Problem:
         if self.hint:
             text += f"; {self.hint}"
         return text
+
+
+#: the source of a problem found in a flag before any file was read
+COMMAND_LINE = "the command line"
 
 
 class ScenarioError(JobsimError):
@@ -49,6 +59,16 @@ class ScenarioError(JobsimError):
 
     def format(self) -> str:
         return "\n".join(p.format(self.source) for p in self.problems)
+
+    def heading(self) -> str:
+        """The line above the problems: where they are (the file, or the command line's
+        flags for it)."""
+        n = len(self.problems)
+        if self.source in (None, COMMAND_LINE):
+            return f"{n} problem(s) on the command line"
+        if all(p.flag for p in self.problems):
+            return f"{n} problem(s) on the command line (for {self.source})"
+        return f"{n} problem(s) in {self.source}"
 
     def with_source(self, source: str) -> "ScenarioError":
         return ScenarioError(self.problems, source)

@@ -75,8 +75,7 @@ def _main(argv: list[str] | None) -> int:
             try:
                 return _dispatch(args)
             except ScenarioError as exc:
-                print(f"jobsim: {len(exc.problems)} problem(s) in {exc.source}:",
-                      file=sys.stderr)
+                print(f"jobsim: {exc.heading()}:", file=sys.stderr)
                 print(exc.format(), file=sys.stderr)
                 return BAD_INPUT
             except KeyboardInterrupt as exc:  # a command without words of its own for a stop

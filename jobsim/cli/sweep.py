@@ -59,6 +59,7 @@ def _settings(args: argparse.Namespace) -> _Settings:
     from ..format import scenario as scenario_mod
     from ..base.errors import Problem
     from ..format.fileformat import figure_problem
+    from ..format.spec import suggest
     from ..format.window_format import with_window
     from ..tools.sweep import MAX_REPLICATIONS, Axis, parse_grid
 
@@ -84,11 +85,17 @@ def _settings(args: argparse.Namespace) -> _Settings:
     replications = args.replications or spec.get("replications") or 10
     figures = args.plot or list(spec.get("plot") or [])
     precision = _precision(args.precision, spec, problems)
-    for where, fig in [("--plot", f) for f in figures] + (
-            [("--precision", precision[0])] if precision else []):
+    # each named where it was written: a flag, or the file's sweep section
+    for where, fig in [("--plot" if args.plot else f"sweep.plot[{i}]", f)
+                       for i, f in enumerate(figures)] + (
+            [("--precision" if args.precision else "sweep.precision.figure",
+              precision[0])] if precision else []):
         why = figure_problem(fig)
         if why is not None:
-            problems.append(Problem(where, f"a figure of the summary: {why[0]}", repr(fig)))
+            expected, near = why  # (the key not found, to suggest the nearest known one)
+            problems.append(Problem(where, f"a figure of the summary: {expected}", repr(fig),
+                                    suggest(near, expected.removeprefix("one of ").split(", "))
+                                    if near else ""))
     if not axes:
         problems.append(Problem("--grid", "at least one axis (--grid PATH=V1,V2 or the "
                                 "file's sweep.grid)", "none"))

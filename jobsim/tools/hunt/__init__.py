@@ -237,7 +237,7 @@ def hunt(doc: dict[str, Any], prop: Property | str, *, source: str = "<scenario>
         raise ScenarioError([Problem("(the configuration)", "a run that completes",
                                      str(row0.get("error")))], source)
     if row0.get("ok"):
-        prop = prop.resolved(row0, "the command line")
+        prop = prop.resolved(row0, source)
     ex = base.executor
     b = bounds(hunt_spec or {}, names, None if ex.lock_expiry == "never" else ex.lock_time,
                float(row0.get("end_time") or 0.0),

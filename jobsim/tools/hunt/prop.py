@@ -8,6 +8,8 @@ A figure that is a group of counts (``duplicate_executions``) stands for its ``t
 
 from __future__ import annotations
 
+import difflib
+
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -89,10 +91,24 @@ class Property:
         if total in row:
             text = f"{total} {e.text[len(e.path):].strip()}"
             return Property(self.text, None, Expectation(total, e.op, e.value, text))
-        near = sorted(k for k in row if k.startswith(e.path.split(".")[0] + "."))[:6]
         raise ScenarioError([Problem("--break", "a figure of the summary", repr(e.path),
-                                     "e.g. " + ", ".join(near) if near else
-                                     "see summary.json of a run")], where)
+                                     _nearest(e.path, [k for k in row if k != "ok"]))], where)
+
+
+def _nearest(path: str, figures: list[str]) -> str:
+    """The figures of a run's row nearest ``path``, most alike first: "did you mean" the
+    closest, or some of those under its first key, or where to look."""
+    close = difflib.get_close_matches(path, figures, n=3, cutoff=0.75)
+    if close:
+        return "did you mean " + " or ".join(repr(c) for c in close) + "?"
+    head = path.split(".")[0]
+    heads = sorted({k.split(".")[0] for k in figures})
+    near = difflib.get_close_matches(head, heads, n=1, cutoff=0.6)
+    under = sorted(k for k in figures if k.split(".")[0] == (near[0] if near else head))
+    if under:
+        return "e.g. " + ", ".join(under[:6]) + (f" ({len(under) - 6} more)"
+                                                 if len(under) > 6 else "")
+    return "see summary.json of a run"
 
 
 def parse(text: str, where: str = "the command line") -> Property:
