@@ -96,8 +96,9 @@ def run_plots(a: Any, jobs: pd.DataFrame, folder: Path, steps: Any = None,
     finally:
         if child is not None:
             child.stop()
-    said = [] if a.histories.duplicates else [
-        ("No job ran twice, so there is no plot of double runs by cause.", "")]
+    said = [] if a.histories.duplicates else [  # (a retry after a failure is no double run)
+        (("Apart from its retries, no job ran twice" if a.summary.get("failures") else
+          "No job ran twice") + ", so there is no plot of double runs by cause.", "")]
     return listed + [(title, name) for title, name, _ in made] + said
 
 
