@@ -67,6 +67,9 @@ def test_where_the_node_that_polls_first_has_no_thread_free_the_report_says_that
     assert imb["first_poll_share"]["c"] < 0.15 < 0.4 < s["nodes"]["c"]["executions"] / 3000
     said = " ".join(sentences(s))
     assert "takes it if it has a thread free, and a's poll was the first after" in said
+    # the even share is by threads, which differ here: said
+    assert "a ran 8" in said and "(even share for its 2 threads, 500), c " in said
+    assert "(for its 8, 2,000)." in said
 
 
 def test_nodes_at_one_interval_have_no_paces_to_tell():

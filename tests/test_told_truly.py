@@ -3,6 +3,8 @@ defaults, showed to claim more than the run did: a pause whose end the run never
 a fault window cut by the run's end, a near-capacity run read as stable with nothing said,
 a lock fix that silences the warning and not the double runs."""
 
+import numpy as np
+
 import jobsim.api as api
 from jobsim.format.lint import lint
 from jobsim.format.scenario import from_dict
@@ -216,3 +218,47 @@ def test_a_fault_or_an_operation_at_or_after_the_end_is_warned_it_never_happens(
            "operations": [{"at": "2m", "retry": "all"}, {"at": "15m", "cancel": "all"}]}
     paths = [w.path for w in lint(from_dict(ops)) if w.code == "fault-after-the-end"]
     assert paths == ["operations[1]"]
+
+
+#: three nodes; node-3 cut off for 2 minutes (its statements time out after 5 s); jobs of
+#: 0.5-3 s failing a fifth of the time, a 2 m lock
+PARTITION = {"name": "partition", "until": "drained",
+             "executor": {"poll_interval": "5s", "threads": 2, "lock_time": "2m",
+                          "retry": {"attempts": 4, "backoff": {"fixed": "30s"}}},
+             "nodes": 3,
+             "handlers": {"invoice": {"duration": {"uniform": {"low": "500ms", "high": "3s"}},
+                                      "outcome": {"fail_rate": 0.2}}},
+             "workload": {"streams": [{"name": "invoices", "handler": "invoice",
+                                       "count": 1500, "rate": "1.5/s"}]},
+             "faults": [{"at": "3m", "partition": "node-3", "for": "2m", "timeout": "5s"}]}
+
+
+def test_a_double_run_after_a_partition_is_told_as_the_completion_it_lost():
+    """The cut-off node's run had ended; its completion failed, the row stayed locked until
+    its lock expired, and another node ran the job again. The report had said the node 'ran
+    on while another took its jobs'."""
+    from jobsim.base.trace import K
+
+    told = 0
+    for seed in (2, 3, 4):
+        r = api.run(from_dict(PARTITION), seed)
+        s = api.analyse(r).summary
+        n = s["duplicate_executions"]["by_cause"]["partition"]
+        assert n >= 1, (seed, s["duplicate_executions"])
+        cols = r.trace.arrays()
+        kind, job, t, node = cols["kind"], cols["job"], cols["time"], cols["node"]
+        cut = r.trace.nodes.index("node-3")
+        failed = (kind == K["statement_failed"]) & (node == cut) & (job >= 0)
+        for j in np.unique(job[failed]):  # each lost completion: after its run's end
+            ends = t[(kind == K["exec_end"]) & (job == j) & (node == cut)]
+            lost = t[failed & (job == j)]
+            assert len(ends) and ends.min() <= lost.min(), (seed, j)
+            again = t[(kind == K["exec_start"]) & (job == j) & (t > lost.min())]
+            if len(again):  # run again only once the 2 m lock ran out
+                assert again.min() - ends.min() >= 120 - 5, (seed, j)
+                told += 1
+        said = " ".join(sentences(s))
+        assert "ran the job to its end but could not write its completion, and once the " \
+               "job's lock expired another claim ran it again" in said, said
+        assert "ran on while another took its jobs" not in said
+    assert told >= 3

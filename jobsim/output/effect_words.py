@@ -47,9 +47,18 @@ def effect_sentences(summary: dict[str, Any]) -> list[str]:
                                                  claims_met(p)]) if x]
     imb = effects.get("imbalance")
     if imb and imb["imbalanced"]:
-        line = (f"The work was uneven: {imb['most']} ran {imb['most_executions']:,} "
-                f"executions (even share {imb['most_even']:,.0f}), {imb['least']} "
-                f"{imb['least_executions']:,} (even share {imb['least_even']:,.0f}).")
+        threads = {k: ((summary.get("nodes") or {}).get(imb[k]) or {}).get("threads")
+                   for k in ("most", "least")}
+        if None not in threads.values() and threads["most"] != threads["least"]:
+            # the even share is by threads (and time up): said where theirs differ
+            line = (f"The work was uneven: {imb['most']} ran {imb['most_executions']:,} "
+                    f"executions (even share for its {threads['most']} threads, "
+                    f"{imb['most_even']:,.0f}), {imb['least']} {imb['least_executions']:,} "
+                    f"(for its {threads['least']}, {imb['least_even']:,.0f}).")
+        else:
+            line = (f"The work was uneven: {imb['most']} ran {imb['most_executions']:,} "
+                    f"executions (even share {imb['most_even']:,.0f}), {imb['least']} "
+                    f"{imb['least_executions']:,} (even share {imb['least_even']:,.0f}).")
         if imb["why"] == "poll_phases" and phases:
             gap = phases["gap_share"]
             fixed = not phases["jitter"] and not imb.get("full_claims")

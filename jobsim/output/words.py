@@ -20,7 +20,9 @@ CAUSE_WORDS = {
              "while the paused node still held it",
     "crash": "a node crashed while it ran the job (or before its end was written), and the "
              "job ran again: on another node, or on the same one after its restart",
-    "partition": "a node cut off from the database ran on while another took its jobs",
+    "partition": "a node cut off from the database ran the job to its end but could not "
+                 "write its completion, and once the job's lock expired another claim ran it "
+                 "again",
     "server_restart": "the server restarted and handed out its activated jobs again",
     "failed_after_effect": "a run failed after its side effect and the retry repeated it",
     "ambiguous_timeout": "a call timed out at its caller but the service went on and made "
