@@ -64,7 +64,7 @@ import pandas as pd
 from ..base.trace import K
 from ..executor.config import NodeConfig
 from .fault_windows import due_in, fault_windows, windows_of, with_backlog
-from .intake import group_queue_full_waits, queue_waits
+from .intake import group_queue_full_waits, queue_waits, queued_by_priority
 from .phases import (_gaps_before, _largest_gap, _live, claims, first_pollers,
                      first_polls as _first_polls, node_sets, phase_series, runs_it, split,
                      together)
@@ -389,4 +389,5 @@ def detect(cols: dict[str, np.ndarray], names: list[str], jobs: pd.DataFrame,
             "queue_full": group_queue_full_waits(cols, names, nodes, runs, figures["nodes"],
                                                  acq, jobs),
             "local_queues": queue_waits(cols, names, nodes, runs, jobs),
+            "queued_by_priority": queued_by_priority(cols, names, nodes, jobs),
             "faults": fault_windows(cols, texts or [], jobs, end, windows)}

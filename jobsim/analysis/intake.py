@@ -126,31 +126,12 @@ def queue_waits(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[Node
     None where fewer than two nodes are up to it or no node has a queue."""
     if len(nodes) < 2 or not any(n.executor.queue_size for n in nodes):
         return None
-    kind, job, node, time = cols["kind"], cols["job"], cols["node"], cols["time"]
-    starts = np.flatnonzero(kind == K["exec_start"])
-    lock = np.flatnonzero(kind == K["locked"])
-    if not len(starts) or not len(lock):
+    found = _claimed(cols, names)
+    if found is None:
         return None
-    # each job's first execution (the trace is in time order: its first start row)
-    _, first = np.unique(job[starts], return_index=True)
-    first = starts[first]
-    # its node's latest claim of it at or before the start: (job, node) and then time, as one
-    # integer key, the time by its rank among the instants both have
-    instants = np.unique(np.concatenate([time[lock], time[first]]))
-    width = np.int64(len(instants) + 1)
-
-    def keyed(rows: np.ndarray) -> np.ndarray:
-        pair = job[rows].astype(np.int64) * len(names) + node[rows]
-        return pair * width + np.searchsorted(instants, time[rows])
-    locks = np.sort(keyed(lock))
-    want = keyed(first)
-    i = np.searchsorted(locks, want, side="right") - 1
-    ok = (i >= 0) & (locks[np.maximum(i, 0)] // width == want // width)
-    first = first[ok]
-    if not len(first):
-        return None
+    first, claimed = found
+    job, node, time = cols["job"], cols["node"], cols["time"]
     start, held_on = time[first], node[first]
-    claimed = instants[locks[i[ok]] % width]
     span = start - claimed
     began, ended, ran_on = runs[0], runs[1], runs[2]
     by_id = jobs.set_index("id").reindex(job[first])  # each job's handler and due time
@@ -176,6 +157,36 @@ def queue_waits(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[Node
             "run_mean": _r(float((ended - began).mean())) if len(began) else None}
 
 
+def _claimed(cols: dict[str, np.ndarray], names: list[str]
+             ) -> tuple[np.ndarray, np.ndarray] | None:
+    """Each job's first execution (its trace row) and the instant of its node's latest
+    claim of it at or before that start; None where the trace has no start or no claim."""
+    kind, job, node, time = cols["kind"], cols["job"], cols["node"], cols["time"]
+    starts = np.flatnonzero(kind == K["exec_start"])
+    lock = np.flatnonzero(kind == K["locked"])
+    if not len(starts) or not len(lock):
+        return None
+    # each job's first execution (the trace is in time order: its first start row)
+    _, first = np.unique(job[starts], return_index=True)
+    first = starts[first]
+    # its node's latest claim of it at or before the start: (job, node) and then time, as one
+    # integer key, the time by its rank among the instants both have
+    instants = np.unique(np.concatenate([time[lock], time[first]]))
+    width = np.int64(len(instants) + 1)
+
+    def keyed(rows: np.ndarray) -> np.ndarray:
+        pair = job[rows].astype(np.int64) * len(names) + node[rows]
+        return pair * width + np.searchsorted(instants, time[rows])
+    locks = np.sort(keyed(lock))
+    want = keyed(first)
+    i = np.searchsorted(locks, want, side="right") - 1
+    ok = (i >= 0) & (locks[np.maximum(i, 0)] // width == want // width)
+    first = first[ok]
+    if not len(first):
+        return None
+    return first, instants[locks[i[ok]] % width]
+
+
 def _busy_until(began: np.ndarray, ended: np.ndarray) -> Any:
     """``x ↦`` the executions' busy thread-seconds up to ``x`` (an array of instants):
     ``Σ (x − start)`` over those begun before ``x`` less ``Σ (x − end)`` over those ended."""
@@ -186,3 +197,43 @@ def _busy_until(began: np.ndarray, ended: np.ndarray) -> Any:
         nb, ne = np.searchsorted(b, x), np.searchsorted(e, x)
         return (x * nb - sb[nb]) - (x * ne - se[ne])
     return at
+
+
+def queued_by_priority(cols: dict[str, np.ndarray], names: list[str],
+                       nodes: tuple[NodeConfig, ...], jobs: pd.DataFrame
+                       ) -> dict[str, Any] | None:
+    """**Priority behind a local queue** (``queued_by_priority``): under an order by
+    priority (or aging), each class's mean wait in the local queue of the node that claimed
+    its jobs (claim to first start) beside its mean and longest start delay. The table
+    hands out rows by priority, but a node runs its queue in the order it claimed them: a
+    top-class job claimed after lower ones waits behind them. None where no node has a
+    queue, the table is not ordered by priority, or the jobs have one class."""
+    if not nodes or not any(n.executor.queue_size for n in nodes) or \
+            nodes[0].executor.order not in ("priority", "aging") or \
+            jobs["priority"].nunique() < 2:
+        return None
+    found = _claimed(cols, names)
+    if found is None:
+        return None
+    first, claimed = found
+    start = cols["time"][first]
+    by_id = jobs.set_index("id").reindex(cols["job"][first])
+    prio = by_id["priority"].to_numpy()
+    delay = start - by_id["due"].to_numpy(dtype=float)
+    queued = start - claimed
+    # the rows of lower classes ahead of each top-class job in its node's queue when it was
+    # claimed: claimed before it by that node, not yet started
+    top, node = prio == prio.max(), cols["node"][first]
+    ahead = np.zeros(len(first))
+    for code in np.unique(node[top]):
+        low, mine = ~top & (node == code), top & (node == code)
+        ahead[mine] = (np.searchsorted(np.sort(claimed[low]), claimed[mine], side="left")
+                       - np.searchsorted(np.sort(start[low]), claimed[mine], side="right"))
+    classes = {}
+    for p in sorted(set(prio.tolist()), reverse=True):
+        mine = prio == p
+        classes[str(p)] = {"jobs": int(mine.sum()), "queued_mean": _r(float(queued[mine].mean())),
+                           "start_delay_mean": _r(float(delay[mine].mean())),
+                           "start_delay_max": _r(float(delay[mine].max()))}
+    classes[str(prio.max())]["lower_ahead_mean"] = _r(float(ahead[top].mean()))
+    return {"queue_size": max(n.executor.queue_size for n in nodes), "by_priority": classes}

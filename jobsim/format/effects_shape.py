@@ -34,6 +34,8 @@ EFFECTS_SHAPE: dict[str, Any] = {
                                      "handlers")},
     "local_queues": {k: None for k in ("jobs", "queued_mean", "start_delay_mean",
                                        "idle_elsewhere", "queue_size", "run_mean")},
+    "queued_by_priority": {"queue_size": None, "by_priority": {ANY: {k: None for k in (
+        "jobs", "queued_mean", "start_delay_mean", "start_delay_max", "lower_ahead_mean")}}},
     "faults": {"more": None, "windows": {ANY: {k: None for k in (
         "kind", "what", "from", "to", "factor", "factor_min", "error_share",
         "failed_executions", "failed_calls", "cleared_at", "jobs_after", "jobs",

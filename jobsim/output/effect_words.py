@@ -8,6 +8,10 @@ from typing import Any
 
 from ..analysis.phases import TOGETHER
 from ..format.lint_polls import group_words
+from .numbers import pct as _pct, seconds
+from .queue_words import capped_intake, held_in_queues, queued_past_priority
+
+_s = seconds
 
 
 #: a stretch of every thread busy while jobs waited, at least this long (or this share of a
@@ -17,25 +21,10 @@ SATURATED = 30.0
 SATURATED_SHARE = 0.25
 
 
-def seconds(x: float) -> str:
-    """A time as "What the run shows" writes one: ``0 s``, ``142 ms``, ``4.29 s``, ``643 s``."""
-    if x == 0:
-        return "0 s"
-    if x < 1 and float(f"{x * 1000:.3g}") < 1000:  # (0.9996 s is "1 s", not "1e+03 ms")
-        return f"{x * 1000:.3g} ms"
-    return f"{x:,.3g} s" if x < 100 else f"{x:,.0f} s"
-
-
-_s = seconds
-
-
-def _pct(x: float) -> str:
-    return f"{100 * x:.0f} %"
-
-
 def effect_sentences(summary: dict[str, Any]) -> list[str]:
     effects = summary.get("effects") or {}
     out: list[str] = []
+    busy = _saturated(effects.get("saturation"), summary.get("end_time") or 0.0)
     phases = effects.get("poll_phases")
     for p in [phases] + list((phases or {}).get("other_sets") or []) if phases else []:
         # the whole cluster's phases, then other sets of nodes', by their jobs
@@ -43,8 +32,9 @@ def effect_sentences(summary: dict[str, Any]) -> list[str]:
             out.append(_lock_step(p))
             continue
         told = bunched(p)  # (it names the nodes that polled together, if any)
-        out += [x for x in ([told] if told else [full_claims(p, effects.get("load")),
-                                                 claims_met(p)]) if x]
+        # (full claims where every thread was busy for long: the saturation says why)
+        out += [x for x in ([told] if told else [
+            None if busy else full_claims(p, effects.get("load")), claims_met(p)]) if x]
     imb = effects.get("imbalance")
     if imb and imb["imbalanced"]:
         threads = {k: ((summary.get("nodes") or {}).get(imb[k]) or {}).get("threads")
@@ -82,16 +72,23 @@ def effect_sentences(summary: dict[str, Any]) -> list[str]:
     if told := capped_intake(effects.get("queue_full"), load) or \
             held_in_queues(effects.get("local_queues"), load):
         out.append(told)
-    sat = effects.get("saturation")
-    end = summary.get("end_time") or 0.0
+    if told := queued_past_priority(effects.get("queued_by_priority")):
+        out.append(told)
+    if busy:
+        out.append(busy)
+    return out
+
+
+def _saturated(sat: dict[str, Any] | None, end: float) -> str | None:
+    """The saturation's sentence, where it is long enough to tell (see ``SATURATED``)."""
     if sat and sat.get("longest") and end and sat["most_waiting"] >= sat["threads"] and (
             sat["longest"] >= min(SATURATED, SATURATED_SHARE * end)
             or sat["time"] >= 2 * SATURATED_SHARE * end):  # (in short stretches, half the run)
-        out.append(f"The executor was saturated for {_s(sat['time'])} of the run's "
-                   f"{_s(end)}: every one of its {sat['threads']:,} threads busy while due "
-                   f"jobs waited; the longest stretch from t={_s(sat['longest_from'])} for "
-                   f"{_s(sat['longest'])}, with up to {sat['most_waiting']:,} waiting.")
-    return out
+        return (f"The executor was saturated for {_s(sat['time'])} of the run's "
+                f"{_s(end)}: every one of its {sat['threads']:,} threads busy while due "
+                f"jobs waited; the longest stretch from t={_s(sat['longest_from'])} for "
+                f"{_s(sat['longest'])}, with up to {sat['most_waiting']:,} waiting.")
+    return None
 
 
 def _who(phases: dict[str, Any], first: bool = False) -> str:
@@ -338,50 +335,3 @@ def _verdict(load: dict[str, Any], threads: str, split: str, worst: str) -> list
                 f"what the {threads} can do{split}, and the waits grow fast near 1"
                 + (f" (worst waits: {worst})" if worst and split else "") + "."]
     return []
-
-
-def capped_intake(q: dict[str, Any] | None, load: dict[str, Any] | None) -> str | None:
-    """Queue-full waits that capped what the nodes took in below what fell due, over an
-    arrival window of at least 20 waits, their threads idle a tenth of their time or more
-    in them (``analysis/intake.py``); None where they did not, or where the run was
-    overloaded (no setting of the queue would keep up: its load sentence says so)."""
-    if not q or q.get("arriving") is None or q.get("intake") is None or \
-            q["arriving"] <= q["intake"] or q["window"] < 20 * q["wait"] or \
-            (q["share"] or 0.0) < 0.1 or (load or {}).get("verdict") == "overloaded":
-        return None
-    if q["queue_size"] is None:  # the capped nodes' settings differ
-        what = (f"waited its queue_full_wait (up to {_s(q['wait'])}) before claiming again, "
-                f"{q['waits']:,} times with due rows waiting, though its queue and threads "
-                f"ran dry sooner. So the nodes took in at most")
-    else:
-        what = (f"waited queue_full_wait ({_s(q['wait'])}) before claiming again, "
-                f"{q['waits']:,} times with due rows waiting, though its queue of "
-                f"{q['queue_size']:,} and its {q['threads']:,} threads ran dry sooner. So each "
-                f"took in at most {q['queue_size'] + q['threads']:,} jobs per "
-                f"{_s(q['wait'])},")
-    whose = "The nodes" if not q.get("handlers") else \
-        _upper(group_words(q["group"], q["handlers"]))
-    return (f"{whose} took in fewer jobs than fell due: a node whose local queue was full "
-            f"{what} {q['intake']:.3g} jobs/s in all, against {q['arriving']:.3g}/s falling "
-            f"due: the waits grew as long as the jobs kept coming, while the threads sat idle "
-            f"for {_s(q['idle'])} of thread time in those waits, {_pct(q['share'])} of all "
-            f"their thread time. A shorter queue_full_wait, a larger queue_size or wakeup: "
-            f"notify keeps them at work.")
-
-
-def held_in_queues(q: dict[str, Any] | None, load: dict[str, Any] | None) -> str | None:
-    """Jobs that waited in one node's local queue, half their start delay or more and
-    longer than a run, while the other nodes had half a thread idle or more on average
-    (``analysis/intake.py``: ``local_queues``); None where not, or in an overloaded run."""
-    if not q or q["queued_mean"] is None or q["start_delay_mean"] is None or \
-            q["queued_mean"] < max(q["run_mean"] or 0.0, q["start_delay_mean"] / 2) or \
-            q["idle_elsewhere"] < 0.5 or (load or {}).get("verdict") == "overloaded":
-        return None
-    return (f"Local queues made much of the wait: jobs started a mean "
-            f"{_s(q['start_delay_mean'])} after they were due, {_s(q['queued_mean'])} of it "
-            f"in a node's local queue after the claim that took them, while the other nodes "
-            f"had {q['idle_elsewhere']:.2g} threads idle on average. A node claims up to its "
-            f"queue's room ({q['queue_size']:,} here) for its own threads, and what it holds "
-            f"the others cannot run; with queue_size: 0 a node claims only for its idle "
-            f"threads (a small queue may instead cap what the nodes take in, as the "
-            f"queue-full-wait-caps-intake warning tells).")

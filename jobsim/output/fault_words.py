@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .effect_words import _pct, seconds as _s
+from .numbers import pct as _pct, seconds as _s
 
 
 #: fault windows told in words at most; the others are in summary.json

@@ -1,0 +1,17 @@
+"""How "What the run shows" writes a time and a share (its sentences' modules share them)."""
+
+from __future__ import annotations
+
+
+def seconds(x: float) -> str:
+    """A time as "What the run shows" writes one: ``0 s``, ``142 ms``, ``4.29 s``, ``643 s``."""
+    if x == 0:
+        return "0 s"
+    if x < 1 and float(f"{x * 1000:.3g}") < 1000:  # (0.9996 s is "1 s", not "1e+03 ms")
+        return f"{x * 1000:.3g} ms"
+    return f"{x:,.3g} s" if x < 100 else f"{x:,.0f} s"
+
+
+def pct(x: float) -> str:
+    """A share as a whole percentage: ``42 %``."""
+    return f"{100 * x:.0f} %"

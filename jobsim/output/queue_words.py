@@ -1,0 +1,88 @@
+"""The sentences of "What the run shows" on the nodes' local queues (``analysis/intake.py``):
+queue-full waits that capped what the nodes took in, jobs held in one node's queue while
+others idled, and top-priority jobs that waited in a queue behind lower ones claimed first."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..format.lint_polls import group_words
+from .numbers import pct as _pct, seconds as _s
+
+
+def capped_intake(q: dict[str, Any] | None, load: dict[str, Any] | None) -> str | None:
+    """Queue-full waits that capped what the nodes took in below what fell due, over an
+    arrival window of at least 20 waits, their threads idle a tenth of their time or more
+    in them (``analysis/intake.py``); None where they did not, or where the run was
+    overloaded (no setting of the queue would keep up: its load sentence says so)."""
+    if not q or q.get("arriving") is None or q.get("intake") is None or \
+            q["arriving"] <= q["intake"] or q["window"] < 20 * q["wait"] or \
+            (q["share"] or 0.0) < 0.1 or (load or {}).get("verdict") == "overloaded":
+        return None
+    if q["queue_size"] is None:  # the capped nodes' settings differ
+        what = (f"waited its queue_full_wait (up to {_s(q['wait'])}) before claiming again, "
+                f"{q['waits']:,} times with due rows waiting, though its queue and threads "
+                f"ran dry sooner. So the nodes took in at most")
+    else:
+        what = (f"waited queue_full_wait ({_s(q['wait'])}) before claiming again, "
+                f"{q['waits']:,} times with due rows waiting, though its queue of "
+                f"{q['queue_size']:,} and its {q['threads']:,} threads ran dry sooner. So each "
+                f"took in at most {q['queue_size'] + q['threads']:,} jobs per "
+                f"{_s(q['wait'])},")
+    whose = "The nodes" if not q.get("handlers") else \
+        _first_up(group_words(q["group"], q["handlers"]))
+    return (f"{whose} took in fewer jobs than fell due: a node whose local queue was full "
+            f"{what} {q['intake']:.3g} jobs/s in all, against {q['arriving']:.3g}/s falling "
+            f"due: the waits grew as long as the jobs kept coming, while the threads sat idle "
+            f"for {_s(q['idle'])} of thread time in those waits, {_pct(q['share'])} of all "
+            f"their thread time. A shorter queue_full_wait, a larger queue_size or wakeup: "
+            f"notify keeps them at work.")
+
+
+def held_in_queues(q: dict[str, Any] | None, load: dict[str, Any] | None) -> str | None:
+    """Jobs that waited in one node's local queue, half their start delay or more and
+    longer than a run, while the other nodes had half a thread idle or more on average
+    (``analysis/intake.py``: ``local_queues``); None where not, or in an overloaded run."""
+    if not q or q["queued_mean"] is None or q["start_delay_mean"] is None or \
+            q["queued_mean"] < max(q["run_mean"] or 0.0, q["start_delay_mean"] / 2) or \
+            q["idle_elsewhere"] < 0.5 or (load or {}).get("verdict") == "overloaded":
+        return None
+    return (f"Local queues made much of the wait: jobs started a mean "
+            f"{_s(q['start_delay_mean'])} after they were due, {_s(q['queued_mean'])} of it "
+            f"in a node's local queue after the claim that took them, while the other nodes "
+            f"had {q['idle_elsewhere']:.2g} threads idle on average. A node claims up to its "
+            f"queue's room ({q['queue_size']:,} here) for its own threads, and what it holds "
+            f"the others cannot run; with queue_size: 0 a node claims only for its idle "
+            f"threads (a small queue may instead cap what the nodes take in, as the "
+            f"queue-full-wait-caps-intake warning tells).")
+
+
+def queued_past_priority(q: dict[str, Any] | None) -> str | None:
+    """Top-class jobs that waited half their start delay or more (and 100 ms or more) in a
+    node's local queue, behind rows of lower classes that the node claimed before them
+    (``queued_by_priority``); None where not."""
+    if not q:
+        return None
+    p = max(q["by_priority"], key=int)
+    top = q["by_priority"][p]
+    queued, mean, ahead = top["queued_mean"], top["start_delay_mean"], top["lower_ahead_mean"]
+    if queued is None or mean is None or not ahead or ahead < 0.5 or \
+            queued < max(0.1, mean / 2):
+        return None
+    one = top["jobs"] == 1
+    waited = (f"Priority {p}'s job waited {_s(mean)} to start" if one else
+              f"Priority {p}'s jobs waited a mean {_s(mean)} to start (the latest "
+              f"{_s(top['start_delay_max'])})")
+    rows = f"{ahead:.3g} row{'' if ahead == 1 else 's'}"
+    return (f"{waited}, {_s(queued)} of it in a node's local queue behind "
+            + (f"{rows}" if one else f"a mean {rows}") + " of lower priority that the node "
+            f"had claimed before {'it' if one else 'them'}: the table hands out rows by "
+            f"priority, but a node runs what it claimed in the order it claimed it (queues "
+            f"of {q['queue_size']:,} here). With queue_size: 0 a node claims only for its idle "
+            f"threads, and the rows it leaves wait in the table, where the next claim takes "
+            f"the top class first.")
+
+
+def _first_up(words: str) -> str:
+    """``words`` to begin a sentence (only the first letter: names keep their case)."""
+    return words[0].upper() + words[1:]
