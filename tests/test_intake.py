@@ -362,7 +362,7 @@ def test_nodes_that_split_the_handlers_are_not_read_as_one_cluster():
 
 #: two nodes of 2 threads with local queues of 10, ordered by priority; 300 bulk jobs of 2 s
 #: due at once and a priority-10 job of 200 ms every 5 s
-PREFETCH = {"name": "prio_prefetch", "until": "drained",
+PRIORITY_PREFETCH = {"name": "prio_prefetch", "until": "drained",
             "executor": {"order": "priority", "poll_interval": "2s", "threads": 2,
                          "queue_size": 10},
             "nodes": 2,
@@ -374,7 +374,7 @@ PREFETCH = {"name": "prio_prefetch", "until": "drained",
 
 
 def _check_prefetch(seed: int) -> None:
-    s = api.analyse(api.run(from_dict(PREFETCH), seed)).summary
+    s = api.analyse(api.run(from_dict(PRIORITY_PREFETCH), seed)).summary
     q = s["effects"]["queued_by_priority"]
     top = q["by_priority"]["10"]
     assert q["queue_size"] == 10 and top["jobs"] == 60, (seed, q)
@@ -387,7 +387,8 @@ def _check_prefetch(seed: int) -> None:
     # (with every thread busy 150 s, full claims are the saturation's, not told as their own)
     assert "Claims that came back full" not in said
     # without the queues the top class waits in the table, where it comes first
-    none = {**PREFETCH, "executor": {**PREFETCH["executor"], "queue_size": 0}}
+    none = {**PRIORITY_PREFETCH,
+            "executor": {**PRIORITY_PREFETCH["executor"], "queue_size": 0}}
     s0 = api.analyse(api.run(from_dict(none), seed)).summary
     assert s0["effects"]["queued_by_priority"] is None
     said0 = " ".join(sentences(s0))
