@@ -68,6 +68,7 @@ from .intake import group_queue_full_waits, queue_waits, queued_by_priority
 from .phases import (_gaps_before, _largest_gap, _live, claims, first_pollers,
                      first_polls as _first_polls, node_sets, phase_series, runs_it, split,
                      together)
+from .short_claims import short_claims
 from .saturation import busy_levels, room_by_handler, rounded as _r, saturation, waits_of
 
 #: a run's spread of phases under this share of independent phases' is lock-step (what is
@@ -390,4 +391,6 @@ def detect(cols: dict[str, np.ndarray], names: list[str], jobs: pd.DataFrame,
                                                  acq, jobs),
             "local_queues": queue_waits(cols, names, nodes, runs, jobs),
             "queued_by_priority": queued_by_priority(cols, names, nodes, jobs),
+            "short_claims": short_claims(cols, names, nodes, jobs, acq, windows, end,
+                                         texts),
             "faults": fault_windows(cols, texts or [], jobs, end, windows)}

@@ -34,6 +34,10 @@ EFFECTS_SHAPE: dict[str, Any] = {
                                      "handlers")},
     "local_queues": {k: None for k in ("jobs", "queued_mean", "start_delay_mean",
                                        "idle_elsewhere", "queue_size", "run_mean")},
+    "short_claims": {"claims": None, "of_claims": None, "rows": None, "strategy": None,
+                     "next_claim_mean": None, "windows": {ANY: {"claims": None, "rows": None,
+                                                                "span": None}},
+                     "outside": {"claims": None, "span": None}},
     "queued_by_priority": {"queue_size": None, "by_priority": {ANY: {k: None for k in (
         "jobs", "queued_mean", "start_delay_mean", "start_delay_max", "lower_ahead_mean")}}},
     "faults": {"more": None, "windows": {ANY: {k: None for k in (

@@ -74,6 +74,8 @@ def effect_sentences(summary: dict[str, Any]) -> list[str]:
         out.append(told)
     if told := queued_past_priority(effects.get("queued_by_priority")):
         out.append(told)
+    if told := left_by_races(effects.get("short_claims"), summary["jobs"]["created"]):
+        out.append(told)
     if busy:
         out.append(busy)
     return out
@@ -271,6 +273,43 @@ def full_claims(phases: dict[str, Any], load: dict[str, Any] | None) -> str | No
             + " A node with no local queue claims only as many rows as it has idle threads; "
             "the rest wait for its next claim, when a thread frees, or for another node's "
             "poll.")
+
+
+#: claims that left due rows racing another node's are told from this many, where they left
+#: this share of the jobs or more, or where a slow database made them twice as frequent as
+#: the rest of the run (at 2 % of the jobs, a poll interval's wait each, they cost a
+#: run of 5 jobs/s on three nodes a few per cent of its waits: not worth a sentence)
+SHORT_CLAIMS, SHORT_ROWS = 10, 0.05
+
+
+def left_by_races(q: dict[str, Any] | None, jobs: int) -> str | None:
+    """Claims that came back short racing another node's claim, leaving due rows in the
+    table (``analysis/short_claims.py``), and where a slow database had twice as many of
+    them a second as the rest of the run, that; None where too few to matter."""
+    if not q or q["claims"] < SHORT_CLAIMS:
+        return None
+    out, slow = q.get("outside") or {}, ""
+    for w in list((q.get("windows") or {}).values())[:1]:
+        rate_in = w["claims"] / w["span"] if w["span"] else 0.0
+        rate_out = out["claims"] / out["span"] if out.get("span") else None
+        if w["claims"] >= SHORT_CLAIMS and (rate_out is None or rate_in >= 2 * rate_out):
+            slow = (f" {w['claims']:,} of them came while the database was slow"
+                    + (f" ({rate_in:.2g} a second, against {rate_out:.2g} the rest of the "
+                       f"run)" if rate_out is not None else "")
+                    + ": slower statements are in flight together more often.")
+    if not slow and q["rows"] < SHORT_ROWS * max(jobs, 1):
+        return None
+    again = (f"; its node claimed again only at its next poll, a mean "
+             f"{_s(q['next_claim_mean'])} later" if q.get("next_claim_mean") else "")
+    line = (f"{q['claims']:,} claims came back with fewer rows than they asked, racing "
+            f"another node's claim, while due rows were left in the table ({q['rows']:,} "
+            f"rows in all): a claim picks its rows as its statement starts, and where "
+            f"another claim in flight locked them first it returns without them and looks "
+            f"no further{again}.{slow}")
+    if q.get("strategy") == "guarded_update":  # it waits for the rows another claim holds
+        line += (" executor.acquisition: skip_locked takes the next rows past those another "
+                 "claim holds.")
+    return line
 
 
 def _load(load: dict[str, Any]) -> list[str]:

@@ -21,8 +21,9 @@ def fault_sentences(faults: dict[str, Any] | None, end: float | None) -> list[st
     it."""
     if not faults:
         return []
-    windows = [w for w in faults["windows"].values() if _costly(w)]
-    out = [_window(w, end) for w in windows[:TOLD_WINDOWS]]
+    every = list(faults["windows"].values())
+    windows = [w for w in every if _costly(w)]
+    out = [_window(w, end) + _overlapped(w, every, end) for w in windows[:TOLD_WINDOWS]]
     kept, counted = max(0, len(windows) - TOLD_WINDOWS), faults.get("more", 0)
     if kept + counted:
         out.append(f"{kept + counted:,} more fault window{'s' if kept + counted != 1 else ''}: "
@@ -30,6 +31,33 @@ def fault_sentences(faults: dict[str, Any] | None, end: float | None) -> list[st
                                + ([f"{counted:,} beyond those counted only"] if counted
                                   else [])) + ".")
     return out
+
+
+#: the windows whose cost is read in the start delays of the jobs due in them
+DELAYING = ("slow_db", "partition", "down")
+
+
+def _named(w: dict[str, Any]) -> str:
+    return {"slow_db": "the database's slow window", "partition": f"{w['what']}'s partition",
+            "down": f"{w['what']}'s down time"}[w["kind"]]
+
+
+def _overlapped(w: dict[str, Any], every: list[dict[str, Any]], end: float | None) -> str:
+    """Where another window that delays starts overlaps ``w`` (a slow database and a
+    crash in it): the jobs due in both paid for both, which neither figure sets apart."""
+    if w["kind"] not in DELAYING or not w["jobs"]:
+        return ""
+    others = [o for o in every if o is not w and o["kind"] in DELAYING and
+              o["from"] < w["to"] and w["from"] < o["to"]]
+    if not others:
+        return ""
+
+    def span(o: dict[str, Any]) -> str:
+        until = "the run's end" if end is not None and o["to"] >= end else f"{_s(o['to'])}"
+        return f"{_named(o)} (t={_s(o['from'])} to {until})"
+    return (f" It overlapped {' and '.join(span(o) for o in others[:2])}"
+            + (f" and {len(others) - 2:,} more" if len(others) > 2 else "")
+            + ": the jobs due in both paid for both.")
 
 
 def _costly(w: dict[str, Any]) -> bool:
