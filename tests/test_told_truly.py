@@ -4,8 +4,10 @@ a fault window cut by the run's end, a near-capacity run read as stable with not
 a lock fix that silences the warning and not the double runs."""
 
 import numpy as np
+import pytest
 
 import jobsim.api as api
+from jobsim.analysis.metrics import jobs_frame
 from jobsim.format.lint import lint
 from jobsim.format.scenario import from_dict
 from jobsim.output.words import sentences
@@ -262,3 +264,39 @@ def test_a_double_run_after_a_partition_is_told_as_the_completion_it_lost():
                "job's lock expired another claim ran it again" in said, said
         assert "ran on while another took its jobs" not in said
     assert told >= 3
+
+
+#: 800 jobs calling a carrier API that hangs for 3 minutes; calls give up after 5 s and
+#: retries back off with full jitter, 6 attempts in all (a newcomer's scenario)
+DOWNSTREAM = {"name": "downstream", "until": "drained",
+              "executor": {"poll_interval": "2s", "threads": 8,
+                           "retry": {"attempts": 6, "backoff": {"exponential": {
+                               "base": "5s", "factor": 2, "cap": "2m", "jitter": "full"}}}},
+              "nodes": 2,
+              "services": {"carrier": {"latency": {"lognormal": {"median": "300ms",
+                                                                 "p99": "3s"}},
+                                       "capacity": 10,
+                                       "outages": [{"at": "1m", "for": "3m",
+                                                    "fail": "timeout"}]}},
+              "handlers": {"label": {"calls": [{"service": "carrier", "timeout": "5s",
+                                                "effect": True}]}},
+              "workload": {"streams": [{"name": "labels", "handler": "label", "count": 800,
+                                        "rate": "2/s"}]}}
+
+
+def test_the_jobs_an_outage_sent_to_the_dead_letter_table_are_told_with_it():
+    """56-62 jobs went to the dead-letter table, all due early in the outage: their six
+    attempts' backoff ran out before it ended. The outage's sentence counted the jobs done
+    and said nothing of the others."""
+    for seed in (1, 2):
+        a = api.analyse(api.run(from_dict(DOWNSTREAM), seed))
+        w = a.summary["effects"]["faults"]["windows"]["1"]
+        jobs = jobs_frame(a.histories)
+        dead = jobs[(jobs["outcome"] == "dead_lettered") & (jobs["due"] >= 60) &
+                    (jobs["due"] < 240)]
+        assert w["kind"] == "outage" and w["dead_lettered"] == len(dead) > 40, (seed, w)
+        assert w["dead_lettered_last"] == pytest.approx(dead["end"].max())
+        assert w["dead_lettered_last"] < 240 + 5 + 1  # the last attempts timed out at its end
+        said = " ".join(sentences(a.summary))
+        assert (f"; {len(dead)} of them went to the dead-letter table, the last at "
+                f"t={w['dead_lettered_last']:.3g} s.") in said, said

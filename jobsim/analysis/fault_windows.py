@@ -180,6 +180,7 @@ def fault_windows(cols: dict[str, np.ndarray], texts: list[str], jobs: pd.DataFr
     due = jobs["due"].to_numpy(dtype=float)
     start = jobs["first_start"].to_numpy(dtype=float)
     done = (jobs["outcome"] == "done").to_numpy()
+    dead = (jobs["outcome"] == "dead_lettered").to_numpy()
     finished = jobs["end"].to_numpy(dtype=float)
     ids = jobs["id"].to_numpy()
     inside_any = due_in(due, windows, KINDS, end, backlog=True)
@@ -205,6 +206,10 @@ def fault_windows(cols: dict[str, np.ndarray], texts: list[str], jobs: pd.DataFr
             "cleared_at": _r(c) if c is not None else None,
             "jobs_after": int((due >= to).sum()),  # due after it (behind its backlog, maybe)
             "jobs": int(here.sum()), **_figures(here, due, start, done, finished, ""),
+            # its jobs whose retries ran out: how many, and when the last of them did
+            "dead_lettered": int((here & dead).sum()),
+            "dead_lettered_last": _r(float(finished[here & dead].max()))
+            if (here & dead).any() else None,
             "baseline": "before" if base is before else "outside",
             "baseline_jobs": int(base.sum()),
             **_figures(base, due, start, done, finished, "baseline_")}

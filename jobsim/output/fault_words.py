@@ -129,4 +129,14 @@ def _window(w: dict[str, Any], end: float | None) -> str:
     which = f"the {jobs} were" if w["done"] == w["jobs"] else \
         f"{w['done']:,} of the {jobs} were"
     return (what + f": {failed}, and {which} done a mean {_s(w['done_after_due_mean'])} "
-            f"after they were due{against}.")
+            f"after they were due{against}{_gave_up(w)}.")
+
+
+def _gave_up(w: dict[str, Any]) -> str:
+    """The jobs due in a window whose retries ran out (dead-lettered), and when the last of
+    them did: a retry policy shorter than the window gives up inside it."""
+    n = w.get("dead_lettered") or 0
+    if not n:
+        return ""
+    return (f"; {n:,} of them went to the dead-letter table, "
+            f"{'the last ' if n > 1 else ''}at t={_s(w['dead_lettered_last'])}")
