@@ -236,7 +236,10 @@ def _ambiguous_timeouts(sc: Scenario) -> Iterator[Found]:
         spec = sc.services[step.service]
         slowest = slowest_p99(spec)
         limits = [t for t in (step.timeout, h.worker_timeout) if t is not None]
-        if not limits or slowest <= min(limits):
+        if not limits:
+            continue
+        if slowest <= min(limits):  # above the p99: still told where the tail reaches it
+            yield from _tail_past(sc, name, i, step, spec, min(limits))
             continue
         which = "timeout" if step.timeout is not None and step.timeout == min(limits) \
             else "worker_timeout"
@@ -250,6 +253,38 @@ def _ambiguous_timeouts(sc: Scenario) -> Iterator[Found]:
                f"goes on at the service and takes effect, the retry makes it again, and "
                f"{key}; fix: idempotency_key: job on the call, or a timeout above "
                f"{format_duration(slowest)}")
+
+
+def _tail_past(sc: Scenario, name: str, i: int, step: Any, spec: Any,
+               limit: float) -> Iterator[Found]:
+    """An effect call whose timeout is above its service's p99 but that the latency's tail
+    still passes about once in the run's first calls or more (``TAIL_CALLS``): each such
+    call takes effect at the service after its caller gave up, and the retry repeats it."""
+    share = spec.latency.beyond(limit)
+    calls = _jobs_of(sc, name)
+    expected = share * calls
+    if expected < TAIL_CALLS:
+        return
+    queued = (f", and a call that waits for one of its {spec.capacity:,} slots waits longer "
+              f"still" if spec.capacity is not None and spec.when_full == "queue" else "")
+    yield ("ambiguous-timeout", f"handlers.{name}.calls[{i}]",
+           f"its caller gives up after {format_duration(limit)}, above the p99 of "
+           f"{step.service!r} ({format_duration(p99(spec.latency))}), but its latency's tail "
+           f"passes that in {100 * share:.2g} % of calls: about "
+           f"{expected:.2g} of the run's {calls:,} first calls, more with retries{queued}. "
+           f"Each takes effect at the service after its caller gave up, and the retry makes "
+           f"it again; fix: idempotency_key: job on the call")
+
+
+#: an effect call's tail past its timeout is warned of from this many expected calls
+TAIL_CALLS = 1.0
+
+
+def _jobs_of(sc: Scenario, handler: str) -> int:
+    """The jobs of ``handler`` the file creates (listed, streams', schedules')."""
+    return (sum(1 for j in sc.jobs if j.handler == handler)
+            + sum(s.count for s in sc.streams if s.handler == handler)
+            + sum(r.count for r in sc.recurring if r.handler == handler))
 
 
 def _shortest(d: dists.Distribution) -> float:
