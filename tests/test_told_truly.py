@@ -325,3 +325,23 @@ def test_an_effect_call_whose_timeout_the_latency_tail_passes_is_warned_of():
     keyed = {**no_outage, "handlers": {"label": {"calls": [
         {"service": "carrier", "timeout": "5s", "effect": True, "idempotency_key": "job"}]}}}
     assert not [w for w in lint(from_dict(keyed)) if w.code == "ambiguous-timeout"]
+
+
+def test_a_lock_step_verdict_near_its_bounds_says_it_is_one_seeds():
+    """The newcomer's two nodes at 2 s read lock-step at seed 4 only of 1-8: their waits for
+    a poll were 0.74-0.90 s against the verdict's bound of 0.833 s. The sentence now says
+    another seed may read them as apart; a clear lock-step (four nodes at 10 s) does not."""
+    s = api.analyse(api.run(from_dict(DOWNSTREAM), 4)).summary
+    p = s["effects"]["poll_phases"]
+    assert p["lock_step"] and p["wait_for_poll_free"] < 0.833 / 0.8, p
+    said = " ".join(sentences(s))
+    assert "polled in lock-step" in said and "The verdict is near its bounds" in said
+    clear = {"name": "pollers", "until": "30m",
+             "executor": {"poll_interval": "10s", "threads": 8},
+             "nodes": [{"name": f"n{i}"} for i in range(1, 5)],
+             "handlers": {"work": {"duration": "200ms"}},
+             "workload": {"streams": [{"name": "s", "handler": "work", "rate": "2/s",
+                                       "count": 3600}]}}
+    for seed in (1, 2):
+        said = " ".join(sentences(api.analyse(api.run(from_dict(clear), seed)).summary))
+        assert "polled in lock-step" in said and "near its bounds" not in said, said

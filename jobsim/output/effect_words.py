@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..analysis.effects import LOCK_STEP
 from ..analysis.phases import TOGETHER
 from ..format.lint_polls import group_words
 from .numbers import pct as _pct, seconds
@@ -152,7 +153,25 @@ def _lock_step(phases: dict[str, Any]) -> str:
         line += _poll_waits(phases, mean)
     if not phases["jitter"] and not phases.get("from_start"):
         line += _jitter(phases, mean)
+    if not phases.get("from_start") and _near_lock_step(phases):
+        line += (" The verdict is near its bounds (the phases' spread, or the wait for a "
+                 "poll against 1.25 T/(N+1)): at another seed the same nodes may read as "
+                 "apart; `--seeds 10` shows how often.")
     return line
+
+
+#: a lock-step verdict is one seed's where the end spread is this share of its bound or
+#: more, or the wait for a poll under ``1 / NEAR_LOCK_STEP`` times its bound (a newcomer's
+#: two nodes read lock-step at one seed of eight, their waits 0.74-0.90 s against 0.833 s)
+NEAR_LOCK_STEP = 0.8
+
+
+def _near_lock_step(phases: dict[str, Any]) -> bool:
+    wait = phases.get("wait_for_poll_free")
+    wait = phases.get("start_delay_mean_free") if wait is None else wait
+    bound = 1.25 * phases["interval"] / (phases["nodes"] + 1)
+    return phases["spread_end"] >= NEAR_LOCK_STEP * LOCK_STEP * phases["spread_independent"] \
+        or (wait is not None and wait * NEAR_LOCK_STEP < bound)
 
 
 #: what jitter does: it keeps the phases apart (the wait for a poll under T/(N+1) at 4 and

@@ -35,8 +35,8 @@ CAUSE_WORDS = {
 
 #: said once after the causes when a pause is one of them: the trace cannot tell it apart
 PAUSE_CAVEAT = ("A run caught in a pause is stretched by it, so one that would have outlasted "
-                "its lock unpaused is counted under the pause too: the scenario without the "
-                "pause tells how many the pause alone caused.")
+                "its lock unpaused is counted under the pause, not under the lock's expiry: "
+                "the scenario without the pause tells how many the pause alone caused.")
 
 #: how a named job ended, as a sentence's end
 ENDS = {"dead_lettered": "went to the dead-letter table", "failed": "was kept as failed",
