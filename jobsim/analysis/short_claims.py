@@ -95,17 +95,19 @@ def short_claims(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[Nod
 def _racing(began: np.ndarray, ended: np.ndarray, node: np.ndarray,
             which: np.ndarray) -> np.ndarray:
     """Whether each claim of ``which`` overlapped (ends included) another node's claim
-    statement: the claims are in time order of their ends; a statement lasts at most the
-    longest latency, so only those ending within it of this one's start can overlap."""
-    longest = float((ended - began).max())
+    statement: for each node, the other nodes' statements in order of their starts with the
+    latest end so far; one of them overlaps a claim where the latest end among those begun
+    by its end reaches its start."""
     out = np.zeros(len(which), dtype=bool)
-    for k, i in enumerate(which):
-        lo = np.searchsorted(ended, began[i], side="left")
-        hi = np.searchsorted(ended, ended[i] + longest, side="right")
-        near = np.arange(lo, hi)
-        near = near[(node[near] != node[i]) & (began[near] <= ended[i]) &
-                    (ended[near] >= began[i])]
-        out[k] = bool(len(near))
+    for code in np.unique(node[which]):
+        mine = node[which] == code
+        others = node != code
+        if not others.any():
+            continue
+        order = np.argsort(began[others], kind="stable")
+        starts, latest = began[others][order], np.maximum.accumulate(ended[others][order])
+        k = np.searchsorted(starts, ended[which[mine]], side="right") - 1
+        out[mine] = (k >= 0) & (latest[np.maximum(k, 0)] >= began[which[mine]])
     return out
 
 
