@@ -1,10 +1,10 @@
 """Claims that race another node's and come back short, leaving due rows in the table
 (``analysis/short_claims.py``): a newcomer's PostgreSQL cluster whose database ran 20 times
 slower for two minutes, with a crash inside it. The report said the jobs due in the slow
-window waited a mean 1.5-7.8 s against 0.65 s (seeds 1-5) and gave no mechanism: the nodes'
+window waited a mean 1.5-7.8 s against 0.65-0.69 s (seeds 1-5) and gave no mechanism: the nodes'
 guarded UPDATEs, slowed, were in flight together ten times as often; the one that locked
 second came back without the rows, leaving others due, and its node waited a poll. With
-SKIP LOCKED the same window cost 1.1-1.3 s."""
+SKIP LOCKED the same window cost 1.0-1.3 s (seeds 1-5)."""
 
 import numpy as np
 
