@@ -623,3 +623,15 @@ def test_near_twins_join_lines_within_two_percent_in_every_panel():
     assert groups["c"] == ["c"] and groups["e"] == ["e"] and nearly == {"b", "d"}
     assert twin_words("b", groups["b"], nearly) == "; nearly the same as a"
     assert twin_words("a", groups["a"], nearly) == ""
+
+
+def test_fault_labels_that_would_print_over_each_other_take_rows():
+    """A slow database from 240 s and a crash at 300 s on a 900 s axis: their labels
+    printed over each other (a newcomer's run); each now takes the first row free."""
+    from jobsim.output.plots.load import _label_rows
+
+    labels = [(240.0, "database ×20"), (300.0, "node-2 down"), (700.0, "node-3 down")]
+    assert _label_rows(labels, (0.0, 900.0), 9.0) == [0, 1, 0]
+    assert _label_rows(labels, (0.0, 9000.0), 9.0) == [0, 1, 2]  # all three close at this scale
+    assert _label_rows([(0.0, "a"), (500.0, "b")], (0.0, 900.0), 9.0) == [0, 0]
+    assert _label_rows([], (0.0, 1.0), 9.0) == []

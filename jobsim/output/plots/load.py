@@ -74,16 +74,40 @@ def load_over_time(load: Load, window: tuple[float, float] | None = None,
             for a, b in ((load.edges[0], window[0]), (window[1], load.edges[-1])):
                 if b > a:
                     ax.axvspan(a, b, color="0.85", zorder=0, lw=0)
-    for a, b, what in faults or []:
+    rows = _label_rows([(a, what) for a, _, what in faults or []],
+                       (load.edges[0], load.edges[-1]), fig.get_figwidth())
+    for (a, b, what), row in zip(faults or [], rows):
         for ax in axes:
             ax.axvspan(a, b, color="tab:red", alpha=0.12, zorder=0, lw=0)
-        axes[0].annotate(what, (a, 1.0), xycoords=("data", "axes fraction"), xytext=(2, -2),
-                         textcoords="offset points", va="top", fontsize=7, color="tab:red")
+        axes[0].annotate(what, (a, 1.0), xycoords=("data", "axes fraction"),
+                         xytext=(2, -2 - 9 * row), textcoords="offset points", va="top",
+                         fontsize=7, color="tab:red")
     first = f" (the first {len(faults or [])})" if more else ""
     said = (["grey: the warm-up and cool-down, left out of the statistics"] if window
             is not None else []) + ([f"red: fault windows{first}"] if faults else [])
     fig.suptitle(headline("load over time", None, "; ".join(said)))
     return fig
+
+
+def _label_rows(labels: list[tuple[float, str]], span: tuple[float, float],
+                width_in: float) -> list[int]:
+    """The row (0 the top) of each fault window's label, so that a label does not print
+    over one begun just before it: each takes the first row where the label before it ends
+    before it begins (a label's width reckoned at 7-point type, 4.2 points a character, on
+    an axis of about 0.85 of the figure's width)."""
+    x0, x1 = span
+    points = max(x1 - x0, 1e-12) / (width_in * 72 * 0.85)  # seconds a point
+    ends: list[float] = []  # where each row's last label ends, in seconds
+    out = []
+    for a, what in labels:
+        row = next((r for r, e in enumerate(ends) if e <= a), len(ends))
+        end = a + (len(what) * 4.2 + 4) * points
+        if row == len(ends):
+            ends.append(end)
+        else:
+            ends[row] = end
+        out.append(row)
+    return out
 
 
 def load_by_variant(loads: dict[str, Load | None], window: tuple[float, float] | None = None,
