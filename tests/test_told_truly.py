@@ -297,6 +297,10 @@ def test_the_jobs_an_outage_sent_to_the_dead_letter_table_are_told_with_it():
         assert w["kind"] == "outage" and w["dead_lettered"] == len(dead) > 40, (seed, w)
         assert w["dead_lettered_last"] == pytest.approx(dead["end"].max())
         assert w["dead_lettered_last"] < 240 + 5 + 1  # the last attempts timed out at its end
+        # the outage never answers: each failed call held its thread until its 5 s timeout
+        assert 4.9 <= w["failed_call_mean"] <= 5.0, w
+        assert (f"{w['failed_calls']:,} calls made to it then failed, after a mean 5 s each "
+                f"(the time they held their threads)") in " ".join(sentences(a.summary))
         said = " ".join(sentences(a.summary))
         assert (f"; {len(dead)} of them went to the dead-letter table, the last at "
                 f"t={w['dead_lettered_last']:.3g} s.") in said, said

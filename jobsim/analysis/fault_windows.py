@@ -190,8 +190,9 @@ def fault_windows(cols: dict[str, np.ndarray], texts: list[str], jobs: pd.DataFr
     for i, w in enumerate(windows[:MOST]):
         to = _until(w, end, False)
         here = (due >= w["from"]) & (due < to)
-        callers, failed = _service(cols, texts, w, to) if w["kind"] in ("outage", "brownout") \
-            else (None, int(((failed_at >= w["from"]) & (failed_at < to)).sum()))
+        callers, failed, took = _service(cols, texts, w, to) \
+            if w["kind"] in ("outage", "brownout") else \
+            (None, int(((failed_at >= w["from"]) & (failed_at < to)).sum()), None)
         if callers is not None:  # only the jobs that call the service
             mine = np.isin(ids, callers)
             here &= mine
@@ -203,6 +204,8 @@ def fault_windows(cols: dict[str, np.ndarray], texts: list[str], jobs: pd.DataFr
             **{k: (_r(v) if isinstance(v, float) else v) for k, v in w.items()
                if k != "cleared_at"},
             "failed_executions" if callers is None else "failed_calls": failed,
+            # how long a failed call held its caller's thread, on average (None: no answer)
+            **({} if callers is None else {"failed_call_mean": took}),
             "cleared_at": _r(c) if c is not None else None,
             "jobs_after": int((due >= to).sum()),  # due after it (behind its backlog, maybe)
             "jobs": int(here.sum()), **_figures(here, due, start, done, finished, ""),
@@ -221,18 +224,23 @@ KINDS = ("slow_db", "partition", "down", "outage", "brownout")
 
 
 def _service(cols: dict[str, np.ndarray], texts: list[str], w: dict[str, Any], to: float
-             ) -> tuple[np.ndarray, int]:
-    """The jobs that called a window's service (ever), and how many of the calls made to it
-    in the window failed: answered with its error, timed out, refused, or never answered
-    (the ok answers, and a replay of one, are not)."""
+             ) -> tuple[np.ndarray, int, float | None]:
+    """The jobs that called a window's service (ever), how many of the calls made to it in
+    the window failed (answered with its error, timed out, refused, or never answered: the
+    ok answers, and a replay of one, are not), and the mean time from such a call to its
+    failed answer: how long it held its caller's thread (None where none was answered)."""
     code = texts.index(w["what"])
     kind, text = cols["kind"], cols["text"]
     calls = np.flatnonzero((kind == K["service_call"]) & (text == code))
     replies = np.flatnonzero((kind == K["service_reply"]) & (text == code))
-    ok = cols["b"][replies][np.isin(cols["a"][replies], (0, 7))]
+    answered_ok = np.isin(cols["a"][replies], (0, 7))
+    ok = cols["b"][replies][answered_ok]
     t = cols["time"][calls]
     made = calls[(t >= w["from"]) & (t < to)]
-    return np.unique(cols["job"][calls]), int((~np.isin(cols["b"][made], ok)).sum())
+    failed = cols["b"][made][~np.isin(cols["b"][made], ok)]
+    took = cols["x"][replies][~answered_ok & np.isin(cols["b"][replies], failed)]
+    return (np.unique(cols["job"][calls]), int(len(failed)),
+            _r(float(took.mean())) if len(took) else None)
 
 
 def _figures(sel: np.ndarray, due: np.ndarray, start: np.ndarray, done: np.ndarray,

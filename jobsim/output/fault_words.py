@@ -117,8 +117,10 @@ def _window(w: dict[str, Any], end: float | None) -> str:
         return (what + f": the {w['jobs']:,} jobs due then started a mean "
                 f"{_s(w['start_delay_mean'])} after they were due (the latest "
                 f"{_s(w['start_delay_max'])}{never}){against}{gone}.")
-    n = w["failed_calls"]
-    failed = f"{n:,} call{'s' if n != 1 else ''} made to it then failed"
+    n, took = w["failed_calls"], w.get("failed_call_mean")
+    failed = (f"{n:,} call{'s' if n != 1 else ''} made to it then failed"
+              + (f", after a mean {_s(took)} each (the time {'they' if n != 1 else 'it'} "
+                 f"held {'their threads' if n != 1 else 'its thread'})" if took and n else ""))
     if not w["jobs"]:
         return what + f": {failed}, and no job that calls it fell due in it."
     jobs = f"{w['jobs']:,} job{'s' if w['jobs'] != 1 else ''} due then that call it"
