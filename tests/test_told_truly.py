@@ -263,6 +263,12 @@ def test_a_double_run_after_a_partition_is_told_as_the_completion_it_lost():
         assert "ran the job to its end but could not write its completion, and once the " \
                "job's lock expired another claim ran it again" in said, said
         assert "ran on while another took its jobs" not in said
+        # the partition's window says what its lost completions cost
+        w = next(w for w in s["effects"]["faults"]["windows"].values()
+                 if w["kind"] == "partition")
+        assert w["lost_completions"] >= 1 and w["lost_done_after_due_mean"] >= 115, (seed, w)
+        assert "node-3 ran " in said and " to their end in it but could not write" in said \
+            or " to its end in it but could not write its completion" in said, said
     assert told >= 3
 
 

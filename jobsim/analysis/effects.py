@@ -393,4 +393,4 @@ def detect(cols: dict[str, np.ndarray], names: list[str], jobs: pd.DataFrame,
             "queued_by_priority": queued_by_priority(cols, names, nodes, jobs),
             "short_claims": short_claims(cols, names, nodes, jobs, acq, windows, end,
                                          texts),
-            "faults": fault_windows(cols, texts or [], jobs, end, windows)}
+            "faults": fault_windows(cols, texts or [], jobs, end, windows, names)}

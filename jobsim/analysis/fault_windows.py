@@ -170,9 +170,11 @@ def _until(w: dict[str, Any], end: float, backlog: bool) -> float:
 
 
 def fault_windows(cols: dict[str, np.ndarray], texts: list[str], jobs: pd.DataFrame,
-                  end: float, windows: list[dict[str, Any]]) -> dict[str, Any] | None:
+                  end: float, windows: list[dict[str, Any]], names: list[str] | None = None
+                  ) -> dict[str, Any] | None:
     """``summary["effects"]["faults"]``: each window (``with_backlog``'s, the first
-    ``MOST``) by its number, with the jobs due in it and their figures beside their
+    ``MOST``; ``names``: the trace's nodes) by its number, with the jobs due in it and their
+    figures beside their
     baseline's (see the module's docstring); ``more``: the windows beyond those, counted
     only. None where the run had none."""
     if not windows:
@@ -206,6 +208,8 @@ def fault_windows(cols: dict[str, np.ndarray], texts: list[str], jobs: pd.DataFr
             "failed_executions" if callers is None else "failed_calls": failed,
             # how long a failed call held its caller's thread, on average (None: no answer)
             **({} if callers is None else {"failed_call_mean": took}),
+            **(_lost_completions(cols, texts, names or [], w, to, jobs)
+               if w["kind"] == "partition" else {}),
             "cleared_at": _r(c) if c is not None else None,
             "jobs_after": int((due >= to).sum()),  # due after it (behind its backlog, maybe)
             "jobs": int(here.sum()), **_figures(here, due, start, done, finished, ""),
@@ -221,6 +225,24 @@ def fault_windows(cols: dict[str, np.ndarray], texts: list[str], jobs: pd.DataFr
 
 #: the kinds of window told (``windows_of``)
 KINDS = ("slow_db", "partition", "down", "outage", "brownout")
+
+
+def _lost_completions(cols: dict[str, np.ndarray], texts: list[str], names: list[str],
+                      w: dict[str, Any], to: float, jobs: pd.DataFrame) -> dict[str, Any]:
+    """A partition's completions that failed (the node had run the job to its end and could
+    not write it): how many, and the mean from due to done of their jobs, which stayed
+    locked by the cut-off node until their locks expired or were released."""
+    if "complete" not in texts or w["what"] not in names:
+        return {"lost_completions": 0, "lost_done_after_due_mean": None}
+    kind, t = cols["kind"], cols["time"]
+    lost = (kind == K["statement_failed"]) & (cols["text"] == texts.index("complete")) & \
+        (cols["node"] == names.index(w["what"])) & (t >= w["from"]) & (t < to) & \
+        (cols["job"] >= 0)
+    ids = np.unique(cols["job"][lost])
+    mine = jobs[jobs["id"].isin(ids) & (jobs["outcome"] == "done")]
+    after = (mine["end"] - mine["due"]).to_numpy(dtype=float)
+    return {"lost_completions": int(len(ids)),
+            "lost_done_after_due_mean": _r(float(after.mean())) if len(after) else None}
 
 
 def _service(cols: dict[str, np.ndarray], texts: list[str], w: dict[str, Any], to: float

@@ -44,6 +44,7 @@ EFFECTS_SHAPE: dict[str, Any] = {
         "kind", "what", "from", "to", "factor", "factor_min", "error_share",
         "failed_executions", "failed_calls", "cleared_at", "jobs_after", "jobs",
         "dead_lettered", "dead_lettered_last", "failed_call_mean",
+        "lost_completions", "lost_done_after_due_mean",
         "baseline", "baseline_jobs") + tuple(p + k for p in ("", "baseline_") for k in (
             "start_delay_mean", "start_delay_max", "never_started", "done",
             "done_after_due_mean"))}}}}

@@ -116,7 +116,7 @@ def _window(w: dict[str, Any], end: float | None) -> str:
                 w["start_delay_mean"] > left else "")
         return (what + f": the {w['jobs']:,} jobs due then started a mean "
                 f"{_s(w['start_delay_mean'])} after they were due (the latest "
-                f"{_s(w['start_delay_max'])}{never}){against}{gone}.")
+                f"{_s(w['start_delay_max'])}{never}){against}{gone}.{_lost(w)}")
     n, took = w["failed_calls"], w.get("failed_call_mean")
     failed = (f"{n:,} call{'s' if n != 1 else ''} made to it then failed"
               + (f", after a mean {_s(took)} each (the time {'they' if n != 1 else 'it'} "
@@ -132,6 +132,22 @@ def _window(w: dict[str, Any], end: float | None) -> str:
         f"{w['done']:,} of the {jobs} were"
     return (what + f": {failed}, and {which} done a mean {_s(w['done_after_due_mean'])} "
             f"after they were due{against}{_gave_up(w)}.")
+
+
+def _lost(w: dict[str, Any]) -> str:
+    """A partition's completions that could not be written: their jobs stayed locked by the
+    cut-off node until their locks expired, and were done that much later."""
+    n, after = w.get("lost_completions") or 0, w.get("lost_done_after_due_mean")
+    if not n:
+        return ""
+    if n == 1:
+        done = f"; it was done {_s(after)} after it was due" if after is not None else ""
+        return (f" {w['what']} ran 1 job to its end in it but could not write its "
+                f"completion, so the job stayed locked until its lock ran out{done}.")
+    done = f"; they were done a mean {_s(after)} after they were due" if after is not None \
+        else ""
+    return (f" {w['what']} ran {n:,} jobs to their end in it but could not write their "
+            f"completions, so those jobs stayed locked until their locks ran out{done}.")
 
 
 def _gave_up(w: dict[str, Any]) -> str:
