@@ -1,0 +1,137 @@
+"""The lints of a handler's calls to its services: a call that can hang its thread for good
+(``call-without-timeout``), and an effect call whose timeout its service's answers outlast,
+at its p99 or in its latency's tail, retried without an idempotency key
+(``ambiguous-timeout``); and the p99s the other lints read (a distribution's, a service's
+in its slowest brown-out, a handler's run). Each finding is a (code, dotted path, message)
+as in ``lint``."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import Any
+
+from ..base import dists
+from ..base.durations import format_duration
+from ..executor.config import Scenario
+from ..executor.handlers import Call
+
+Found = tuple[str, str, str]
+
+
+def calls_that_hang(sc: Scenario) -> Iterator[Found]:
+    """A call without a timeout into an outage that never answers: its thread is gone."""
+    for name, h in sc.handlers.items():
+        if h.worker_timeout is not None:
+            continue
+        for i, step in enumerate(h.steps or ()):
+            if not isinstance(step, Call) or step.timeout is not None:
+                continue
+            silent = [o for o in sc.services[step.service].outages if o.fail == "timeout"]
+            if silent:
+                yield ("call-without-timeout", f"handlers.{name}.calls[{i}]",
+                       f"the call to {step.service!r} has no timeout, and its outage at "
+                       f"{format_duration(silent[0].at)} never answers: each call made then "
+                       f"holds its worker thread for the rest of the run; fix: a timeout on "
+                       f"the call, or the handler's worker_timeout")
+
+
+def ambiguous_timeouts(sc: Scenario) -> Iterator[Found]:
+    """An effect call whose caller gives up before its service's slowest answers (p99, in
+    its slowest brown-out), retried without a key the service remembers: the call that
+    timed out goes on at the service and takes effect, and the retry makes it again."""
+    for name, h in sc.handlers.items():
+        i = h.effect_step
+        if i is None or sc.retry_for("", name).total_attempts() < 2:
+            continue
+        step = h.steps[i]
+        if step.idempotency_key == "job":
+            continue
+        spec = sc.services[step.service]
+        slowest = slowest_p99(spec)
+        limits = [t for t in (step.timeout, h.worker_timeout) if t is not None]
+        if not limits:
+            continue
+        if slowest <= min(limits):  # above the p99: still told where the tail reaches it
+            yield from _tail_past(sc, name, i, step, spec, min(limits))
+            continue
+        which = "timeout" if step.timeout is not None and step.timeout == min(limits) \
+            else "worker_timeout"
+        key = ("its idempotency key is the attempt's, new on each retry, so the service "
+               "cannot tell a retry from a new payment" if step.idempotency_key == "attempt"
+               else "it sends no idempotency key")
+        yield ("ambiguous-timeout", f"handlers.{name}.calls[{i}]",
+               f"its caller gives up after {format_duration(min(limits))} ({which}), but "
+               f"{step.service!r} answers in up to {format_duration(slowest)} (p99"
+               f"{', in its brown-out' if spec.brownouts else ''}): a call that times out "
+               f"goes on at the service and takes effect, the retry makes it again, and "
+               f"{key}; fix: idempotency_key: job on the call, or a timeout above "
+               f"{format_duration(slowest)}")
+
+
+def _tail_past(sc: Scenario, name: str, i: int, step: Any, spec: Any,
+               limit: float) -> Iterator[Found]:
+    """An effect call whose timeout is above its service's p99 but that the latency's tail
+    still passes about once in the run's first calls or more (``TAIL_CALLS``): each such
+    call takes effect at the service after its caller gave up, and the retry repeats it."""
+    share = spec.latency.beyond(limit)
+    calls = _jobs_of(sc, name)
+    expected = share * calls
+    if expected < TAIL_CALLS:
+        return
+    queued = (f", and a call that waits for one of its {spec.capacity:,} slots waits longer "
+              f"still" if spec.capacity is not None and spec.when_full == "queue" else "")
+    yield ("ambiguous-timeout", f"handlers.{name}.calls[{i}]",
+           f"its caller gives up after {format_duration(limit)}, above the p99 of "
+           f"{step.service!r} ({format_duration(p99(spec.latency))}), but its latency's tail "
+           f"passes that in {100 * share:.2g} % of calls: about "
+           f"{expected:.2g} of the run's {calls:,} first calls, more with retries{queued}. "
+           f"Each takes effect at the service after its caller gave up, and the retry makes "
+           f"it again; fix: idempotency_key: job on the call")
+
+
+#: an effect call's tail past its timeout is warned of from this many expected calls
+TAIL_CALLS = 1.0
+
+
+def _jobs_of(sc: Scenario, handler: str) -> int:
+    """The jobs of ``handler`` the file creates (listed, streams', schedules')."""
+    return (sum(1 for j in sc.jobs if j.handler == handler)
+            + sum(s.count for s in sc.streams if s.handler == handler)
+            + sum(r.count for r in sc.recurring if r.handler == handler))
+
+
+def p99(d: dists.Distribution) -> float:
+    """The 99th percentile of a duration distribution, from its closed form."""
+    if isinstance(d, dists.Constant):
+        return d.value
+    if isinstance(d, dists.Uniform):
+        return d.low + 0.99 * (d.high - d.low)
+    if isinstance(d, dists.Exponential):
+        return d.mean * math.log(100.0)
+    return d.p99
+
+
+def slowest_p99(spec: Any) -> float:
+    """A service's p99 answer in its slowest brown-out (its latency's p99 without one)."""
+    return p99(spec.latency) * max([1.0] + [b.latency_factor for b in spec.brownouts])
+
+
+def run_p99(h: Any, services: dict[str, Any]) -> float:
+    """The p99 of a handler's run, as its worker's own timeout bounds it; of a run that
+    calls services, the sum of its steps' (a call: the latency's p99 in the slowest
+    brown-out, or for ever into an outage that never answers, bounded by its timeout)."""
+    t = h.hang_for if h.outcome == "hang" else p99(h.duration)
+    if h.steps is not None:
+        t = sum(_step_p99(services, s) for s in h.steps)
+    return t if h.worker_timeout is None else min(t, h.worker_timeout)
+
+
+def _step_p99(services: dict[str, Any], step: Any) -> float:
+    if not isinstance(step, Call):
+        return p99(step.duration)
+    spec = services[step.service]
+    t = slowest_p99(spec)
+    if any(o.fail == "timeout" for o in spec.outages):
+        t = math.inf
+    return t if step.timeout is None else min(t, step.timeout)
