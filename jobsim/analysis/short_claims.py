@@ -50,13 +50,13 @@ def short_claims(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[Nod
     time, x = cols["time"][acq], np.nan_to_num(cols["x"][acq])
     asked, got, node = cols["a"][acq], cols["b"][acq], cols["node"][acq]
     began = time - x
-    # the rows due and not yet locked at each claim's start: due at or before it, first
-    # locked after it (a row is locked only once due)
+    # what each claim left in the table: the rows due by its start less every row locked
+    # by its end (its own and another claim's in flight: those run), each row counted at
+    # its first lock (a row is locked only once due; one due after the start and locked
+    # before the end is taken off too, so the figure is a floor)
     due = np.sort(jobs["due"].to_numpy(dtype=float))
     locked = cols["kind"] == K["locked"]
     first = pd.Series(cols["time"][locked]).groupby(cols["job"][locked]).min().to_numpy()
-    # rows due by its start and locked by no claim (its own included) by its end: what it
-    # left in the table (a row another claim in flight took was not left: it runs)
     free = np.searchsorted(due, began, side="right") - np.searchsorted(np.sort(first), time,
                                                                        side="right")
     # (a claim that failed, or lost rows it counted as lost races, is told as that)
