@@ -100,7 +100,10 @@ def test_an_outage_to_the_end_with_nothing_done_says_so():
     s = api.analyse(api.run(from_dict(doc), 1)).summary
     said = " ".join(sentences(s))
     assert "pay was down from t=0 s to the run's end: " in said, said
-    assert "and none of the 100 jobs due then that call it was done." in said
+    assert "and none of the 100 jobs due then that call it was done" in said
+    dead = s["effects"]["faults"]["windows"]["1"]["dead_lettered"]
+    assert dead == s["jobs"]["dead_lettered"] > 0  # their retries ran out in it: said too
+    assert f"was done; {dead} of them went to the dead-letter table, the last at t=" in said
     assert "against" not in said.split("pay was down")[1].split(".")[0]
 
 

@@ -63,7 +63,7 @@ import pandas as pd
 
 from ..base.trace import K
 from ..executor.config import NodeConfig
-from .fault_windows import due_in, fault_windows, windows_of, with_backlog
+from .fault_windows import KINDS, delaying, due_in, fault_windows, windows_of, with_backlog
 from .intake import group_queue_full_waits, queue_waits, queued_by_priority
 from .phases import (_gaps_before, _largest_gap, _live, claims, first_pollers,
                      first_polls as _first_polls, node_sets, phase_series, runs_it, split,
@@ -375,8 +375,10 @@ def detect(cols: dict[str, np.ndarray], names: list[str], jobs: pd.DataFrame,
     windows = with_backlog(windows_of(cols, texts or [], names, end),
                            jobs["due"].to_numpy(dtype=float),
                            jobs["first_start"].to_numpy(dtype=float))
-    slowed = due_in(room[0], windows, ("slow_db", "partition"), end, backlog=True)
-    if slowed.any():  # the polls' own waits: a slow or cut-off database's are its own
+    # the polls' own waits: a slow or cut-off database's are its own, a costly down time's
+    slowed = due_in(room[0], delaying(windows, room[0], float((runs[1] - runs[0]).mean()) if len(
+        runs[0]) else 0.0, {names[c]: t for c, t in threads_of.items()}, end), KINDS, end, True)
+    if slowed.any():
         room = tuple(r[~slowed] for r in room)
         mean = float((room[1] - room[0]).mean()) if len(room[0]) else None
     used = set(jobs["handler"].astype(str).tolist())

@@ -160,6 +160,40 @@ def due_in(due: np.ndarray, windows: list[dict[str, Any]], kinds: tuple[str, ...
     return (i >= 0) & (due < ends[np.maximum(i, 0)])
 
 
+def paid(mean: float | None, base: float | None) -> bool:
+    """Whether the jobs due in a node's down time paid for it: they started later than
+    those of the baseline by half again and a second (the others may have had the threads
+    to spare), or the figures to say otherwise are missing."""
+    return mean is None or base is None or (mean >= 1.5 * base and mean >= base + 1.0)
+
+
+def delaying(windows: list[dict[str, Any]], due: np.ndarray, run_mean: float,
+             threads: dict[str, int], end: float) -> list[dict[str, Any]]:
+    """The windows whose jobs' waits are theirs, not the polls': a slow or cut-off
+    database's, and a node's down time that left the others short of threads (the jobs due
+    in it asked for ``NEEDED`` or more of the threads still up, at ``run_mean`` seconds a
+    run; ``threads``: each node's). A down time the others had the threads for leaves the
+    waits to the polls (two survivors drifting into lock-step, say)."""
+    out = []
+    for w in windows:
+        if w["kind"] in ("slow_db", "partition"):
+            out.append(w)
+        elif w["kind"] == "down":
+            to = _until(w, end, False)
+            span = min(to, end) - w["from"]
+            up = sum(threads.values()) - threads.get(w["what"], 0)
+            asked = ((due >= w["from"]) & (due < to)).sum() / span * run_mean if span > 0 \
+                else 0.0
+            if up <= 0 or asked >= NEEDED * up:
+                out.append(w)
+    return out
+
+
+#: a down time whose jobs asked for this share of the threads still up leaves their waits
+#: to the threads, not the polls
+NEEDED = 0.8
+
+
 def _until(w: dict[str, Any], end: float, backlog: bool) -> float:
     """A window's end as ``due_in`` takes it: past the run's end for one open at it (an
     instant at the end is in it), at ``cleared_at`` or the end with ``backlog``."""
@@ -219,7 +253,10 @@ def fault_windows(cols: dict[str, np.ndarray], texts: list[str], jobs: pd.DataFr
             if (here & dead).any() else None,
             "baseline": "before" if base is before else "outside",
             "baseline_jobs": int(base.sum()),
-            **_figures(base, due, start, done, finished, "baseline_")}
+            **_figures(base, due, start, done, finished, "baseline_"),
+            # the other windows its jobs were due in too: by number, how many of them
+            "overlaps": {str(j + 1): n for j, o in enumerate(windows[:MOST]) if j != i and (
+                n := int((here & (due >= o["from"]) & (due < _until(o, end, False))).sum()))}}
     return {"windows": out, "more": max(0, len(windows) - MOST)}
 
 
@@ -233,7 +270,7 @@ def _lost_completions(cols: dict[str, np.ndarray], texts: list[str], names: list
     not write it): how many, and the mean from due to done of their jobs, which stayed
     locked by the cut-off node until their locks expired or were released."""
     if "complete" not in texts or w["what"] not in names:
-        return {"lost_completions": 0, "lost_done_after_due_mean": None}
+        return {"lost_completions": 0, "lost_done": 0, "lost_done_after_due_mean": None}
     kind, t = cols["kind"], cols["time"]
     lost = (kind == K["statement_failed"]) & (cols["text"] == texts.index("complete")) & \
         (cols["node"] == names.index(w["what"])) & (t >= w["from"]) & (t < to) & \
@@ -241,7 +278,7 @@ def _lost_completions(cols: dict[str, np.ndarray], texts: list[str], names: list
     ids = np.unique(cols["job"][lost])
     mine = jobs[jobs["id"].isin(ids) & (jobs["outcome"] == "done")]
     after = (mine["end"] - mine["due"]).to_numpy(dtype=float)
-    return {"lost_completions": int(len(ids)),
+    return {"lost_completions": int(len(ids)), "lost_done": int(len(mine)),
             "lost_done_after_due_mean": _r(float(after.mean())) if len(after) else None}
 
 

@@ -227,8 +227,10 @@ def queued_by_priority(cols: dict[str, np.ndarray], names: list[str],
     ahead = np.zeros(len(first))
     for code in np.unique(node[top]):
         low, mine = ~top & (node == code), top & (node == code)
+        # claimed before it less started before it (a row started at its very instant
+        # counts as ahead: it took a thread then); a row is started only once claimed
         ahead[mine] = (np.searchsorted(np.sort(claimed[low]), claimed[mine], side="left")
-                       - np.searchsorted(np.sort(start[low]), claimed[mine], side="right"))
+                       - np.searchsorted(np.sort(start[low]), claimed[mine], side="left"))
     classes = {}
     for p in sorted(set(prio.tolist()), reverse=True):
         mine = prio == p

@@ -51,19 +51,25 @@ def short_claims(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[Nod
     asked, got, node = cols["a"][acq], cols["b"][acq], cols["node"][acq]
     began = time - x
     # what each claim left in the table: the rows due by its start less every row locked
-    # by its end (its own and another claim's in flight: those run), each row counted at
-    # its first lock (a row is locked only once due; one due after the start and locked
-    # before the end is taken off too, so the figure is a floor)
+    # by its end or by the end of the other claims in flight with it (theirs run), each row
+    # counted at its first lock (a row is locked only once due; one due after the start
+    # and locked before then is taken off too, so the figure is a floor)
     due = np.sort(jobs["due"].to_numpy(dtype=float))
     locked = cols["kind"] == K["locked"]
     first = pd.Series(cols["time"][locked]).groupby(cols["job"][locked]).min().to_numpy()
-    free = np.searchsorted(due, began, side="right") - np.searchsorted(np.sort(first), time,
-                                                                       side="right")
     # (a claim that failed, or lost rows it counted as lost races, is told as that)
-    short = (got < asked) & (free > 0) & (cols["attempt"][acq] == 0) & (cols["c"][acq] == 0)
-    # of those, the ones another node's claim statement overlapped: the race left the rows
+    short = (got < asked) & (cols["attempt"][acq] == 0) & (cols["c"][acq] == 0)
+    # of those, the ones another node's claim statement overlapped, and the latest end of
+    # those in flight with it: a row they lock after this one ended was taken, not left
+    # (SKIP LOCKED passes over the rows another claim holds, and they run)
     which = np.flatnonzero(short)
-    short[which[~_racing(began, time, node, which)]] = False
+    racing, until = _racing(began, time, node, which)
+    short[which[~racing]] = False
+    horizon = time.copy()
+    horizon[which] = np.maximum(time[which], until)
+    free = np.searchsorted(due, began, side="right") - np.searchsorted(np.sort(first), horizon,
+                                                                       side="right")
+    short &= free > 0
     if not short.any():
         return None
     left = np.minimum(asked - got, free)
@@ -93,12 +99,13 @@ def short_claims(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[Nod
 
 
 def _racing(began: np.ndarray, ended: np.ndarray, node: np.ndarray,
-            which: np.ndarray) -> np.ndarray:
+            which: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Whether each claim of ``which`` overlapped (ends included) another node's claim
-    statement: for each node, the other nodes' statements in order of their starts with the
-    latest end so far; one of them overlaps a claim where the latest end among those begun
-    by its end reaches its start."""
+    statement, and the latest end among the other nodes' statements begun by its end:
+    for each node, the others' statements in order of their starts with the latest end so
+    far; one of them overlaps a claim where that latest end reaches its start."""
     out = np.zeros(len(which), dtype=bool)
+    until = np.full(len(which), -np.inf)
     for code in np.unique(node[which]):
         mine = node[which] == code
         others = node != code
@@ -107,8 +114,10 @@ def _racing(began: np.ndarray, ended: np.ndarray, node: np.ndarray,
         order = np.argsort(began[others], kind="stable")
         starts, latest = began[others][order], np.maximum.accumulate(ended[others][order])
         k = np.searchsorted(starts, ended[which[mine]], side="right") - 1
-        out[mine] = (k >= 0) & (latest[np.maximum(k, 0)] >= began[which[mine]])
-    return out
+        reach = np.where(k >= 0, latest[np.maximum(k, 0)], -np.inf)
+        out[mine] = reach >= began[which[mine]]
+        until[mine] = reach
+    return out, until
 
 
 def _most(codes: np.ndarray, texts: list[str] | None) -> str | None:

@@ -44,10 +44,10 @@ EFFECTS_SHAPE: dict[str, Any] = {
         "kind", "what", "from", "to", "factor", "factor_min", "error_share",
         "failed_executions", "failed_calls", "cleared_at", "jobs_after", "jobs",
         "dead_lettered", "dead_lettered_last", "failed_call_mean",
-        "lost_completions", "lost_done_after_due_mean",
+        "lost_completions", "lost_done", "lost_done_after_due_mean",
         "baseline", "baseline_jobs") + tuple(p + k for p in ("", "baseline_") for k in (
             "start_delay_mean", "start_delay_max", "never_started", "done",
-            "done_after_due_mean"))}}}}
+            "done_after_due_mean"))} | {"overlaps": {ANY: None}}}}}
 
 WINDOW_SHAPE: dict[str, Any] = {k: None for k in ("warmup", "cooldown", "start", "end",
                                                   "jobs_counted", "empty")}

@@ -110,7 +110,8 @@ def _lock_step(sc: Scenario, group: list[Any], handlers: tuple[str, ...] | None
     who = group_words([p.name for p in polling], handlers).removeprefix("the ")
     yield ("poll-lock-step", "executor.poll_jitter",
            f"{who} poll every {format_duration(T)} with no jitter and about "
-           f"{_about(rate * T)} jobs fall due per interval, "
+           f"{_about(rate * T)} job{'' if _about(rate * T) == '1' else 's'} "
+           f"{'falls' if _about(rate * T) == '1' else 'fall'} due per interval, "
            + ("enough to fill" if rate * T >= claim else "whose Poisson bunches fill") +
            f" a claim ({claim} rows) in {100 * _at_least(claim, rate * T):.0f} % of "
            f"intervals ({span / T * _at_least(claim, rate * T):,.0f} over the stream): a node "

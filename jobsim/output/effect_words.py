@@ -221,10 +221,11 @@ def _poll_waits(phases: dict[str, Any], mean: float) -> str:
         elif after is not None and full is not None and full >= 0.5 and after >= 0.1 * mean:
             line += (f", then {_s(after)} more: {_pct(full)} of those polls came back full, "
                      f"their rows taken before these")
-    if busy:
+    if busy:  # (a thread as well as a poll: said only where they did wait longer)
+        waited = phases["start_delay_mean_busy"]
         return line + (f"; the {busy:,} due while every thread was busy waited a mean "
-                       f"{_s(phases['start_delay_mean_busy'])}, for a thread as well as a "
-                       f"poll.")
+                       f"{_s(waited)}" + (", for a thread as well as a poll."
+                                          if waited is not None and waited > mean else "."))
     return line + "."
 
 

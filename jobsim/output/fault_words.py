@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..analysis.fault_windows import paid
 from .numbers import pct as _pct, seconds as _s
 
 
@@ -21,9 +22,9 @@ def fault_sentences(faults: dict[str, Any] | None, end: float | None) -> list[st
     it."""
     if not faults:
         return []
-    every = list(faults["windows"].values())
-    windows = [w for w in every if _costly(w)]
-    out = [_window(w, end) + _overlapped(w, every, end) for w in windows[:TOLD_WINDOWS]]
+    windows = [w for w in faults["windows"].values() if _costly(w)]
+    out = [_window(w, end) + _overlapped(w, faults["windows"], end)
+           for w in windows[:TOLD_WINDOWS]]
     kept, counted = max(0, len(windows) - TOLD_WINDOWS), faults.get("more", 0)
     if kept + counted:
         out.append(f"{kept + counted:,} more fault window{'s' if kept + counted != 1 else ''}: "
@@ -33,31 +34,34 @@ def fault_sentences(faults: dict[str, Any] | None, end: float | None) -> list[st
     return out
 
 
-#: the windows whose cost is read in the start delays of the jobs due in them
-DELAYING = ("slow_db", "partition", "down")
-
-
 def _named(w: dict[str, Any]) -> str:
-    return {"slow_db": "the database's slow window", "partition": f"{w['what']}'s partition",
-            "down": f"{w['what']}'s down time"}[w["kind"]]
+    """A window by what it was: "the database's slow window", "node-2's down time"."""
+    if w["kind"] == "slow_db":
+        return "the database's slow window"
+    return f"{w['what']}'s " + {"partition": "partition", "down": "down time",
+                                "outage": "outage", "brownout": "brown-out"}[w["kind"]]
 
 
-def _overlapped(w: dict[str, Any], every: list[dict[str, Any]], end: float | None) -> str:
-    """Where another window that delays starts overlaps ``w`` (a slow database and a
-    crash in it): the jobs due in both paid for both, which neither figure sets apart."""
-    if w["kind"] not in DELAYING or not w["jobs"]:
-        return ""
-    others = [o for o in every if o is not w and o["kind"] in DELAYING and
-              o["from"] < w["to"] and w["from"] < o["to"]]
-    if not others:
-        return ""
+def _overlapped(w: dict[str, Any], windows: dict[str, dict[str, Any]],
+                end: float | None) -> str:
+    """The other windows that jobs due in ``w`` were due in too (a slow database and a crash
+    in it, two services down at once): they paid for both, which neither window's figures
+    set apart. Said where one job or more was due in both."""
+    both = [(windows[k], n) for k, n in (w.get("overlaps") or {}).items() if k in windows]
+    out = ""
+    for o, n in both[:2]:
+        until = "the run's end" if end is not None and o["to"] >= end else _s(o["to"])
+        jobs = "1 job" if n == 1 else f"{n:,} of the jobs"
+        out += (f" {_first_up(jobs)} due in {_named(w)} {'was' if n == 1 else 'were'} due in "
+                f"{_named(o)} too (t={_s(o['from'])} to {until}), and paid for both.")
+    if len(both) > 2:
+        out += f" Others were due in {len(both) - 2:,} more windows too."
+    return out
 
-    def span(o: dict[str, Any]) -> str:
-        until = "the run's end" if end is not None and o["to"] >= end else f"{_s(o['to'])}"
-        return f"{_named(o)} (t={_s(o['from'])} to {until})"
-    return (f" It overlapped {' and '.join(span(o) for o in others[:2])}"
-            + (f" and {len(others) - 2:,} more" if len(others) > 2 else "")
-            + ": the jobs due in both paid for both.")
+
+def _first_up(words: str) -> str:
+    """``words`` to begin a sentence (only the first letter: names keep their case)."""
+    return words[:1].upper() + words[1:]
 
 
 def _costly(w: dict[str, Any]) -> bool:
@@ -66,9 +70,7 @@ def _costly(w: dict[str, Any]) -> bool:
     second (the others' nodes may have had the threads to spare)."""
     if w["kind"] != "down":
         return True
-    mean, base = w.get("start_delay_mean"), w.get("baseline_start_delay_mean")
-    return w["jobs"] > 0 and (mean is None or base is None or (
-        mean >= 1.5 * base and mean >= base + 1.0))
+    return w["jobs"] > 0 and paid(w.get("start_delay_mean"), w.get("baseline_start_delay_mean"))
 
 
 def _slower(w: dict[str, Any]) -> str:
@@ -118,14 +120,20 @@ def _window(w: dict[str, Any], end: float | None) -> str:
                 f"{_s(w['start_delay_mean'])} after they were due (the latest "
                 f"{_s(w['start_delay_max'])}{never}){against}{gone}.{_lost(w)}")
     n, took = w["failed_calls"], w.get("failed_call_mean")
-    failed = (f"{n:,} call{'s' if n != 1 else ''} made to it then failed"
-              + (f", after a mean {_s(took)} each (the time {'they' if n != 1 else 'it'} "
-                 f"held {'their threads' if n != 1 else 'its thread'})" if took and n else ""))
+    if not n:
+        failed = "no call made to it then failed"
+    elif n == 1:
+        failed = "1 call made to it then failed" + (
+            f", after {_s(took)} (the time it held its thread)" if took else "")
+    else:
+        failed = f"{n:,} calls made to it then failed" + (
+            f", after a mean {_s(took)} each (the time they held their threads)" if took
+            else "")
     if not w["jobs"]:
         return what + f": {failed}, and no job that calls it fell due in it."
     jobs = f"{w['jobs']:,} job{'s' if w['jobs'] != 1 else ''} due then that call it"
     if not w["done"]:
-        return what + f": {failed}, and none of the {jobs} was done."
+        return what + f": {failed}, and none of the {jobs} was done{_gave_up(w)}."
     against = (f", against {_s(w['baseline_done_after_due_mean'])}{base}"
                if w["baseline_done_after_due_mean"] is not None else "")
     which = f"the {jobs} were" if w["done"] == w["jobs"] else \
@@ -136,18 +144,26 @@ def _window(w: dict[str, Any], end: float | None) -> str:
 
 def _lost(w: dict[str, Any]) -> str:
     """A partition's completions that could not be written: their jobs stayed locked by the
-    cut-off node until their locks expired, and were done that much later."""
-    n, after = w.get("lost_completions") or 0, w.get("lost_done_after_due_mean")
+    cut-off node until their locks ran out (and were done that much later), or were still
+    locked when the run ended."""
+    n, done = w.get("lost_completions") or 0, w.get("lost_done") or 0
+    after = w.get("lost_done_after_due_mean")
     if not n:
         return ""
-    if n == 1:
-        done = f"; it was done {_s(after)} after it was due" if after is not None else ""
-        return (f" {w['what']} ran 1 job to its end in it but could not write its "
-                f"completion, so the job stayed locked until its lock ran out{done}.")
-    done = f"; they were done a mean {_s(after)} after they were due" if after is not None \
-        else ""
-    return (f" {w['what']} ran {n:,} jobs to their end in it but could not write their "
-            f"completions, so those jobs stayed locked until their locks ran out{done}.")
+    ran = (f" {w['what']} ran 1 job to its end in it but could not write its completion"
+           if n == 1 else f" {w['what']} ran {n:,} jobs to their end in it but could not "
+           f"write their completions")
+    if done == n and after is not None:
+        return ran + (f", so the job stayed locked until its lock ran out; it was done "
+                      f"{_s(after)} after it was due." if n == 1 else
+                      f", so those jobs stayed locked until their locks ran out; they were "
+                      f"done a mean {_s(after)} after they were due.")
+    if not done:
+        return ran + (", and the job was still locked by it when the run ended." if n == 1
+                      else ", and those jobs were still locked by it when the run ended.")
+    return ran + (f"; {done:,} of them {'was' if done == 1 else 'were'} done once "
+                  f"{'its lock' if done == 1 else 'their locks'} ran out, the other "
+                  f"{n - done:,} still locked by it when the run ended.")
 
 
 def _gave_up(w: dict[str, Any]) -> str:
