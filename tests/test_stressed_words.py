@@ -133,3 +133,33 @@ workload: {streams: [{name: s, handler: work, count: 3000, rate: 1/s}]}
 """)
     said = " ".join(w.message for w in lint(from_dict(doc)) if w.code == "poll-lock-step")
     assert "about 1 job falls due per interval" in said, said
+
+
+def test_an_effect_call_that_waits_past_its_timeout_in_the_services_queue_is_warned_of():
+    """2 slots for 9 calls/s of 200 ms: 90 % busy, and by Erlang C 38 % of calls wait past
+    what a 1 s timeout leaves for the call. validate had said nothing of it; the runs made
+    3,600-3,733 double effects from ambiguous timeouts. With 4 slots: no warning and none;
+    with an outage on the service the steady queue is not reckoned."""
+    doc = _doc("""
+name: slots
+executor: {poll_interval: 1s, threads: 8}
+nodes: 2
+services:
+  pay: {latency: {uniform: {low: 100ms, high: 300ms}}, capacity: 2, when_full: queue}
+handlers: {charge: {calls: [{service: pay, timeout: 1s}]}}
+workload: {streams: [{name: s, handler: charge, count: 2000, rate: 9/s}]}
+""")
+
+    def warned(d: dict) -> list[str]:
+        return [w.message for w in lint(from_dict(d)) if w.code == "ambiguous-timeout"]
+
+    said = warned(doc)
+    assert len(said) == 1 and "the service's 2 slots take about 9 calls/s of 200ms each " \
+        "(90 % busy): by Erlang C about 38 % of calls wait in its queue" in said[0], said
+    assert _run(doc, 1)["duplicate_side_effects"]["by_cause"]["ambiguous_timeout"] > 1000
+    roomy = {**doc, "services": {"pay": {**doc["services"]["pay"], "capacity": 4}}}
+    assert not warned(roomy)
+    assert _run(roomy, 1)["duplicate_side_effects"]["by_cause"]["ambiguous_timeout"] == 0
+    down = {**doc, "services": {"pay": {**doc["services"]["pay"],
+                                        "outages": [{"at": "1m", "for": "10s"}]}}}
+    assert not [m for m in warned(down) if "Erlang C" in m]

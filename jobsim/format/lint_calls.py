@@ -52,8 +52,10 @@ def ambiguous_timeouts(sc: Scenario) -> Iterator[Found]:
         limits = [t for t in (step.timeout, h.worker_timeout) if t is not None]
         if not limits:
             continue
-        if slowest <= min(limits):  # above the p99: still told where the tail reaches it
-            yield from _tail_past(sc, name, i, step, spec, min(limits))
+        if slowest <= min(limits):  # above the p99: still told where the tail, or the
+            # wait in the service's queue, takes calls past it
+            told = list(_tail_past(sc, name, i, step, spec, min(limits)))
+            yield from told or _queued_past(sc, name, i, step, spec, min(limits))
             continue
         which = "timeout" if step.timeout is not None and step.timeout == min(limits) \
             else "worker_timeout"
@@ -92,6 +94,61 @@ def _tail_past(sc: Scenario, name: str, i: int, step: Any, spec: Any,
 
 #: an effect call's tail past its timeout is warned of from this many expected calls
 TAIL_CALLS = 1.0
+
+
+def _queued_past(sc: Scenario, name: str, i: int, step: Any, spec: Any,
+                 limit: float) -> Iterator[Found]:
+    """An effect call whose timeout is above its service's p99 but that waits for one of
+    the service's ``capacity`` slots (``when_full: queue``; ``abandoned: finish``, which
+    serves a call whose caller left): the calls' rate from the file's streams against the
+    slots, and by Erlang C (M/M/c) the share of calls whose wait leaves less than their
+    mean latency before the timeout. Told where that is about one of the run's first calls
+    or more; each takes effect after its caller gave up, and the retry repeats it. Not
+    reckoned for a service with outages or brown-outs: their calls fail or slow apart from
+    any steady queue."""
+    if spec.capacity is None or spec.when_full != "queue" or spec.abandoned != "finish" or \
+            spec.outages or spec.brownouts:  # (a steady queue: an outage's calls fail apart)
+        return
+    mean = spec.latency.mean
+    lam = sum(s.rate * sum(1 for c in (sc.handlers[s.handler].steps or ())
+                           if isinstance(c, Call) and c.service == step.service)
+              for s in sc.streams if s.rate and s.handler in sc.handlers)
+    if mean <= 0 or lam <= 0:
+        return
+    share = queue_past(spec.capacity, lam, 1.0 / mean, max(0.0, limit - mean))
+    calls = _jobs_of(sc, name)
+    if share * calls < TAIL_CALLS:
+        return
+    busy = lam * mean / spec.capacity
+    load = (f"{100 * busy:.0f} % busy" if busy < 1 else
+            f"asked for {busy:.2g} times what they can do: its queue grows for as long "
+            f"as the calls come")
+    yield ("ambiguous-timeout", f"handlers.{name}.calls[{i}]",
+           f"its caller gives up after {format_duration(limit)}, above the p99 of "
+           f"{step.service!r}, but the service's {spec.capacity:,} slots take about "
+           f"{lam:.3g} calls/s of {format_duration(mean)} each ({load}): by Erlang C "
+           + ("nearly all calls wait" if share >= 0.995 else
+              f"about {float(f'{100 * share:.2g}'):g} % of calls wait") +
+           f" in its queue past what the timeout leaves for "
+           f"the call, about {share * calls:,.0f} of the run's {calls:,} first calls, more "
+           f"with retries. The service serves each all the same (abandoned: finish) and it "
+           f"takes effect after its caller gave up, and the retry makes it again; fix: "
+           f"idempotency_key: job on the call, or capacity for the load")
+
+
+def queue_past(c: int, lam: float, mu: float, t: float) -> float:
+    """The share of calls to ``c`` servers (M/M/c, arrivals ``lam``, service rate ``mu``)
+    that wait in the queue longer than ``t``: ``C(c, a) · e^-(cμ-λ)t`` (Erlang C), 1 where
+    the servers cannot keep up."""
+    a = lam / mu
+    if a >= c:
+        return 1.0
+    term, total = 1.0, 1.0
+    for k in range(1, c):
+        term *= a / k
+        total += term
+    last = term * a / c / (1 - a / c)
+    return last / (total + last) * math.exp(-(c * mu - lam) * t)
 
 
 def _jobs_of(sc: Scenario, handler: str) -> int:
