@@ -10,7 +10,7 @@ from ..analysis.effects import LOCK_STEP
 from ..analysis.phases import TOGETHER
 from ..format.lint_polls import group_words
 from .numbers import pct as _pct, seconds
-from .queue_words import capped_intake, held_in_queues, queued_past_priority
+from .queue_words import capped_intake, held_by_services, held_in_queues, queued_past_priority
 
 _s = seconds
 
@@ -70,6 +70,7 @@ def effect_sentences(summary: dict[str, Any]) -> list[str]:
     load = effects.get("load")
     if load:
         out += _load(load)
+    out += held_by_services(summary.get("services"))
     if told := capped_intake(effects.get("queue_full"), load) or \
             held_in_queues(effects.get("local_queues"), load):
         out.append(told)
