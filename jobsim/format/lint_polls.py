@@ -251,8 +251,9 @@ def _queue_full_caps(sc: Scenario, nodes: list[Any], handlers: tuple[str, ...] |
         yield ("queue-full-wait-caps-intake", "executor.queue_full_wait",
                f"a polling node whose local queue is full claims again only after its "
                f"queue_full_wait, though its queue and threads run dry sooner: the "
-               f"{len(capped)} nodes so capped take in at most {_about(intake)} jobs/s with "
-               f"the others, against {_about(rate)}/s arriving: the backlog and the waits "
+               f"{len(capped)} nodes so capped take in at most {_about(intake)} jobs/s"
+               + (" with the others" if len(capped) < len(nodes) else "") +
+               f", against {_about(rate)}/s arriving: the backlog and the waits "
                f"grow as long as the stream lasts, while the threads could run "
                f"{_about(threads)}/s; fix: a shorter queue_full_wait, a larger queue_size, "
                f"or wakeup: notify")

@@ -43,7 +43,7 @@ def effect_sentences(summary: dict[str, Any]) -> list[str]:
         if None not in threads.values() and threads["most"] != threads["least"]:
             # the even share is by threads (and time up): said where theirs differ
             line = (f"The work was uneven: {imb['most']} ran {imb['most_executions']:,} "
-                    f"executions (even share for its {threads['most']} threads, "
+                    f"executions (even share for its {_threads(threads['most'])}, "
                     f"{imb['most_even']:,.0f}), {imb['least']} {imb['least_executions']:,} "
                     f"(for its {threads['least']}, {imb['least_even']:,.0f}).")
         else:
@@ -105,6 +105,10 @@ def _who(phases: dict[str, Any], first: bool = False) -> str:
 def _upper(words: str) -> str:
     """``words`` to begin a sentence (only the first letter: names keep their case)."""
     return words[0].upper() + words[1:]
+
+
+def _threads(n: int) -> str:
+    return f"{n} thread{'' if n == 1 else 's'}"
 
 
 def _paces(imb: dict[str, Any]) -> str:
@@ -224,7 +228,8 @@ def _poll_waits(phases: dict[str, Any], mean: float) -> str:
                      f"their rows taken before these")
     if busy:  # (a thread as well as a poll: said only where they did wait longer)
         waited = phases["start_delay_mean_busy"]
-        return line + (f"; the {busy:,} due while every thread was busy waited a mean "
+        return line + (f"; the {busy:,} due while every thread was busy waited "
+                       f"{'a mean ' if busy != 1 else ''}"
                        f"{_s(waited)}" + (", for a thread as well as a poll."
                                           if waited is not None and waited > mean else "."))
     return line + "."

@@ -51,7 +51,9 @@ def held_in_queues(q: dict[str, Any] | None, load: dict[str, Any] | None) -> str
     return (f"Local queues made much of the wait: jobs started a mean "
             f"{_s(q['start_delay_mean'])} after they were due, {_s(q['queued_mean'])} of it "
             f"in a node's local queue after the claim that took them, while the other nodes "
-            f"had {q['idle_elsewhere']:.2g} threads idle on average. A node claims up to its "
+            f"had {q['idle_elsewhere']:.2g} "
+            f"thread{'' if q['idle_elsewhere'] == 1 else 's'} idle on average. A node "
+            f"claims up to its "
             f"queue's room ({q['queue_size']:,} here) for its own threads, and what it holds "
             f"the others cannot run; with queue_size: 0 a node claims only for its idle "
             f"threads (a small queue may instead cap what the nodes take in, as the "
@@ -99,8 +101,9 @@ HELD = 2.0
 def held_by_services(services: dict[str, Any] | None) -> list[str]:
     """Services whose callers waited for a place (``capacity``) or a token (``rate_limit``)
     longer than their calls then took: half their calls or more waited, a mean of ``HELD``
-    times the mean latency or more. The callers' threads are held meanwhile, so the executor's load reads as
-    its threads' though the service's slots are what it waits on."""
+    times the mean latency or more. The callers' threads are held meanwhile, so the
+    executor's load reads as its threads' though the service's slots are what it waits
+    on."""
     out = []
     for name, f in sorted((services or {}).items()):
         calls, waited = f.get("calls") or 0, f.get("waited") or 0

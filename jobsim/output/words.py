@@ -13,7 +13,9 @@ from .fault_words import fault_sentences
 
 #: what each cause of a double run means, as a sentence's end ("… because …")
 CAUSE_WORDS = {
-    "unsafe_acquisition": "two nodes acquired the job at once (an unguarded claim)",
+    "unsafe_acquisition": "two nodes acquired the job at once (a claim that does not "
+                          "re-check the row as it writes it: unguarded, or a read then a "
+                          "write)",
     "lock_expired": "the job's lock expired while it still ran or waited in a node's queue, "
                     "and another claim took it",
     "pause": "the job's lock expired while its holder was paused, and another node took it "
@@ -164,8 +166,9 @@ def sentences(summary: dict[str, Any]) -> list[str]:
         late = recovery.get("delay") or {}
         n = recovery["stranded_jobs"]
         lost = recovery.get("unrecovered") or 0
-        back = (f"; {'it was' if n == 1 else 'they were'} taken up again after "
-                f"{_seconds(late['max'])} at most" if late.get("n") else "")
+        back = ((f"; it was taken up again after {_seconds(late['max'])}" if n == 1 else
+                 f"; they were taken up again after {_seconds(late['max'])} at most")
+                if late.get("n") else "")
         if lost:
             back = (("; it was never taken up again" if n == 1 else
                      "; none of them was taken up again") if lost == n else
