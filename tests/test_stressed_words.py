@@ -172,3 +172,29 @@ workload: {streams: [{name: s, handler: charge, count: 2000, rate: 9/s}]}
     down = {**doc, "services": {"pay": {**doc["services"]["pay"],
                                         "outages": [{"at": "1m", "for": "10s"}]}}}
     assert not [m for m in warned(down) if "Erlang C" in m]
+
+
+def test_a_slow_database_with_no_latency_is_no_window_and_is_warned_of():
+    """slow_db multiplies the statements' latency: on a database with none it changed
+    nothing (the trace the same less its two events), yet the report told its window with
+    the waits of an outage beside it, 'paid for both'."""
+    doc = _doc("""
+name: nothing
+executor: {poll_interval: 1s, threads: 4}
+nodes: 3
+services: {pay: {latency: {lognormal: {median: 300ms, p99: 3s}},
+                 outages: [{at: 1m, for: 2m, fail: timeout}]}}
+handlers: {charge: {calls: [{service: pay, timeout: 5s}], retry: {attempts: 3, backoff: [20s, 1m]}}}
+workload: {streams: [{name: s, handler: charge, count: 600, rate: 3/s}]}
+faults: [{at: 90s, slow_db: 10, for: 30s}]
+""")
+    warned = [w for w in lint(from_dict(doc)) if w.code == "fault-does-nothing"]
+    assert len(warned) == 1 and warned[0].path == "faults[0]", warned
+    s = _run(doc, 1)
+    assert all(w["kind"] != "slow_db" for w in s["effects"]["faults"]["windows"].values())
+    said = " ".join(sentences(s))
+    assert "The database ran" not in said and "slow window" not in said, said
+    slowed = {**doc, "db": {"latency": "2ms"}}
+    assert not [w for w in lint(from_dict(slowed)) if w.code == "fault-does-nothing"]
+    assert any(w["kind"] == "slow_db" for w in
+               _run(slowed, 1)["effects"]["faults"]["windows"].values())

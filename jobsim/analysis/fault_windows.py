@@ -66,7 +66,12 @@ def windows_of(cols: dict[str, np.ndarray], texts: list[str], names: list[str],
     kind, time, x = cols["kind"], cols["time"], cols["x"]
     out: list[dict[str, Any]] = []
     slow = np.flatnonzero(kind == K["db_slowed"])
+    # (a database whose claims took no time in a window was slowed in nothing: not one)
+    lat = x[kind == K["acquire"]], time[kind == K["acquire"]]
     for t0, t1, k in _spans(time[slow], x[slow] != 1.0, end):
+        inside = (lat[1] >= t0) & (lat[1] < t1)
+        if inside.any() and not np.nan_to_num(lat[0][inside]).any():
+            continue
         out.append({"kind": "slow_db", "what": None, "from": t0, "to": t1,
                     "factor": float(x[slow][k].max()), "factor_min": float(x[slow][k].min()),
                     "error_share": None})

@@ -46,6 +46,21 @@ def _where(sc: Scenario, i: int) -> str:
     return f"faults[{i}]" if i < faults else f"operations[{i - faults}]"
 
 
+def slow_nothing(sc: Scenario) -> Iterator[Found]:
+    """A slow-database fault on a database whose statements take no time (``db.latency``
+    zero, no measured profile, no CPU model): the factor multiplies nothing."""
+    db = sc.db
+    if not db.latency.is_zero or db.timing or db.cores is not None:
+        return
+    for i, f in enumerate(sc.faults):
+        if f.kind == "slow_db":
+            yield ("fault-does-nothing", _where(sc, i),
+                   "this slow_db multiplies the database's statement latency, and it has "
+                   "none (db.latency is 0): the window changes nothing, and the report "
+                   "tells no window for it; fix: a db.latency (e.g. {lognormal: {median: "
+                   "2ms, p99: 20ms}})")
+
+
 def faults_past_the_end(sc: Scenario) -> Iterator[Found]:
     """The scenario's fault windows and services' outages and brown-outs that end at or
     after the run's end (``until``, or the ``horizon`` of a run until drained)."""

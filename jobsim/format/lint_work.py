@@ -25,7 +25,7 @@ from ..base.durations import format_duration, format_span
 from ..executor.config import Scenario
 from ..executor.handlers import Call
 from .lint_calls import ambiguous_timeouts, calls_that_hang, p99, run_p99  # noqa: F401
-from .lint_faults import faults_past_the_end
+from .lint_faults import faults_past_the_end, slow_nothing
 
 Found = tuple[str, str, str]
 
@@ -35,7 +35,8 @@ def workload_traps(sc: Scenario) -> list[Found]:
     return [*_after_the_end(sc), *_due_after_the_end(sc), *_handed_back_for_ever(sc),
             *_stopped_schedules(sc), *_ignored_priorities(sc), *_priority_behind_queue(sc),
             *calls_that_hang(sc), *ambiguous_timeouts(sc), *_idle_services(sc),
-            *_skewed_clocks(sc), *_operations_that_cannot_act(sc), *faults_past_the_end(sc)]
+            *_skewed_clocks(sc), *_operations_that_cannot_act(sc), *faults_past_the_end(sc),
+            *slow_nothing(sc)]
 
 
 def _after_the_end(sc: Scenario) -> Iterator[Found]:
