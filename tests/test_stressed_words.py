@@ -198,3 +198,35 @@ faults: [{at: 90s, slow_db: 10, for: 30s}]
     assert not [w for w in lint(from_dict(slowed)) if w.code == "fault-does-nothing"]
     assert any(w["kind"] == "slow_db" for w in
                _run(slowed, 1)["effects"]["faults"]["windows"].values())
+
+
+def test_calls_a_rate_limiter_held_back_are_not_an_outages_failures():
+    """3,861 'calls made to it then failed' in an outage counted 1,955 that the caller's own
+    rate limiter refused (429), which never reached the service."""
+    from jobsim.base.trace import K
+    import numpy as np
+
+    doc = _doc("""
+name: limited
+executor: {poll_interval: 2s}
+nodes: 4
+services:
+  pay: {latency: {uniform: {low: 100ms, high: 300ms}}, outages: [{at: 2m, for: 3m, fail: fast}],
+        rate_limit: {rate: 20/s, burst: 20, over: refuse}}
+handlers:
+  charge:
+    calls: [{work: 50ms}, {service: pay, timeout: 2s}]
+    retry: {attempts: 4, backoff: {exponential: {base: 10s, factor: 2, cap: 2m, jitter: full}}}
+workload: {streams: [{name: s, handler: charge, count: 1500, rate: 6/s}]}
+""")
+    r = api.run(from_dict(doc), 1)
+    w = api.analyse(r).summary["effects"]["faults"]["windows"]["1"]
+    cols = r.trace.arrays()
+    kind, t = cols["kind"], cols["time"]
+    made = (kind == K["service_call"]) & (t >= 120) & (t < 300)
+    calls = set(cols["b"][made].tolist())
+    replies = np.flatnonzero(kind == K["service_reply"])
+    outcome = {int(b): int(a) for b, a in zip(cols["b"][replies], cols["a"][replies])}
+    limited = sum(1 for c in calls if outcome.get(c) == 4)
+    errors = sum(1 for c in calls if outcome.get(c, -1) not in (0, 4, 7))
+    assert limited > 100 and w["failed_calls"] == errors, (w["failed_calls"], errors, limited)

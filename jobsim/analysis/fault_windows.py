@@ -290,15 +290,17 @@ def _lost_completions(cols: dict[str, np.ndarray], texts: list[str], names: list
 def _service(cols: dict[str, np.ndarray], texts: list[str], w: dict[str, Any], to: float
              ) -> tuple[np.ndarray, int, float | None]:
     """The jobs that called a window's service (ever), how many of the calls made to it in
-    the window failed (answered with its error, timed out, refused, or never answered: the
-    ok answers, and a replay of one, are not), and the mean time from such a call to its
+    the window failed (answered with its error, timed out, refused at its capacity, or
+    never answered: the ok answers, a replay of one, and a call its rate limiter held back,
+    which never reached it, are not), and the mean time from such a call to its
     failed answer: how long it held its caller's thread (None where none was answered)."""
     code = texts.index(w["what"])
     kind, text = cols["kind"], cols["text"]
     calls = np.flatnonzero((kind == K["service_call"]) & (text == code))
     replies = np.flatnonzero((kind == K["service_reply"]) & (text == code))
     answered_ok = np.isin(cols["a"][replies], (0, 7))
-    ok = cols["b"][replies][answered_ok]
+    # a call its own rate limiter refused (429) never reached the service: not its failure
+    ok = cols["b"][replies][answered_ok | (cols["a"][replies] == 4)]
     t = cols["time"][calls]
     made = calls[(t >= w["from"]) & (t < to)]
     failed = cols["b"][made][~np.isin(cols["b"][made], ok)]
