@@ -54,8 +54,11 @@ def ambiguous_timeouts(sc: Scenario) -> Iterator[Found]:
             continue
         if slowest <= min(limits):  # above the p99: still told where the tail, or the
             # wait in the service's queue, takes calls past it
-            told = list(_tail_past(sc, name, i, step, spec, min(limits)))
-            yield from told or _queued_past(sc, name, i, step, spec, min(limits))
+            # (told by whichever takes more calls past it: the tail, or the queue)
+            found = [f for f in (_tail_past(sc, name, i, step, spec, min(limits)),
+                                 _queued_past(sc, name, i, step, spec, min(limits))) if f]
+            if found:
+                yield max(found, key=lambda f: f[0])[1]
             continue
         which = "timeout" if step.timeout is not None and step.timeout == min(limits) \
             else "worker_timeout"
@@ -72,7 +75,7 @@ def ambiguous_timeouts(sc: Scenario) -> Iterator[Found]:
 
 
 def _tail_past(sc: Scenario, name: str, i: int, step: Any, spec: Any,
-               limit: float) -> Iterator[Found]:
+               limit: float) -> tuple[float, Found] | None:
     """An effect call whose timeout is above its service's p99 but that the latency's tail
     still passes about once in the run's first calls or more (``TAIL_CALLS``): each such
     call takes effect at the service after its caller gave up, and the retry repeats it."""
@@ -80,10 +83,10 @@ def _tail_past(sc: Scenario, name: str, i: int, step: Any, spec: Any,
     calls = _jobs_of(sc, name)
     expected = share * calls
     if expected < TAIL_CALLS:
-        return
+        return None
     queued = (f", and a call that waits for one of its {spec.capacity:,} slots waits longer "
               f"still" if spec.capacity is not None and spec.when_full == "queue" else "")
-    yield ("ambiguous-timeout", f"handlers.{name}.calls[{i}]",
+    return share, ("ambiguous-timeout", f"handlers.{name}.calls[{i}]",
            f"its caller gives up after {format_duration(limit)}, above the p99 of "
            f"{step.service!r} ({format_duration(p99(spec.latency))}), but its latency's tail "
            f"passes that in {100 * share:.2g} % of calls: about "
@@ -97,7 +100,7 @@ TAIL_CALLS = 1.0
 
 
 def _queued_past(sc: Scenario, name: str, i: int, step: Any, spec: Any,
-                 limit: float) -> Iterator[Found]:
+                 limit: float) -> tuple[float, Found] | None:
     """An effect call whose timeout is above its service's p99 but that waits for one of
     the service's ``capacity`` slots (``when_full: queue``; ``abandoned: finish``, which
     serves a call whose caller left): the calls' rate from the file's streams against the
@@ -108,22 +111,22 @@ def _queued_past(sc: Scenario, name: str, i: int, step: Any, spec: Any,
     any steady queue."""
     if spec.capacity is None or spec.when_full != "queue" or spec.abandoned != "finish" or \
             spec.outages or spec.brownouts:  # (a steady queue: an outage's calls fail apart)
-        return
+        return None
     mean = spec.latency.mean
     lam = sum(s.rate * sum(1 for c in (sc.handlers[s.handler].steps or ())
                            if isinstance(c, Call) and c.service == step.service)
               for s in sc.streams if s.rate and s.handler in sc.handlers)
     if mean <= 0 or lam <= 0:
-        return
+        return None
     share = queue_past(spec.capacity, lam, 1.0 / mean, max(0.0, limit - mean))
     calls = _jobs_of(sc, name)
     if share * calls < TAIL_CALLS:
-        return
+        return None
     busy = lam * mean / spec.capacity
     load = (f"{100 * busy:.0f} % busy" if busy < 1 else
             f"asked for {busy:.2g} times what they can do: its queue grows for as long "
             f"as the calls come")
-    yield ("ambiguous-timeout", f"handlers.{name}.calls[{i}]",
+    return share, ("ambiguous-timeout", f"handlers.{name}.calls[{i}]",
            f"its caller gives up after {format_duration(limit)}, above the p99 of "
            f"{step.service!r}, but the service's {spec.capacity:,} slots take about "
            f"{lam:.3g} calls/s of {format_duration(mean)} each ({load}): by Erlang C "
@@ -131,7 +134,8 @@ def _queued_past(sc: Scenario, name: str, i: int, step: Any, spec: Any,
               f"about {float(f'{100 * share:.2g}'):g} % of calls wait") +
            f" in its queue past what the timeout leaves for "
            f"the call, about {share * calls:,.0f} of the run's {calls:,} first calls, more "
-           f"with retries. The service serves each all the same (abandoned: finish) and it "
+           f"with retries and where a poll's claims start their calls together. The service "
+           f"serves each all the same (abandoned: finish) and it "
            f"takes effect after its caller gave up, and the retry makes it again; fix: "
            f"idempotency_key: job on the call, or capacity for the load")
 
