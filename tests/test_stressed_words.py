@@ -248,3 +248,36 @@ workload: {streams: [{name: s, handler: charge, count: 2500, rate: 7/s}]}
     roomy = {**doc, "services": {"pay": {**doc["services"]["pay"], "capacity": 1000}}}
     said = [w.message for w in lint(from_dict(roomy)) if w.code == "ambiguous-timeout"]
     assert len(said) == 1 and "its latency's tail passes that in 0.67 % of calls" in said[0]
+
+
+def test_a_pause_is_a_fault_window_told_where_its_jobs_paid():
+    """node-2 paused 40 s inside node-1's partition: the jobs due in the partition waited a
+    mean 5.05 s with the pause and 1.43 s without, and the report blamed the partition alone
+    and never named the pause."""
+    doc = _doc("""
+name: stalled
+db: {latency: {uniform: {low: 1ms, high: 5ms}}}
+executor: {poll_interval: 2s, lock_time: 60s}
+nodes: 3
+handlers: {work: {duration: {exponential: {mean: 2s}}, outcome: {fail_rate: 0.1}}}
+workload: {streams: [{name: s, handler: work, count: 1200, rate: 3/s}]}
+faults:
+  - {at: 1m, partition: node-1, for: 90s, timeout: 5s}
+  - {at: 2m, pause: node-2, for: 40s}
+""")
+    for seed in (1, 2):
+        s = _run(doc, seed)
+        w = {x["kind"]: x for x in s["effects"]["faults"]["windows"].values()}
+        p = w["pause"]
+        assert (p["what"], p["from"], p["to"]) == ("node-2", 120.0, 160.0), p
+        assert p["start_delay_mean"] >= 1.5 * p["baseline_start_delay_mean"], p
+        said = " ".join(sentences(s))
+        assert "node-2 was paused from t=120 s to t=160 s, its threads held with it: the " in \
+            said, said
+        assert "were due in node-2's pause too (t=120 s to 160 s), and paid for both." in said
+    # a pause the others had the threads for is a window, not a sentence
+    light = {**doc, "workload": {"streams": [{"name": "s", "handler": "work", "count": 300,
+                                              "rate": "0.5/s"}]}, "faults": doc["faults"][1:]}
+    s = _run(light, 1)
+    assert any(x["kind"] == "pause" for x in s["effects"]["faults"]["windows"].values())
+    assert "was paused" not in " ".join(sentences(s))

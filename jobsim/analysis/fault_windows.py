@@ -11,7 +11,9 @@ made in it that failed (an outage, a brown-out: only the jobs that call that ser
 counted). A window still open at the run's end takes in its last instant. A crashed
 node's downtime is a window too (``down``, from ``node_crashed`` to ``node_restarted``):
 the jobs due in it wait for fewer threads; what its crash did to the jobs it held (stranded,
-run again) is told where the report names its cause, as a pause's is.
+run again) is told where the report names its cause, as a pause's is. So is a paused node's
+stall (``pause``, from ``node_paused`` to ``node_resumed``): its threads are held, not
+gone, and the jobs due meanwhile wait for the others'.
 
 A slow or cut-off database's cost, or a node's downtime's, can outlast it: jobs due after
 it wait behind the backlog it left, until ``cleared_at``: the first instant a job fell due
@@ -37,7 +39,7 @@ BEFORE = 10
 #: windows told at most (the first ones); the rest are counted
 MOST = 20
 #: the kinds of window that can leave a backlog (``cleared_at``): fewer rows or threads
-BACKLOG = ("slow_db", "partition", "down")
+BACKLOG = ("slow_db", "partition", "down", "pause")
 
 
 def _spans(times: np.ndarray, opens: np.ndarray, end: float
@@ -60,7 +62,7 @@ def _spans(times: np.ndarray, opens: np.ndarray, end: float
 def windows_of(cols: dict[str, np.ndarray], texts: list[str], names: list[str],
                end: float) -> list[dict[str, Any]]:
     """The run's fault windows, in order of their start: kind (``slow_db``, ``partition``,
-    ``down``, ``outage``, ``brownout``), what (the node or the service; None for the database),
+    ``down``, ``pause``, ``outage``, ``brownout``), what (the node or the service; None for the database),
     from, to, the largest and the smallest latency factor in it (slow database, brown-out)
     and the largest share of calls answered with an error (brown-out)."""
     kind, time, x = cols["kind"], cols["time"], cols["x"]
@@ -86,6 +88,12 @@ def windows_of(cols: dict[str, np.ndarray], texts: list[str], names: list[str],
         mine = np.flatnonzero((crashed | back) & (cols["node"] == code))
         for t0, t1, _ in _spans(time[mine], crashed[mine], end):
             out.append({"kind": "down", "what": names[code], "from": t0, "to": t1,
+                        "factor": None, "factor_min": None, "error_share": None})
+    paused, woke = kind == K["node_paused"], kind == K["node_resumed"]
+    for code in np.unique(cols["node"][paused]).tolist():  # a stall holds its threads too
+        mine = np.flatnonzero((paused | woke) & (cols["node"] == code))
+        for t0, t1, _ in _spans(time[mine], paused[mine], end):
+            out.append({"kind": "pause", "what": names[code], "from": t0, "to": t1,
                         "factor": None, "factor_min": None, "error_share": None})
     state = np.flatnonzero(kind == K["service_state"])
     for code in np.unique(cols["text"][state]).tolist():
@@ -183,7 +191,7 @@ def delaying(windows: list[dict[str, Any]], due: np.ndarray, run_mean: float,
     for w in windows:
         if w["kind"] in ("slow_db", "partition"):
             out.append(w)
-        elif w["kind"] == "down":
+        elif w["kind"] in ("down", "pause"):
             to = _until(w, end, False)
             span = min(to, end) - w["from"]
             up = sum(threads.values()) - threads.get(w["what"], 0)
@@ -266,7 +274,7 @@ def fault_windows(cols: dict[str, np.ndarray], texts: list[str], jobs: pd.DataFr
 
 
 #: the kinds of window told (``windows_of``)
-KINDS = ("slow_db", "partition", "down", "outage", "brownout")
+KINDS = ("slow_db", "partition", "down", "pause", "outage", "brownout")
 
 
 def _lost_completions(cols: dict[str, np.ndarray], texts: list[str], names: list[str],

@@ -38,7 +38,7 @@ def _named(w: dict[str, Any]) -> str:
     """A window by what it was: "the database's slow window", "node-2's down time"."""
     if w["kind"] == "slow_db":
         return "the database's slow window"
-    return f"{w['what']}'s " + {"partition": "partition", "down": "down time",
+    return f"{w['what']}'s " + {"partition": "partition", "down": "down time", "pause": "pause",
                                 "outage": "outage", "brownout": "brown-out"}[w["kind"]]
 
 
@@ -68,7 +68,7 @@ def _costly(w: dict[str, Any]) -> bool:
     """Whether a window is worth a sentence: every one but a node's downtime, which is told
     where the jobs due in it started later than those due before it, by half again and a
     second (the others' nodes may have had the threads to spare)."""
-    if w["kind"] != "down":
+    if w["kind"] not in ("down", "pause"):
         return True
     return w["jobs"] > 0 and paid(w.get("start_delay_mean"), w.get("baseline_start_delay_mean"))
 
@@ -91,6 +91,8 @@ def _window(w: dict[str, Any], end: float | None) -> str:
         what = f"The database ran {_slower(w)} {span}"
     elif w["kind"] == "partition":
         what = f"{w['what']} was cut off from the database {span}"
+    elif w["kind"] == "pause":
+        what = f"{w['what']} was paused {span}, its threads held with it"
     elif w["kind"] == "down":
         what = f"{w['what']} was down {span}, its threads with it"
     elif w["kind"] == "outage":
@@ -101,7 +103,7 @@ def _window(w: dict[str, Any], end: float | None) -> str:
         what = f"{w['what']} browned out {span} (latency ×{w['factor'] or 1:g}{errors})"
     base = (f" for the {w['baseline_jobs']:,} due "
             f"{'before it' if w['baseline'] == 'before' else 'outside it'}")
-    if w["kind"] in ("slow_db", "partition", "down"):
+    if w["kind"] in ("slow_db", "partition", "down", "pause"):
         if not w["jobs"]:
             return what + ": no job fell due in it."
         if w["start_delay_mean"] is None:

@@ -187,6 +187,7 @@ def _faults(a: Any) -> tuple[list[tuple[float, float, str]], int]:
     names = {"slow_db": lambda w: f"database ×{w['factor']:g}",
              "partition": lambda w: f"{w['what']} cut off",
              "down": lambda w: f"{w['what']} down",
+             "pause": lambda w: f"{w['what']} paused",
              "outage": lambda w: f"{w['what']} down",
              "brownout": lambda w: f"{w['what']} brown-out"}
     return [(w["from"], w["to"], names[w["kind"]](w)) for w in windows.values()], \
