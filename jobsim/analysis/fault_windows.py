@@ -62,9 +62,9 @@ def _spans(times: np.ndarray, opens: np.ndarray, end: float
 def windows_of(cols: dict[str, np.ndarray], texts: list[str], names: list[str],
                end: float) -> list[dict[str, Any]]:
     """The run's fault windows, in order of their start: kind (``slow_db``, ``partition``,
-    ``down``, ``pause``, ``outage``, ``brownout``), what (the node or the service; None for the database),
-    from, to, the largest and the smallest latency factor in it (slow database, brown-out)
-    and the largest share of calls answered with an error (brown-out)."""
+    ``down``, ``pause``, ``outage``, ``brownout``), what (the node or the service; None for
+    the database), from, to, the largest and the smallest latency factor in it (slow
+    database, brown-out) and the largest share of calls answered with an error (brown-out)."""
     kind, time, x = cols["kind"], cols["time"], cols["x"]
     out: list[dict[str, Any]] = []
     slow = np.flatnonzero(kind == K["db_slowed"])
