@@ -166,7 +166,7 @@ def _priority_behind_queue(sc: Scenario) -> Iterator[Found]:
             cfg.queue_size
 
     # worth a warning where the queue may hold an urgent job back longer than a poll
-    # interval and a run, which a claim by priority is meant to bound
+    # interval, and longer than a run, which a claim by priority is meant to bound
     queued = [(i, n) for i, n in enumerate(sc.nodes) if n.executor.queue_size > 0 and (
         n.executor.handles is None or urgent & set(n.executor.handles)) and
         depth(n.executor) * mean / n.executor.threads > max(n.executor.poll_interval, mean)]
@@ -179,8 +179,9 @@ def _priority_behind_queue(sc: Scenario) -> Iterator[Found]:
         f"(on {', '.join(n.name for _, n in queued)}) "
     behind = (f" (up to {depth(cfg)} × a mean run of {format_duration(mean)} / "
               f"{cfg.threads} thread{'s' if cfg.threads != 1 else ''} ≈ "
-              f"{format_span(depth(cfg) * mean / cfg.threads)}, more "
-              f"than a poll interval and a run)")
+              f"{format_span(depth(cfg) * mean / cfg.threads)}, longer "
+              f"than its poll interval ({format_duration(cfg.poll_interval)}) and longer "
+              f"than a run)")
     yield ("priority-behind-local-queue",
            f"nodes[{i}].queue_size" if own else "executor.queue_size",
            f"{which}the nodes claim by priority (executor.order: {sc.executor.order}), but "
