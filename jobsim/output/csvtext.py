@@ -152,8 +152,8 @@ def printable_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` with the control characters of its texts and its column names escaped
     (``base.printable``), for a table written by pandas (a hunt's or a sweep's runs)."""
     out = frame.copy(deep=False)
-    for c in out.columns:
-        if out[c].dtype == object:
+    for c in out.columns:  # (texts are objects, or pandas' own string dtype)
+        if out[c].dtype == object or pd.api.types.is_string_dtype(out[c].dtype):
             out[c] = out[c].map(lambda v: printable(v) if isinstance(v, str) else v)
     out.columns = [printable(str(c)) for c in out.columns]
     return out

@@ -9,7 +9,7 @@ from typing import Any
 from ..analysis.effects import LOCK_STEP
 from ..analysis.phases import TOGETHER
 from ..format.lint_polls import group_words
-from .numbers import pct as _pct, seconds
+from .numbers import pct as _pct, seconds, threads as _threads
 from .queue_words import capped_intake, held_by_services, held_in_queues, queued_past_priority
 
 _s = seconds
@@ -105,10 +105,6 @@ def _who(phases: dict[str, Any], first: bool = False) -> str:
 def _upper(words: str) -> str:
     """``words`` to begin a sentence (only the first letter: names keep their case)."""
     return words[0].upper() + words[1:]
-
-
-def _threads(n: int) -> str:
-    return f"{n} thread{'' if n == 1 else 's'}"
 
 
 def _paces(imb: dict[str, Any]) -> str:

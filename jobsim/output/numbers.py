@@ -1,4 +1,5 @@
-"""How "What the run shows" writes a time and a share (its sentences' modules share them)."""
+"""How "What the run shows" writes a time, a share and a count of threads (its sentences'
+modules share them)."""
 
 from __future__ import annotations
 
@@ -15,3 +16,8 @@ def seconds(x: float) -> str:
 def pct(x: float) -> str:
     """A share as a whole percentage: ``42 %``."""
     return f"{100 * x:.0f} %"
+
+
+def threads(n: int) -> str:
+    """``1 thread``, ``4 threads``."""
+    return f"{n} thread{'' if n == 1 else 's'}"
