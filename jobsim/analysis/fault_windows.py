@@ -268,7 +268,9 @@ def fault_windows(cols: dict[str, np.ndarray], texts: list[str], jobs: pd.DataFr
             "baseline_jobs": int(base.sum()),
             **_figures(base, due, start, done, finished, "baseline_"),
             # the other windows its jobs were due in too: by number, how many of them
-            "overlaps": {str(j + 1): n for j, o in enumerate(windows[:MOST]) if j != i and (
+            # (only the windows whose spans meet: a pass over the jobs for each of those)
+            "overlaps": {str(j + 1): n for j, o in enumerate(windows[:MOST]) if j != i and
+                         o["from"] < to and w["from"] < _until(o, end, False) and (
                 n := int((here & (due >= o["from"]) & (due < _until(o, end, False))).sum()))}}
     return {"windows": out, "more": max(0, len(windows) - MOST)}
 

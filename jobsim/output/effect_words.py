@@ -9,7 +9,7 @@ from typing import Any
 from ..analysis.effects import LOCK_STEP
 from ..analysis.phases import TOGETHER
 from ..format.lint_polls import group_words
-from .numbers import pct as _pct, seconds, threads as _threads
+from .numbers import first_up as _upper, pct as _pct, seconds, threads as _threads
 from .queue_words import capped_intake, held_by_services, held_in_queues, queued_past_priority
 
 _s = seconds
@@ -100,11 +100,6 @@ def _who(phases: dict[str, Any], first: bool = False) -> str:
     runs some handlers, named (``first``: to begin a sentence)."""
     who = group_words(phases.get("group") or [""] * phases["nodes"], phases.get("handlers"))
     return _upper(who) if first else who
-
-
-def _upper(words: str) -> str:
-    """``words`` to begin a sentence (only the first letter: names keep their case)."""
-    return words[0].upper() + words[1:]
 
 
 def _paces(imb: dict[str, Any]) -> str:

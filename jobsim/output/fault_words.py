@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..analysis.fault_windows import paid
-from .numbers import pct as _pct, seconds as _s
+from .numbers import first_up as _first_up, pct as _pct, seconds as _s
 
 
 #: fault windows told in words at most; the others are in summary.json
@@ -57,11 +57,6 @@ def _overlapped(w: dict[str, Any], windows: dict[str, dict[str, Any]],
     if len(both) > 2:
         out += f" Others were due in {len(both) - 2:,} more windows too."
     return out
-
-
-def _first_up(words: str) -> str:
-    """``words`` to begin a sentence (only the first letter: names keep their case)."""
-    return words[:1].upper() + words[1:]
 
 
 def _costly(w: dict[str, Any]) -> bool:

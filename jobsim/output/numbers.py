@@ -1,5 +1,5 @@
-"""How "What the run shows" writes a time, a share and a count of threads (its sentences'
-modules share them)."""
+"""How "What the run shows" writes a time, a share, a count of threads and a sentence's
+first word (its sentences' modules share them)."""
 
 from __future__ import annotations
 
@@ -21,3 +21,9 @@ def pct(x: float) -> str:
 def threads(n: int) -> str:
     """``1 thread``, ``4 threads``."""
     return f"{n} thread{'' if n == 1 else 's'}"
+
+
+def first_up(words: str) -> str:
+    """``words`` to begin a sentence: only the first letter raised, so that a node's or a
+    service's name keeps its case."""
+    return words[:1].upper() + words[1:]

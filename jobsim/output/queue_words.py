@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..format.lint_polls import group_words
-from .numbers import pct as _pct, seconds as _s
+from .numbers import first_up as _first_up, pct as _pct, seconds as _s
 
 
 def capped_intake(q: dict[str, Any] | None, load: dict[str, Any] | None) -> str | None:
@@ -85,10 +85,6 @@ def queued_past_priority(q: dict[str, Any] | None) -> str | None:
             f"threads, and the rows it leaves wait in the table, where the next claim takes "
             f"the top class first.")
 
-
-def _first_up(words: str) -> str:
-    """``words`` to begin a sentence (only the first letter: names keep their case)."""
-    return words[0].upper() + words[1:]
 
 
 #: a service's callers are told held back where half or more waited, a mean of this many
