@@ -155,9 +155,13 @@ def _parser() -> argparse.ArgumentParser:
     ls.add_argument("--policies", action="store_true",
                     help="list the policy presets instead, with their settings")
     rp = sub.add_parser("reports", help="regenerate the report folder of every shipped "
-                                        "scenario (reports/<name>/)")
+                                        "scenario (reports/<name>/) and its sweep "
+                                        "(reports/sweeps/<name>/)")
     rp.add_argument("folder", nargs="?", help="a folder of scenarios (default: scenarios/)")
     rp.add_argument("--out", type=_path, default="reports", help="where the report folders go")
+    rp.add_argument("--no-sweeps", dest="sweeps", action="store_false",
+                    help="leave out the sweeps: by default each file with a sweep: section "
+                         "is also swept, into OUT/sweeps/<scenario name>")
     sw = sub.add_parser("sweep", help="run a scenario over a grid of settings × "
                                       "replications, in parallel, with confidence intervals")
     sw.add_argument("scenario", help="a scenario YAML file (its sweep: section, if any, "
@@ -189,6 +193,10 @@ def _parser() -> argparse.ArgumentParser:
     sw.add_argument("--set", dest="sets", action="append", default=[],
                     metavar="PATH=VALUE", help="override one value of the base scenario")
     _cache_arg(sw, "sweep", "the sweep stops there, keeping its cached runs")
+    sw.add_argument("--fresh", action="store_true",
+                    help="compute every run again, reading nothing from the cache (which "
+                         "is written anew): sweep.md then reads the same whatever the "
+                         "cache held")
     _window_args(sw)
     hu = sub.add_parser("hunt", help="search the fault space for runs that break a property "
                                      "(an invariant or an expectation), and shrink the first "

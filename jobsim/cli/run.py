@@ -2,7 +2,8 @@
 
 ``run`` checks its target folder and every variant's cost before any run, runs the variants
 with a progress bar, writes the folder, then prints each run's story, summary and unexpected
-invariant violations. ``reports`` regenerates the report folder of every shipped scenario.
+invariant violations. ``reports`` regenerates the report folder of every shipped scenario, and
+the sweep of every file with a ``sweep:`` section (``sweeps/<name>`` beside the reports).
 """
 
 from __future__ import annotations
@@ -164,16 +165,21 @@ def _estimates(scenario: str, runs: list, budget: Any) -> list[tuple[Any, str]] 
 
 
 def _reports(args: argparse.Namespace) -> int:
+    from ..base import outdir
     from ..format import scenario as scenario_mod
     from ..output.report import ReportError, analyse, check_target, write
     from ..sim.world import run
     from ..tools.seeds import check as check_seeds, file_seeds
+    from ..tools.sweep.report import KIND as SWEEP
+    from .parser import _parser
+    from .sweep import _sweep
 
     folder = _scenario_folder(args.folder)
     if folder is None:
         return BAD_INPUT
     files = sorted(folder.glob("*.yaml"))
     targets = []
+    sweeps = []  # (file, its sweep folder): each file's own sweep: section, as jobsim sweep
     for f in files:  # every file valid and every target writable, before any run
         runs = scenario_mod.load_variants(f)
         target = Path(args.out) / runs[0].name
@@ -184,6 +190,14 @@ def _reports(args: argparse.Namespace) -> int:
             print(f"jobsim: cannot write the report of {f.name}: {exc}", file=sys.stderr)
             return BAD_INPUT
         targets.append((f, runs, target))
+        if args.sweeps and (scenario_mod.read(f).get("sweep") or None) is not None:
+            swept = Path(args.out) / "sweeps" / runs[0].name
+            try:
+                outdir.check(swept, SWEEP)
+            except outdir.OutputError as exc:
+                print(f"jobsim: cannot write the sweep of {f.name}: {exc}", file=sys.stderr)
+                return BAD_INPUT
+            sweeps.append((f, swept))
     status = OK
     done: list[str] = []
     for f, runs, target in targets:
@@ -204,5 +218,12 @@ def _reports(args: argparse.Namespace) -> int:
         ok = all(a.ok for a in analyses) and not (seeds and seeds.failed)
         print(f"{'ok    ' if ok else 'FAILED'} {f.name} → {out}/report.md", flush=True)
         if not ok:
+            status = FAILED
+    for f, swept in sweeps:  # as ``jobsim sweep FILE --out OUT/sweeps/NAME`` would
+        # --fresh: its sweep.md the same whatever its cache held (no count from the cache)
+        got = _sweep(_parser().parse_args(["sweep", str(f), "--out", str(swept), "--fresh"]))
+        if got == BAD_INPUT or got not in (OK, FAILED):  # refused, or stopped by a signal
+            return got
+        if got == FAILED:
             status = FAILED
     return status

@@ -178,7 +178,8 @@ def _execute(args: argparse.Namespace, settings: _Settings, out: Path) -> Any:
                      precision=settings.precision, plot=settings.figures, progress=progress,
                      stage=stage, budget=Budget(args.budget, args.memory_budget),
                      notes=[f"Overrides: {' '.join('--set ' + s for s in args.sets)}."]
-                     if args.sets else [], cache_limit=args.cache_limit, sets=args.sets)
+                     if args.sets else [], cache_limit=args.cache_limit, sets=args.sets,
+                     fresh=args.fresh)
     except KeyboardInterrupt as exc:
         if bar is not None:
             bar.close()

@@ -171,11 +171,14 @@ def _on_disk(size: int) -> int:
 
 class _Cache:
     """One JSON file per run in ``folder`` (a folder jobsim owns whole), at most ``limit``
-    bytes of them on disk: past it nothing more is cached and ``full`` says so."""
+    bytes of them on disk: past it nothing more is cached and ``full`` says so. A ``fresh``
+    cache reads none of its entries (each run is computed again) and writes them anew."""
 
     def __init__(self, folder: Path | None, doc_hash: str = "",
-                 forbidden: Iterable[str] = (), limit: float = math.inf):
+                 forbidden: Iterable[str] = (), limit: float = math.inf,
+                 fresh: bool = False):
         self.folder = folder
+        self.fresh = fresh
         self.doc_hash = doc_hash
         self.forbidden = tuple(forbidden)
         self.damaged = 0  # entries there but damaged or stale
@@ -188,7 +191,7 @@ class _Cache:
 
     def get(self, key: str, overrides: tuple[tuple[str, Any], ...],
             seed: int) -> dict[str, Any] | None:
-        if self.folder is None:
+        if self.folder is None or self.fresh:
             return None
         path = self.folder / f"{key}.json"
         if not path.exists() and not path.is_symlink():

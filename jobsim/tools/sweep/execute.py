@@ -77,7 +77,8 @@ def sweep(doc: dict[str, Any], axes: list[Axis], replications: int, *,
           plot: Iterable[str] = (), progress: Callable[[int, int], None] | None = None,
           stage: Callable[[str], None] | None = None,
           budget: Budget | None = None, notes: Iterable[str] = (),
-          cache_limit: float = DEFAULT_CACHE_LIMIT, sets: Iterable[str] = ()) -> SweepResult:
+          cache_limit: float = DEFAULT_CACHE_LIMIT, sets: Iterable[str] = (),
+          fresh: bool = False) -> SweepResult:
     """Run the sweep; write its tables, plots and ``sweep.md`` under ``out`` if given.
 
     Everything that can be refused is refused before any run, and before ``out`` is made:
@@ -87,7 +88,8 @@ def sweep(doc: dict[str, Any], axes: list[Axis], replications: int, *,
     command line's overrides; ``sets``, its ``--set`` values, are in the command that
     reproduces a run that crashed). The sweep's cache takes at most ``cache_limit`` bytes:
     a sweep whose runs would take more, or more than its disk's free space, is refused
-    before any run; one whose cache fills anyway stops (``CacheFull``), keeping it."""
+    before any run; one whose cache fills anyway stops (``CacheFull``), keeping it. A
+    ``fresh`` sweep computes every run again, reading nothing from the cache it rewrites."""
     if isinstance(replications, bool) or not isinstance(replications, int) or \
             replications < 1:
         raise ValueError(f"replications must be a positive integer (got {replications!r})")
@@ -119,7 +121,7 @@ def sweep(doc: dict[str, Any], axes: list[Axis], replications: int, *,
         client = stack.enter_context(connect_dask(dask)) if dask is not None else None
         folder = outdir.Folder(out, KIND, dirs=("cache",)) if out is not None else None
         cache = _Cache(folder.path / "cache" if folder is not None else None, doc_hash,
-                       [a.path for a in axes], cache_limit)
+                       [a.path for a in axes], cache_limit, fresh=fresh)
         while True:
             tasks = []
             meta = {}
