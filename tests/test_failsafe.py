@@ -16,6 +16,7 @@ name: f
 until: {until}
 horizon: 2h
 policy: {policy}
+executor: {executor}
 nodes:
   - {{name: a, handles: [mail, bad], start_at: 0s}}
   - {{name: b, handles: [report], start_at: 0s}}
@@ -29,8 +30,9 @@ operations: {ops}
 """
 
 
-def make(jobs, ops="[]", until="drained", policy="failsafe"):
-    return scenario.loads(BASE.format(jobs=jobs, ops=ops, until=until, policy=policy))
+def make(jobs, ops="[]", until="drained", policy="failsafe", executor="{}"):
+    return scenario.loads(BASE.format(jobs=jobs, ops=ops, until=until, policy=policy,
+                                      executor=executor))
 
 
 def starts(result, job=None):
@@ -87,8 +89,22 @@ def test_the_preset_matches_the_reference_defaults():
     sc = make("[{handler: mail}]")
     ex = sc.executor
     assert (ex.acquisition, ex.order, ex.threads, ex.queue_size, ex.poll_interval,
-            ex.lock_time, ex.heartbeat, ex.exhausted, ex.retry.attempts) == (
-        "optimistic", "created", 5, 30, 5.0, 300.0, 75.0, "failed", 1)
+            ex.lock_time, ex.heartbeat, ex.heartbeat_scope, ex.exhausted,
+            ex.retry.attempts) == (
+        "optimistic", "created", 5, 30, 5.0, 300.0, 75.0, "held", "failed", 1)
+
+
+def test_v2_heartbeats_the_tasks_waiting_in_its_pool_too():
+    """v2's WorkerPool registers a task with the heartbeat when it is handed to the pool,
+    before it waits there for a thread: 15 reports of up to 8 minutes on one node of 5
+    threads wait far longer than the 5-minute lock, and none runs twice. With the heartbeat
+    over the running tasks only, the queued ones' locks run out and they do."""
+    jobs = "[" + ", ".join("{handler: report}" for _ in range(15)) + "]"
+    s = analyse(run(make(jobs))).summary
+    assert s["duplicate_executions"]["total"] == 0 and s["jobs"]["done"] == 15
+    running = make(jobs, executor="{heartbeat_scope: running}")
+    assert analyse(run(running)).summary["duplicate_executions"]["by_cause"][
+        "lock_expired"] > 0
 
 
 def test_a_serial_queue_runs_one_task_at_a_time_in_order_and_skips_failed_ones():
@@ -233,7 +249,7 @@ def test_the_ignored_submit_names_the_task_that_holds_the_id():
 def test_a_resubmitted_task_is_expected_by_its_own_name():
     sc = scenario.loads(BASE.format(
         jobs="[{name: first, id: 9, handler: mail}, {name: again, id: 9, handler: mail, at: 1m}]",
-        ops="[]", until="drained", policy="failsafe") + """
+        ops="[]", until="drained", policy="failsafe", executor="{}") + """
 expect:
   jobs.resubmitted: "== 1"
   named.again.executions: "== 1"

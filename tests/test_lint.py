@@ -126,7 +126,10 @@ CASES = {
 #: a prefetching node that polls right after arrivals takes them all: 3 nodes of 5 threads,
 #: 60 % loaded as a cluster but twice what one node runs — one node's queue of 30 outlives a
 #: 60 s lock (measured: 489 duplicate runs from lock expiry, and no warning before)
-PREFETCH = {"name": "prefetch", "policy": "failsafe", "executor": {"lock_time": "60s"},
+# failsafe's v2 settings with a heartbeat over the running tasks only (failsafe's own covers
+# the queued ones too: the preset's heartbeat_scope is held)
+PREFETCH = {"name": "prefetch", "policy": "failsafe",
+            "executor": {"lock_time": "60s", "heartbeat_scope": "running"},
             "nodes": 3, "handlers": {"mail": {"duration": {"lognormal": {
                 "median": "20s", "p99": "90s"}}}},
             "workload": {"streams": [{"name": "m", "handler": "mail", "count": 300,

@@ -75,13 +75,14 @@ PRESETS: dict[str, dict[str, Any]] = {
         "retry": {"attempts": 3, "backoff": ["0s"]},
     },
     # failsafe-executor v2: one table, an optimistic VERSION
-    # lock ordered by created date, a heartbeat every lockTimeout/4 for running tasks,
-    # lockTimeout 5 min, 5 threads, a queue of 30, a poll every 5 s after an initial delay of
-    # 10 s; a failure marks the task
+    # lock ordered by created date, a heartbeat every lockTimeout/4 over every task the node
+    # holds (WorkerPool.execute registers a task with the heartbeat when it is handed to the
+    # pool, before it waits there for a thread, and unregisters it once run), lockTimeout
+    # 5 min, 5 threads, a queue of 30, a poll every 5 s after an initial delay of 10 s; a
+    # failure marks the task
     # failed and nothing retries it until an operator's retry (or cancel). Version 3 is the
-    # same with SKIP LOCKED by planned time, a heartbeat over every held task every
-    # lockTimeout/3 (set acquisition: skip_locked, order: due, heartbeat: 100s,
-    # heartbeat_scope: held, on db.dialect: postgres).
+    # same with SKIP LOCKED by planned time and a heartbeat every lockTimeout/3 (set
+    # acquisition: skip_locked, order: due, heartbeat: 100s, on db.dialect: postgres).
     "failsafe": {
         "acquisition": "optimistic",
         "clock": "node",
@@ -93,7 +94,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "threads": 5,
         "lock_time": "5m",
         "heartbeat": Derived("lock_time", 1 / 4, "lock_time / 4"),
-        "heartbeat_scope": "running",
+        "heartbeat_scope": "held",
         "order": "created",
         "complete_guard": "none",
         "exhausted": "failed",
@@ -109,8 +110,7 @@ PRESETS["failsafe_v3"] = {**PRESETS["failsafe"],
                           "acquisition": "skip_locked",
                           "order": "due",
                           "queue_size": 1_000_000,
-                          "heartbeat": Derived("lock_time", 1 / 3, "lock_time / 3"),
-                          "heartbeat_scope": "held"}
+                          "heartbeat": Derived("lock_time", 1 / 3, "lock_time / 3")}
 PRESETS.update({
     # Flowable 6.7+/7.x async executor: jobs created by a
     # node are inserted locked by it and handed to its pool on commit (the hint path);
