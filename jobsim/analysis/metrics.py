@@ -60,7 +60,7 @@ from ..base.trace import KIND_NAMES, K, Trace
 from ..executor.config import NodeConfig
 
 JOB_COLUMNS = ("id", "name", "kind", "handler", "priority", "created", "due", "first_start", "end",
-               "outcome", "executions", "failures", "duplicate_executions",
+               "outcome", "executions", "failures", "side_effects", "duplicate_executions",
                "duplicate_side_effects", "double_acquisitions", "nodes", "pending_reason",
                "deadline", "retry_delays")
 PERCENTILES = (50, 90, 99)
@@ -142,6 +142,10 @@ def summary(trace: Trace, hist: Histories, violations: list[Violation], *,
             "start_delay": _dist((group["first_start"] - group["due"]).to_numpy(dtype=float)),
         }
     outcomes = _counts(jobs["outcome"])
+    # jobs given up (dead letters, incidents, failed tasks) whose effect had taken place: an
+    # operator who moves them back runs it again
+    given_up = jobs["outcome"].isin(("dead_lettered", "incident", "failed")).to_numpy()
+    effects = jobs["side_effects"].to_numpy()
     named = {}
     # a named submit that an idempotent submit ignored names the task that holds its id
     ignored = np.flatnonzero((kind == K["submit_ignored"]) & (cols["c"] > 0))
@@ -177,6 +181,8 @@ def summary(trace: Trace, hist: Histories, violations: list[Violation], *,
                                  "by_cause": {c: dup_exec.get(c, 0) for c in CAUSES}},
         "duplicate_side_effects": {"total": int(sum(dup_side.values())),
                                    "by_cause": {c: dup_side.get(c, 0) for c in CAUSES}},
+        "given_up_with_effect": {"jobs": int((given_up & (effects > 0)).sum()),
+                                 "more_than_once": int((given_up & (effects > 1)).sum())},
         # side effects a fencing token refused: a stale run's write after a later claim
         "side_effects_refused": int((kind == K["effect_refused"]).sum()),
         # operations that named a job they could not act on (each a line of the transcript)

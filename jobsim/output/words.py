@@ -107,6 +107,19 @@ def sentences(summary: dict[str, Any]) -> list[str]:
            + (f", {jobs['failed']:,} kept as failed" if jobs.get("failed") else "")
            + (f", {jobs['pending']:,} still waiting at the end" if jobs["pending"] else "")
            + (f", {_n(jobs['lost'], 'job')} LOST" if jobs["lost"] else "") + "."]
+    gave = summary.get("given_up_with_effect") or {}
+    if gave.get("jobs"):
+        ended = jobs["dead_lettered"] + jobs.get("incident", 0) + jobs.get("failed", 0)
+        twice = gave["more_than_once"]
+        some = ("The job given up" if ended == 1 else f"All {_n(ended, 'job')} given up"
+                if gave["jobs"] == ended else f"{gave['jobs']:,} of the {_n(ended, 'job')} "
+                "given up")
+        out.append(f"{some} had already taken effect"
+                   + (f" ({twice:,} of them more than once)" if twice and gave["jobs"] > 1
+                      else " more than once" if twice else "")
+                   + f": moving {'it' if gave['jobs'] == 1 else 'them'} back makes that "
+                     "effect again, unless each call sends a key the service still "
+                     "remembers (idempotency_key: job, within its idempotency_window).")
     execs, fails = summary["executions"], summary["failures"]
     out.append(f"They took {_n(execs, 'execution')}"
                + (f", {fails:,} of them failed and {_were(fails)} retried or given up" if fails else
