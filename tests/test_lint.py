@@ -510,3 +510,25 @@ def test_a_priority_order_behind_a_local_queue_is_warned_of_and_the_run_shows_wh
     one_level = URGENT_BEHIND_QUEUE.replace("priority: 10", "priority: 0")
     assert not [w for w in lint(loads(one_level))
                 if w.code == "priority-behind-local-queue"]
+
+
+def test_a_stream_the_until_cuts_short_is_warned_with_what_the_run_creates():
+    """A newcomer's finding: 2,000 jobs at 1/s under until: 10m passed validate with no
+    warning, and the report said '601 jobs were created' with nothing of the other 1,399."""
+    d = {"name": "cut", "until": "10m", "nodes": 1, "handlers": {"w": {"duration": "1s"}},
+         "workload": {"streams": [{"name": "s", "handler": "w", "count": 2000,
+                                   "rate": "1/s"}]}}
+    [w] = warnings_of(d)
+    assert (w.code, w.path) == ("created-after-the-end", "workload.streams[0].count")
+    assert "about 600 are created and the other 1,400 never are" in w.message
+    created = run(scenario_mod.from_dict(d)).trace.arrays()
+    from jobsim.base.trace import K
+    n = int((created["kind"] == K["job_created"]).sum())
+    assert abs(n - 600) < 4 * math.sqrt(600)  # what the warning said, within the noise
+    for fits in ({"count": 550}, {"rate": "4/s"}, {"start": "0s", "count": 590}):
+        ok = copy.deepcopy(d)
+        ok["workload"]["streams"][0].update(fits)
+        assert warnings_of(ok) == [], fits
+    drained = copy.deepcopy(d)
+    drained["until"] = "drained"
+    assert warnings_of(drained) == []

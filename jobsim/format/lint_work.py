@@ -1,5 +1,6 @@
 """Traps of the workload rather than of a node's settings: an item that creates nothing
-before the run's end (``created-after-the-end``), a timer or a boundary timer due only at
+before the run's end, or a stream a fixed ``until`` cuts short (``created-after-the-end``),
+a timer or a boundary timer due only at
 or after it (``due-after-the-end``), an operation that acts where no job ever is
 (``operation-cannot-act``), a job its worker hands back for ever
 (``handed-back-for-ever``), a schedule that a failure ends for good
@@ -53,6 +54,25 @@ def _after_the_end(sc: Scenario) -> Iterator[Found]:
                        f"its first job would be created at {format_duration(first)}, at or "
                        f"after the run's end ({until}: {format_duration(end)}), so it creates "
                        f"no job in this run; fix: an earlier {key}, or a later {until}")
+            elif group == "streams" and item.rate and sc.until is not None:
+                yield from _stream_cut_short(item, i, end)
+
+
+def _stream_cut_short(item: Any, i: int, end: float) -> Iterator[Found]:
+    """A Poisson stream whose ``count`` jobs take, at its rate, past a fixed ``until``: the
+    run ends with a share of them never created, and its figures (and any expectation on
+    the jobs done) are of the first part of the stream only. Warned where the arrivals'
+    mean would fall short by a tenth or more (a Poisson stream's end varies by about
+    √count / rate)."""
+    made = (end - item.start) * item.rate
+    if made <= 0.9 * item.count:
+        yield ("created-after-the-end", f"workload.streams[{i}].count",
+               f"{item.count:,} jobs at {item.rate:g}/s take about "
+               f"{format_duration(item.count / item.rate)} to arrive, past the run's end "
+               f"(until: {format_duration(end)}): about {made:,.0f} are created and the other "
+               f"{item.count - made:,.0f} never are, and the report counts only those "
+               f"created; fix: a later until (or until: drained), a higher rate, or a "
+               f"count of about {made:,.0f}")
 
 
 def _due_after_the_end(sc: Scenario) -> Iterator[Found]:
