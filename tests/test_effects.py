@@ -209,6 +209,49 @@ def test_a_burst_is_not_called_overload_nor_pinned_starts_a_drift():
     assert "lock-step from the start" in said and "poll_jitter" not in said
 
 
+NIGHTLY = {"name": "nightly", "nodes": 3, "until": "drained",
+           "handlers": {"report": {"duration": {"exponential": {"mean": "3s"}}},
+                        "reset_pw": {"duration": "200ms"}},
+           "workload": {"streams": [{"name": "reports", "handler": "report", "count": 5000}],
+                        "jobs": [{"name": f"reset-{i}", "handler": "reset_pw", "at": at,
+                                  "priority": 10} for i, at in ((1, "1m"), (2, "5m"),
+                                                                (3, "10m"))]}}
+
+
+@pytest.mark.parametrize("last", ["10m", "20m"])
+def test_a_batch_and_a_few_later_jobs_are_a_burst_not_an_overload(last):
+    """A newcomer's finding: 5,000 reports at 0 s and three small jobs up to 10 min read
+    "Overloaded: 2.06 times the work", 1.03 times with the last at 20 min: the small jobs'
+    times made the verdict. The middle 90 % of the work fell due at 0 s: a burst."""
+    import copy
+
+    d = copy.deepcopy(NIGHTLY)
+    d["workload"]["jobs"][2]["at"] = last
+    s = _summary(d, 1)
+    assert s["effects"]["load"]["verdict"] == "burst"
+    assert "Overloaded" not in " ".join(sentences(s))
+    d["workload"]["streams"][0]["rate"] = "5/s"  # the same reports as a stream: a rate
+    s = _summary(d, 1)
+    assert s["effects"]["load"]["verdict"] == "overloaded"  # 5/s × 3 s on 12 threads: 1.25
+    assert "Overloaded" in " ".join(sentences(s))
+
+
+def test_lock_step_behind_a_backlog_is_told_as_deciding_little_with_no_jitter_advice():
+    """The same batch: its nodes read lock-step at some seeds (the verdict turns on their
+    first polls), and the report's longest paragraph advised poll_jitter, which changed no
+    mean start delay at seeds 1-3 (the wait for a poll was 3.4 s of 624 s)."""
+    told = 0
+    for seed in (1, 2, 3, 4):
+        s = _summary(NIGHTLY, seed)
+        p, said = s["effects"]["poll_phases"], " ".join(sentences(s))
+        if not p["lock_step"]:
+            continue
+        told += 1
+        assert p["wait_for_poll_free"] < 0.1 * p["start_delay_mean_free"], seed
+        assert "but it decided little here" in said and "poll_jitter:" not in said, seed
+    assert told  # (seeds 1 and 3 read lock-step)
+
+
 def test_a_handful_of_executions_off_their_even_share_is_not_an_imbalance():
     """zeebe: worker-A ran 3 against an even share of 1 (it crashed at 20 s)."""
     s = api.analyse(api.run(SCENARIOS / "zeebe.yaml")).summary

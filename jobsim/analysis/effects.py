@@ -28,20 +28,7 @@ different intervals have no phases to compare; there each node's share follows h
 its poll was the first after a job fell due (``first_poll_share``, beside each node's
 ``poll_interval``), as long as it had a thread free.
 
-**Load** (``load``). The work offered (the thread-seconds the jobs' executions took, a job
-never run counted at its class's mean) per second of its arrival window (a class's first to
-last due time; the run's, for a class that arrives at one instant), against the threads
-that were up: ``offered`` is the utilisation it asks for, in
-total and by priority class, the class and those above it. At 1 or more the run is
-``overloaded``: the backlog grows while jobs arrive and no ordering bounds the waits, which
-grow with the length of the stream. Arrivals over fewer than ``SUSTAINED`` mean runs' lengths
-(or under 50 jobs) are a ``burst``: no rate to speak of. Below 1, a class whose worst wait
-is many times the top class's, at least half of it the work of higher classes' jobs due after
-its longest-waiting job that ran first (``overtaken``, in seconds of the threads up), is
-``starved`` by the ordering (a wait for the polls or a queue, which any ordering has, is
-not); under ``order: aging``, where a lower class waited as long as aging takes to lift it
-over the top class (``aging_horizon``: the priority gap over
-the aging rate), the run is ``aging_bounded`` (aging came into play); else ``stable``.
+**Load** (``load``): ``offered.py``.
 
 **Saturation** (``saturation``). The time every thread that was up was busy with a due job
 waiting (the backlog), the longest such span and the most jobs waiting in it.
@@ -65,6 +52,7 @@ from ..base.trace import K
 from ..executor.config import NodeConfig
 from .fault_windows import KINDS, delaying, due_in, fault_windows, windows_of, with_backlog
 from .intake import group_queue_full_waits, queue_waits, queued_by_priority
+from .offered import load
 from .phases import (_gaps_before, _largest_gap, _live, claims, first_pollers,
                      first_polls as _first_polls, node_sets, phase_series, runs_it, split,
                      together)
@@ -78,12 +66,6 @@ LOCK_STEP = 0.25
 IMBALANCE = 1.5
 #: a node's share of the executions this close to its share of the poll cycle is explained
 FIT = 0.1
-#: arrivals over fewer than this many mean runs' lengths are a burst, not a rate
-SUSTAINED = 20.0
-#: a class waiting this many times longer than the top class's worst wait is starved, when
-#: at least ``OVERTAKEN`` of its longest wait is higher classes' work that overtook it
-STARVED = 10.0
-OVERTAKEN = 0.5
 
 
 #: the last trace's executions (its time column, weakly; its end; the result), asked twice
@@ -267,97 +249,6 @@ def _paces(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[NodeConfi
 
 
 # --- load, starvation and saturation ----------------------------------------------------------
-
-def load(jobs: pd.DataFrame, runs: tuple[np.ndarray, ...], node_figures: dict[str, Any],
-         aging: float, end: float) -> dict[str, Any] | None:
-    """Offered load against capacity, by priority class (see the module's docstring);
-    ``aging``: the aging rate (priority a second) of ``order: aging``, else 0; ``end``: the
-    run's length, over which the nodes' ``time_up`` is counted. None under 20 jobs, and
-    where no job ran (no work to weigh a job by)."""
-    if len(jobs) < 20 or not len(runs[0]):
-        return None
-    due = jobs["due"].to_numpy(dtype=float)
-    window = float(due.max() - due.min())
-    # the threads up on average over the run (an idle tail is up, and counted, like the rest)
-    threads = sum((f.get("threads") or 0) * (f.get("time_up") or 0.0) for f in
-                  node_figures.values()) / end if end > 0 else 0.0
-    if window <= 0 or threads <= 0:
-        return None
-    ids = jobs["id"].to_numpy()
-    order = np.argsort(ids, kind="stable")
-    at = np.searchsorted(ids[order], runs[3])
-    known = (at < len(ids)) & (ids[order][np.minimum(at, len(ids) - 1)] == runs[3])
-    where = order[at[known]]
-    # float even when nothing ran (numpy's bincount of nothing is integer, weights or not)
-    per_job = np.bincount(where, weights=(runs[1] - runs[0])[known],
-                          minlength=len(ids)).astype(float)
-    per_job[np.bincount(where, minlength=len(ids)) == 0] = np.nan  # never ran
-    prio = jobs["priority"].to_numpy()
-    classes: dict[str, dict[str, Any]] = {}
-    offered = 0.0
-    ran_all = per_job[~np.isnan(per_job)]
-    mean_work = float(ran_all.mean()) if len(ran_all) else 0.0
-    first = jobs["first_start"].to_numpy(dtype=float)
-    longest: dict[str, float] = {}  # each class's longest wait, a job never started's too
-    for p in sorted(set(prio.tolist()), reverse=True):
-        here = prio == p
-        ran = per_job[here][~np.isnan(per_job[here])]
-        mean = float(ran.mean()) if len(ran) else mean_work  # a class never run: the run's
-        total = float(ran.sum()) + mean * int(np.isnan(per_job[here]).sum())
-        span = float(due[here].max() - due[here].min())  # the class's own arrivals
-        rho = total / (span if span > 0.1 * window else window) / threads
-        offered += rho
-        delay = (first - due)[here]
-        ahead, longest[str(int(p))] = _overtaken(here, prio > p, due, first, per_job,
-                                                 threads, end)
-        classes[str(int(p))] = {"jobs": int(here.sum()), "offered": _r(rho),
-                                "with_higher": _r(offered),
-                                "never_started": int(np.isnan(delay).sum()),
-                                "worst_wait": _r(float(np.nanmax(delay))) if
-                                (~np.isnan(delay)).any() else None,
-                                "overtaken": _r(ahead)}
-    # a rate needs arrivals spread over many runs' length: a burst has no offered load
-    gap = float(jobs["priority"].max() - jobs["priority"].min())
-    verdict = "burst" if len(jobs) < 50 or window < SUSTAINED * mean_work else \
-        "overloaded" if offered >= 1.0 else "stable"
-    if verdict == "stable" and len(classes) > 1:
-        top = classes[max(classes, key=int)]
-        scale = max(top["worst_wait"] or 0.0, 1e-9)
-        # a class the ordering held back: its longest wait far beyond the top class's, and
-        # at least half of it the work of higher classes due after it that ran first (a
-        # poll interval, or a queue that any ordering would have, is not starvation)
-        starved = [c for c, f in classes.items() if (f["never_started"] or (
-            (f["worst_wait"] or 0.0) > STARVED * scale and (f["worst_wait"] or 0) > 1.0))
-            and longest[c] > 1.0 and f["overtaken"] >= OVERTAKEN * longest[c]]
-        if starved:
-            verdict = "starved"
-        elif aging > 0 and any((f["worst_wait"] or 0.0) >= (int(max(classes, key=int)) -
-                                                           int(c)) / aging > 0
-                               for c, f in classes.items()):
-            verdict = "aging_bounded"  # a lower job waited long enough to overtake a higher
-    return {"offered": _r(offered), "threads": _r(threads), "window": _r(window),
-            "by_priority": classes, "verdict": verdict,
-            "aging_horizon": _r(gap / aging) if aging > 0 and gap > 0 else None}
-
-
-def _waits(here: np.ndarray, due: np.ndarray, first: np.ndarray, end: float) -> np.ndarray:
-    """The waits of a class's jobs: to their first start, or to the run's end if never."""
-    return np.where(np.isnan(first[here]), end, first[here]) - due[here]
-
-
-def _overtaken(here: np.ndarray, higher: np.ndarray, due: np.ndarray, first: np.ndarray,
-               per_job: np.ndarray, threads: float, end: float) -> tuple[float, float]:
-    """A class's longest wait (a job never started waits until the run's end), and the
-    seconds of it that the work of higher-priority jobs due after that job, and started
-    before it, takes on the threads up: what the ordering put ahead of it."""
-    waits = _waits(here, due, first, end)
-    if not len(waits):
-        return 0.0, 0.0
-    k = int(np.argmax(waits))
-    d, s = due[here][k], due[here][k] + waits[k]
-    ahead = higher & (due > d) & (first < s)  # (NaN: never started, never ahead)
-    return float(np.nansum(per_job[ahead])) / threads, float(waits[k])
-
 
 def detect(cols: dict[str, np.ndarray], names: list[str], jobs: pd.DataFrame,
            nodes: tuple[NodeConfig, ...], end: float, figures: dict[str, Any],
