@@ -2,9 +2,9 @@
 executions and side effects were duplicates, and why.
 
 A **duplicate execution** is one that starts while another execution of the same job is
-running, or after the job already succeeded once. Its cause comes from the acquisition that
-led to it or, when that one was clean (the first holder's execution may start after the
-second's), from the job's last lock conflict:
+running, or after the job already succeeded once or was dead-lettered. Its cause comes from
+the acquisition that led to it or, when that one was clean (the first holder's execution may
+start after the second's), from the job's last lock conflict:
 
 - ``unsafe_acquisition`` — the node locked the job while another node's lock was still valid
   (a strategy that lets a statement overwrite a live lock);
@@ -15,9 +15,6 @@ second's), from the job's last lock conflict:
 - ``crash`` — an earlier execution was lost with its node; the job ran again once the lock
   expired. When the lost one had succeeded (its completion never reached the table), every
   later run of the job is a duplicate of that success, a failed re-run and its retries too;
-
-A run that starts after the job was dead-lettered is a duplicate too (its cause is the lock
-conflict that let two nodes hold the job).
 - ``partition`` — an earlier execution succeeded but its completion never reached the
   database (the node was cut off), so the job ran again;
 - ``server_restart`` — the Zeebe-like server restored a job that a live worker was still
@@ -86,7 +83,7 @@ def told(trace: Trace, cols: dict[str, np.ndarray], idx: np.ndarray) -> tuple[
         dict[int, JobStory], tuple]:
     """The stories of the jobs of the events ``idx``, told event by event, and the run's
     duplicates, double acquisitions, stranded jobs, recoveries, rejected and row-gone
-    completions, writes after a terminal event and unrecovered jobs among them."""
+    completions, writes after a terminal event, unrecovered ones and each crash's stranded."""
     t_, k_, n_, j_ = (cols[c][idx].tolist() for c in ("time", "kind", "node", "job"))
     a_, b_, c_, x_, s_ = (cols[c][idx].tolist() for c in ("a", "b", "c", "x", "text"))
     seqs = idx.tolist()
@@ -154,6 +151,7 @@ def told(trace: Trace, cols: dict[str, np.ndarray], idx: np.ndarray) -> tuple[
     uncommitted: dict[int, int] = {}  # job -> node whose run ended, its statement not back
     recoveries: list[float] = []
     stranded = rejected = row_gone = 0
+    by_crash: list[tuple[str, float, int]] = []  # (node, instant, jobs it stranded)
     dead: set[int] = set()  # dead-lettered: any later run of it is a duplicate
     incidents: set[int] = set()
     terminal: dict[int, int] = {}  # job -> seq of its terminal event (done or dead letter)
@@ -369,10 +367,12 @@ def told(trace: Trace, cols: dict[str, np.ndarray], idx: np.ndarray) -> tuple[
                 crashed[job] = seq
                 if job in ended_ok:  # a success the table never heard of
                     lost_success.setdefault(job, seq)
+            before = stranded
             for job, (owner, until, _, meant_until) in holder.items():
                 if owner == node and meant_until >= t and job not in stranded_at:
                     stranded_at[job] = t
                     stranded += 1
+            by_crash += [(nodes[node], t, stranded - before)] if stranded > before else []
             if node in paused:  # a crash ends a pause
                 pauses.setdefault(node, []).append((pause_start[node], t))
             paused.discard(node)
@@ -396,4 +396,4 @@ def told(trace: Trace, cols: dict[str, np.ndarray], idx: np.ndarray) -> tuple[
                 s.outcome = "pending"
     unrecovered = sum(1 for j in stranded_at if jobs[j].outcome == "pending")
     return jobs, (dups, doubles, stranded, recoveries, rejected, row_gone, after_terminal,
-                  unrecovered)
+                  unrecovered, by_crash)

@@ -191,7 +191,15 @@ def summary(trace: Trace, hist: Histories, violations: list[Violation], *,
         "completions": {"done": int(done.sum()), "rejected_by_guard": hist.completions_rejected,
                         "row_gone": hist.completions_row_gone},
         "crash_recovery": {"stranded_jobs": hist.stranded, "unrecovered": hist.unrecovered,
-                           "delay": _dist(np.asarray(hist.recoveries, dtype=float))},
+                           "delay": _dist(np.asarray(hist.recoveries, dtype=float)),
+                           # each crash that stranded jobs, and the locks they waited out
+                           "crashes": {str(i): {"node": n, "at": _r(t), "stranded": k}
+                                       for i, (n, t, k) in
+                                       enumerate(hist.stranded_by_crash[:20], 1)},
+                           "lock_time": _r(max((c.executor.lock_time for c in nodes if
+                                                c.name in {n for n, _, _ in
+                                                           hist.stranded_by_crash}),
+                                               default=math.nan))},
         # the polls an idle node counted instead of simulating were empty attempts: the same
         # figures whether they were simulated or not
         "acquisition": {"attempts": int(acq.sum()) + sum(polls_skipped.values()),

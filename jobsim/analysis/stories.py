@@ -113,6 +113,8 @@ class Histories:
     after_terminal: list[tuple[int, int, int]] = field(default_factory=list)
     #: stranded jobs still waiting in the table at the end, never acquired again
     unrecovered: int = 0
+    #: each crash that stranded jobs: (node, instant, jobs it stranded), in order
+    stranded_by_crash: list[tuple[str, float, int]] = field(default_factory=list)
     #: the causes of each job's duplicate executions (jobs that had any)
     causes: dict[int, list[str]] = field(default_factory=dict)
     #: each retried job's retry delays, in order

@@ -96,6 +96,44 @@ def _were(count: int) -> str:
     return "was" if count == 1 else "were"
 
 
+def _stranded(recovery: dict[str, Any], summary: dict[str, Any]) -> str:
+    """The jobs the crashes stranded: by crash where there were several, when they were
+    taken up again, and why then: their locks ran out (a restarted node does not take back
+    what it held)."""
+    late, n = recovery.get("delay") or {}, recovery["stranded_jobs"]
+    crashes = list((recovery.get("crashes") or {}).values())
+    lost = recovery.get("unrecovered") or 0
+    if len(crashes) > 1:
+        head = (f"{len(crashes):,} crashes stranded {_n(n, 'job')} (" + ", ".join(
+            f"{c['stranded']:,} at t={_seconds(c['at'])} on {c['node']}" for c in crashes)
+            + ")")
+    elif crashes:
+        head = (f"A crash of {crashes[0]['node']} at t={_seconds(crashes[0]['at'])} stranded "
+                f"{_n(n, 'job')}")
+    else:
+        head = f"A crash stranded {_n(n, 'job')}"
+    if lost:
+        return head + ((("; it was never taken up again" if n == 1 else
+                         "; none of them was taken up again") if lost == n else
+                        f"; {lost:,} of them were never taken up again") + ".")
+    if not late.get("n"):
+        return head + "."
+    back = (f"; it was taken up again after {_seconds(late['max'])}" if n == 1 else
+            f"; they were taken up again after {_seconds(late['max'])} at most")
+    lock = recovery.get("lock_time")
+    if lock and late["max"] >= 0.5 * lock:  # what they waited for was the lock
+        back += (f", once {'its lock' if n == 1 else 'their locks'} ran out (lock_time "
+                 f"{_seconds(lock)})")
+        windows = ((summary.get("effects") or {}).get("faults") or {}).get("windows") or {}
+        up = sorted({(w["what"], w["to"] - w["from"]) for w in windows.values()
+                     if w["kind"] == "down" and w["to"] - w["from"] < late["max"] and
+                     any(c["node"] == w["what"] and c["at"] == w["from"] for c in crashes)})
+        if up:
+            back += (f": {up[0][0]} was back after {_seconds(up[0][1])}, but a node that "
+                     f"restarts does not take back what it held")
+    return head + back + "."
+
+
 def sentences(summary: dict[str, Any]) -> list[str]:
     """What one run shows, in a few sentences from its summary."""
     jobs = summary["jobs"]
@@ -176,17 +214,7 @@ def sentences(summary: dict[str, Any]) -> list[str]:
                        f"{ENDS.get(f['outcome'], 'ended ' + str(f['outcome']))}.")
     recovery = summary.get("crash_recovery") or {}
     if recovery.get("stranded_jobs"):
-        late = recovery.get("delay") or {}
-        n = recovery["stranded_jobs"]
-        lost = recovery.get("unrecovered") or 0
-        back = ((f"; it was taken up again after {_seconds(late['max'])}" if n == 1 else
-                 f"; they were taken up again after {_seconds(late['max'])} at most")
-                if late.get("n") else "")
-        if lost:
-            back = (("; it was never taken up again" if n == 1 else
-                     "; none of them was taken up again") if lost == n else
-                    f"; {lost:,} of them were never taken up again")
-        out.append(f"A crash stranded {_n(n, 'job')}{back}.")
+        out.append(_stranded(recovery, summary))
     elif down := {n: f["time_down"] for n, f in (summary.get("nodes") or {}).items()
                   if f.get("time_down")}:  # a crash that found its node idle: said all the same
         who = ", ".join(f"{n} ({_seconds(t)} down)" for n, t in sorted(down.items()))
