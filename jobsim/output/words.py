@@ -103,7 +103,9 @@ def _stranded(recovery: dict[str, Any], summary: dict[str, Any]) -> str:
     late, n = recovery.get("delay") or {}, recovery["stranded_jobs"]
     crashes = list((recovery.get("crashes") or {}).values())
     lost = recovery.get("unrecovered") or 0
-    if len(crashes) > 1:
+    if sum(c["stranded"] for c in crashes) < n:  # more than the first 20 crashes
+        head = f"{len(crashes):,} crashes or more stranded {_n(n, 'job')}"
+    elif len(crashes) > 1:
         head = (f"{len(crashes):,} crashes stranded {_n(n, 'job')} (" + ", ".join(
             f"{c['stranded']:,} at t={_seconds(c['at'])} on {c['node']}" for c in crashes)
             + ")")
