@@ -288,3 +288,42 @@ def test_a_downtime_that_cost_nothing_is_not_told():
     [w] = s["effects"]["faults"]["windows"].values()
     assert w["kind"] == "down" and w["start_delay_mean"] < w["baseline_start_delay_mean"] + 1
     assert "was down from" not in " ".join(sentences(s))
+
+
+WEBHOOK = """
+name: webhook
+seed: {seed}
+nodes: 3
+until: drained
+services:
+  partner: {{latency: {{exponential: {{mean: 300ms}}}}, outages: [{{at: 5m, for: 5m}}]}}
+handlers:
+  deliver: {{calls: [{{service: partner, timeout: 5s, idempotency_key: job}}]}}
+workload: {{streams: [{{name: hooks, handler: deliver, count: 3000, rate: 3/s}}]}}
+"""
+
+
+def test_a_node_that_took_an_outages_fast_failures_is_told_as_the_imbalances_cause():
+    """A newcomer's finding: one node of three ran 3,237-3,339 executions against an even
+    share of about 1,600 at seeds 1-4, and the report named no cause (a misconfigured node?).
+    In the outage every call failed at once: that node's claims came back full and it claimed
+    again as each thread freed, 672 claims against the others' 30 polls. Seed 1 and a fresh
+    one (printed)."""
+    import random
+
+    from jobsim.output.words import sentences
+
+    for seed in (1, random.randrange(1, 10**6)):
+        s = jobsim.analyse(jobsim.run(jobsim.loads(WEBHOOK.format(seed=seed)))).summary
+        imb = s["effects"]["imbalance"]
+        assert imb["imbalanced"] and imb["why"] == "fault_window", (seed, imb)
+        w = imb["window"]
+        assert (w["what"], w["kind"], w["from"], w["to"]) == ("partner", "outage", 300.0, 600.0)
+        assert w["most"] >= 0.8 * w["executions"] and w["most_failed"] >= 0.9 * w["most"], seed
+        said = " ".join(sentences(s))
+        assert f"{imb['most']} ran {w['most']:,} of the {w['executions']:,} executions started " \
+               f"while partner was down (t=300 s to 600 s)" in said, seed
+        calm = jobsim.loads(WEBHOOK.format(seed=seed).replace(", outages: [{at: 5m, for: 5m}]",
+                                                              ""))
+        imb = jobsim.analyse(jobsim.run(calm)).summary["effects"]["imbalance"]
+        assert imb["why"] != "fault_window" and imb["window"] is None, seed

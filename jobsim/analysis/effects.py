@@ -50,7 +50,8 @@ import pandas as pd
 
 from ..base.trace import K
 from ..executor.config import NodeConfig
-from .fault_windows import KINDS, delaying, due_in, fault_windows, windows_of, with_backlog
+from .fault_windows import (KINDS, delaying, due_in, fault_windows, surplus_in, windows_of,
+                            with_backlog)
 from .intake import group_queue_full_waits, queue_waits, queued_by_priority
 from .offered import load
 from .phases import (_gaps_before, _largest_gap, _live, claims, first_pollers,
@@ -218,7 +219,7 @@ def imbalance(node_figures: dict[str, dict[str, Any]], phases: dict[str, Any] | 
         "why": None, "full_claims": int(full_claims),
         "poll_interval": dict(sorted(intervals.items())) if pollers and intervals else None,
         "first_poll_share": {n: _r(x) for n, x in sorted(pollers.items())}
-        if pollers and intervals else None}
+        if pollers and intervals else None, "window": None}
     if out["imbalanced"] and phases and not phases["lock_step"]:
         gap = phases["gap_share"]
         ran = sum(shares[n][0] for n in gap if n in shares)
@@ -277,7 +278,14 @@ def detect(cols: dict[str, np.ndarray], names: list[str], jobs: pd.DataFrame,
     aging = nodes[0].executor.aging_rate if nodes and nodes[0].executor.order == "aging" else 0.0
     full = int((cols["b"][acq] == cols["a"][acq]).sum())  # the job table's claims (not timers)
     paces = _paces(cols, names, nodes, acq, room[0][~room[2]]) if phases is None else ()
-    return {"poll_phases": phases, "imbalance": imbalance(figures["nodes"], phases, full, *paces),
+    imb = imbalance(figures["nodes"], phases, full, *paces)
+    if imb and imb["imbalanced"] and imb["why"] is None:  # a window that fed one node
+        even = sum((f.get("even_share") or 0.0) for f in figures["nodes"].values())
+        imb["window"] = surplus_in(windows, runs, cols, names, imb["most"],
+                                   imb["most_even"] / even if even else 0.0,
+                                   imb["most_executions"] - imb["most_even"])
+        imb["why"] = "fault_window" if imb["window"] else None
+    return {"poll_phases": phases, "imbalance": imb,
             "load": load(jobs, runs, figures["nodes"], aging, end),
             "saturation": saturation(levels, threads, end) if len(runs[0]) else None,
             "queue_full": group_queue_full_waits(cols, names, nodes, runs, figures["nodes"],

@@ -332,3 +332,31 @@ def _figures(sel: np.ndarray, due: np.ndarray, start: np.ndarray, done: np.ndarr
             f"{prefix}done": int((sel & done).sum()),
             f"{prefix}done_after_due_mean": _r(float(to_done.mean())) if len(to_done)
             else None}
+
+
+def surplus_in(windows: list[dict[str, Any]], runs: tuple[np.ndarray, ...],
+               cols: dict[str, np.ndarray], names: list[str], most: str, share: float,
+               surplus: float) -> dict[str, Any] | None:
+    """The service window (outage, brown-out) whose executions make half or more of node
+    ``most``'s ``surplus`` over its even share (``share``: its even share of all the
+    executions): the executions started in it, ``most``'s of them and how many of those
+    failed; None where no window does. Calls that fail at once free their threads at once,
+    and a node whose claim came back full claims again as soon as one frees: the node that
+    took the first rows of the window may take them all."""
+    if most not in names or surplus <= 0:
+        return None
+    code = names.index(most)
+    ends = cols["kind"] == K["exec_end"]
+    for w in windows:
+        if w["kind"] not in ("outage", "brownout"):
+            continue
+        inside = (runs[0] >= w["from"]) & (runs[0] < w["to"])
+        mine = int((inside & (runs[2] == code)).sum())
+        if mine - share * int(inside.sum()) < 0.5 * surplus:
+            continue
+        failed = ends & (cols["node"] == code) & (cols["a"] != 1) & \
+            (cols["time"] >= w["from"]) & (cols["time"] <= w["to"])
+        return {"kind": w["kind"], "what": w["what"], "from": _r(w["from"]),
+                "to": _r(w["to"]), "executions": int(inside.sum()), "most": mine,
+                "most_failed": int(failed.sum())}
+    return None

@@ -62,6 +62,8 @@ def effect_sentences(summary: dict[str, Any]) -> list[str]:
                      f"{_s(phases['interval'])} cycle, {imb['least']}'s "
                      f"{_pct(gap[imb['least']])}" + ("." if fixed else
                                                      " on average over the run."))
+        elif imb["why"] == "fault_window":
+            line += _fed(imb)
         elif imb.get("poll_interval"):
             line += _paces(imb)
         elif phases and not phases["lock_step"]:
@@ -116,6 +118,24 @@ def _paces(imb: dict[str, Any]) -> str:
             f"{imb['most']}'s poll was the first after {_pct(first[imb['most']])} of the jobs "
             f"that fell due with a thread free, {imb['least']}'s after "
             f"{_pct(first[imb['least']])}.")
+
+
+def _fed(imb: dict[str, Any]) -> str:
+    """A service window whose executions one node took (``imbalance`` why "fault_window"):
+    calls that failed at once freed its threads at once, and it claimed again each time."""
+    w, most = imb["window"], imb["most"]
+    state = "was down" if w["kind"] == "outage" else "browned out"
+    line = (f" {most} ran {w['most']:,} of the {w['executions']:,} executions started while "
+            f"{w['what']} {state} (t={_s(w['from'])} to {_s(w['to'])})")
+    if w["most_failed"] >= 0.5 * w["most"]:
+        took = (f"kept taking the rows as they fell due while the others' polls found few "
+                f"left" if w["most"] >= 0.8 * w["executions"] else
+                f"claimed again each time and took {_pct(w['most'] / w['executions'])} of them")
+        return line + (f", {w['most_failed']:,} of them failed calls: a call that fails at "
+                       f"once frees its thread at once, and a node whose claim came back "
+                       f"full claims again as soon as a thread frees, so {most} {took}.")
+    return line + (f": its threads freed first, and a node whose claim came back full claims "
+                   f"again as soon as a thread frees.")
 
 
 def _busier(imb: dict[str, Any], nodes: dict[str, Any]) -> str:
