@@ -150,11 +150,25 @@ def queue_waits(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[Node
                                                           mine(claimed[own]))
     waited = float(span.sum())
     due = by_id["due"].to_numpy(dtype=float)
+    by_node = {}  # each node with a queue: its jobs' waits, against the other nodes' jobs'
+    for n in nodes:
+        if n.executor.queue_size and n.name in names:
+            mine = held_on == names.index(n.name)
+            if mine.sum() and (~mine).sum():
+                held = float(span[mine].sum())
+                by_node[n.name] = {
+                    "jobs": int(mine.sum()), "queue_size": n.executor.queue_size,
+                    "queued_mean": _r(held / int(mine.sum())),
+                    "start_delay_mean": _r(float(np.nanmean((start - due)[mine]))),
+                    "others_start_delay_mean": _r(float(np.nanmean((start - due)[~mine]))),
+                    "idle_elsewhere": _r(max(0.0, float(idle[mine].sum())) / held)
+                    if held > 0 else 0.0}
     return {"jobs": int(len(first)), "queued_mean": _r(waited / len(first)),
             "start_delay_mean": _r(float(np.nanmean(start - due))),
             "idle_elsewhere": _r(max(0.0, float(idle.sum())) / waited) if waited > 0 else 0.0,
             "queue_size": max(n.executor.queue_size for n in nodes),
-            "run_mean": _r(float((ended - began).mean())) if len(began) else None}
+            "run_mean": _r(float((ended - began).mean())) if len(began) else None,
+            "by_node": by_node}
 
 
 def _claimed(cols: dict[str, np.ndarray], names: list[str]
