@@ -26,7 +26,7 @@ from ..base.durations import format_duration, format_span
 from ..executor.config import Scenario
 from ..executor.handlers import Call
 from .lint_calls import ambiguous_timeouts, calls_that_hang, p99, run_p99  # noqa: F401
-from .lint_faults import faults_past_the_end, slow_nothing
+from .lint_faults import faults_past_the_end, retries_inside_outages, slow_nothing
 
 Found = tuple[str, str, str]
 
@@ -37,7 +37,7 @@ def workload_traps(sc: Scenario) -> list[Found]:
             *_stopped_schedules(sc), *_ignored_priorities(sc), *_priority_behind_queue(sc),
             *calls_that_hang(sc), *ambiguous_timeouts(sc), *_idle_services(sc),
             *_skewed_clocks(sc), *_operations_that_cannot_act(sc), *faults_past_the_end(sc),
-            *slow_nothing(sc)]
+            *slow_nothing(sc), *retries_inside_outages(sc)]
 
 
 def _after_the_end(sc: Scenario) -> Iterator[Found]:
