@@ -79,16 +79,24 @@ def _tail_past(sc: Scenario, name: str, i: int, step: Any, spec: Any,
     """An effect call whose timeout is above its service's p99 but that the latency's tail
     still passes about once in the run's first calls or more (``TAIL_CALLS``): each such
     call takes effect at the service after its caller gave up, and the retry repeats it."""
-    share = spec.latency.beyond(limit)
     calls = _jobs_of(sc, name)
-    expected = share * calls
+    # a brown-out slows its calls by its factor: the tail passes the timeout more often then
+    # (less its calls answered at once with an error)
+    slowed = [(_arrivals_in(sc, name, b.at, b.at + b.length),
+               (1.0 - b.error_share) * spec.latency.beyond(limit / b.latency_factor))
+              for b in spec.brownouts if b.latency_factor > 1.0]
+    expected = spec.latency.beyond(limit) * (calls - sum(n for n, _ in slowed)) + \
+        sum(n * past for n, past in slowed)
+    share = expected / calls if calls else 0.0
     if expected < TAIL_CALLS:
         return None
     queued = (f", and a call that waits for one of its {spec.capacity:,} slots waits longer "
               f"still" if spec.capacity is not None and spec.when_full == "queue" else "")
     return share, ("ambiguous-timeout", f"handlers.{name}.calls[{i}]",
            f"its caller gives up after {format_duration(limit)}, above the p99 of "
-           f"{step.service!r} ({format_duration(p99(spec.latency))}), but its latency's tail "
+           f"{step.service!r} ({format_duration(p99(spec.latency))}"
+           f"{f'; {format_duration(slowest_p99(spec))} in its brown-out' if slowed else ''}"
+           f"), but its latency's tail "
            f"passes that in {100 * share:.2g} % of calls: about "
            f"{expected:.2g} of the run's {calls:,} first calls, more with retries{queued}. "
            f"Each takes effect at the service after its caller gave up, and the retry makes "
@@ -153,6 +161,22 @@ def queue_past(c: int, lam: float, mu: float, t: float) -> float:
         total += term
     last = term * a / c / (1 - a / c)
     return last / (total + last) * math.exp(-(c * mu - lam) * t)
+
+
+def _arrivals_in(sc: Scenario, handler: str, t0: float, t1: float) -> float:
+    """About how many jobs of ``handler`` fall due between ``t0`` and ``t1``: each stream's
+    rate over its span's overlap with it, a burst or a listed job where its instant is in
+    it (a schedule's runs are not counted)."""
+    n = 0.0
+    for s in sc.streams:
+        if s.handler != handler:
+            continue
+        first = s.start + s.due_in
+        if not s.rate:
+            n += s.count if t0 <= first < t1 else 0
+            continue
+        n += max(0.0, min(t1, first + s.count / s.rate) - max(t0, first)) * s.rate
+    return n + sum(1 for j in sc.jobs if j.handler == handler and t0 <= j.at + j.due_in < t1)
 
 
 def _jobs_of(sc: Scenario, handler: str) -> int:
