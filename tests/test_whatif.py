@@ -117,3 +117,25 @@ def test_the_default_sweep_folder_is_git_ignored(tmp_path, monkeypatch):
     assert (tmp_path / "sweeps" / "small" / "sweep.md").is_file()
     assert (tmp_path / "sweeps" / ".gitignore").read_text(encoding="utf-8").splitlines()[-1] \
         == "*"
+
+
+def test_no_expect_runs_a_file_whose_set_took_away_what_an_expectation_names(
+        tmp_path, monkeypatch, capsys):
+    """A newcomer's finding: --set 'workload.jobs=[]' --no-expect exited 2 on an expectation
+    about a named job the --set had removed, and the message did not mention the --set."""
+    monkeypatch.chdir(tmp_path)
+    f = tmp_path / "named.yaml"
+    f.write_text(SMALL.replace("expect:\n  duplicate_executions.total: \"== 0\"\n", "") + """
+  jobs: [{name: urgent, handler: w, at: 10s}]
+expect:
+  named.urgent.start_delay: "<= 30s"
+""", encoding="utf-8")
+    text = f.read_text(encoding="utf-8")
+    assert "streams: [{name: s" in text and "named.urgent" in text
+    args = ["run", str(f), "--quiet", "--no-plots", "--set", "workload.jobs=[]"]
+    assert cli.main(args) == 2
+    err = capsys.readouterr().err
+    assert "expect.named.urgent.start_delay" in err
+    assert "the file's own value, checked with --set workload.jobs=[] (--no-expect leaves " \
+           "the expectations out)" in err
+    assert cli.main(args + ["--no-expect"]) == 0

@@ -33,7 +33,8 @@ def _run(args: argparse.Namespace) -> int:
 
     # a command that is its process counts from jobsim's import: its ``start`` phase
     phases = Phases(STARTED if args.as_process else None) if args.timings else None
-    runs = scenario_mod.load_variants(args.scenario, seed=args.seed, sets=args.sets)
+    runs = scenario_mod.load_variants(args.scenario, seed=args.seed, sets=args.sets,
+                                      no_expect=args.no_expect)
     runs = with_window(runs, args.warmup, args.cooldown, args.scenario)  # over the file's
     if args.no_expect:
         runs = [dataclasses.replace(sc, expect=(), overrides=sc.overrides + ("--no-expect",))

@@ -42,9 +42,12 @@ def load(path: str | Path, seed: int | None = None,
 
 
 def load_variants(path: str | Path, seed: int | None = None,
-                  sets: list[str] | tuple[str, ...] = ()) -> list[Scenario]:
-    """The runs a file asks for: one per variant, or the base run alone."""
-    return variants_of(read(path), str(path), seed, sets)
+                  sets: list[str] | tuple[str, ...] = (), no_expect: bool = False
+                  ) -> list[Scenario]:
+    """The runs a file asks for: one per variant, or the base run alone; with ``no_expect``
+    without the file's expectations (not checked either: a ``--set`` may have taken away
+    what one names)."""
+    return variants_of(read(path), str(path), seed, sets, no_expect=no_expect)
 
 
 def loads(text: str, source: str = "<scenario>", seed: int | None = None) -> Scenario:
@@ -60,8 +63,8 @@ def from_dict(doc: Any, source: str = "<scenario>", seed: int | None = None,
 
 
 def variants_of(doc: Any, source: str = "<scenario>", seed: int | None = None,
-                sets: list[str] | tuple[str, ...] = (), base_only: bool = False
-                ) -> list[Scenario]:
+                sets: list[str] | tuple[str, ...] = (), base_only: bool = False,
+                no_expect: bool = False) -> list[Scenario]:
     """The base run, and one run per variant (its ``set`` applied, its ``expect`` added).
 
     A document given as Python values is held to a file's limits before anything else is
@@ -71,6 +74,12 @@ def variants_of(doc: Any, source: str = "<scenario>", seed: int | None = None,
         raise ScenarioError([Problem("", "a mapping of scenario keys", show(doc))], source)
     check_document(doc, source)  # before any copy or validation: it walks a bomb for ever
     doc = copy.deepcopy(doc)
+    if no_expect:  # the file's expectations, the base run's and each variant's, left out
+        doc.pop("expect", None)
+        for v in (doc.get("variants") or {}).values() if isinstance(
+                doc.get("variants"), dict) else ():
+            if isinstance(v, dict):
+                v.pop("expect", None)
     problems: list[Problem] = []
     apply_sets(doc, sets, source, problems)
     if seed is not None:
@@ -102,8 +111,17 @@ def _blamed(exc: ScenarioError, sets: list[str] | tuple[str, ...],
                 return f"--set {path}" if how == "--set" else how
         return path
 
-    return ScenarioError([dataclasses.replace(p, path=flag(p.path)) for p in exc.problems],
-                         exc.source)
+    def why(p: Problem) -> Problem:  # the file's own value, wrong only with the flags'
+        if not flags or flag(p.path) != p.path or p.hint:
+            return p
+        return dataclasses.replace(p, hint="the file's own value, checked with "
+                                   + " ".join(f"--set {s}" for s in sets)
+                                   + (f" --seed {seed}" if seed is not None else "")
+                                   + (" (--no-expect leaves the expectations out)"
+                                      if p.path.startswith("expect") else ""))
+
+    return ScenarioError([why(dataclasses.replace(p, path=flag(p.path)))
+                          for p in exc.problems], exc.source)
 
 
 def apply_sets(doc: dict[str, Any], sets: list[str] | tuple[str, ...], source: str,
