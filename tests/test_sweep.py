@@ -793,3 +793,25 @@ def test_a_sweep_of_a_file_with_variants_says_it_runs_the_base_or_sweeps_the_one
     assert (runs["named.urgent.start_delay"] > 2).all()  # the fifo variant's order: late
     assert cli.main(args + ["--variant", "fifoo", "--out", str(tmp_path / "x")]) == 2
     assert "did you mean 'fifo'" in capsys.readouterr().err
+
+
+def test_a_trap_a_grid_value_sets_is_warned_before_the_sweep_with_its_points(tmp_path, capsys):
+    """A newcomer swept lock_time over 30s, 1m and 5m for 20-60 s transcodes: the 30 s point
+    ran 383 duplicates, and the sweep said nothing of the trap that jobsim validate --set
+    executor.lock_time=30s names."""
+    f = tmp_path / "crashy.yaml"
+    f.write_text("""
+name: crashy
+seed: 1
+nodes: 3
+until: drained
+handlers: {transcode: {duration: {uniform: {low: 20s, high: 60s}}}}
+workload: {streams: [{name: videos, handler: transcode, count: 40, rate: 0.25/s}]}
+""", encoding="utf-8")
+    assert cli.main(["sweep", str(f), "--grid", "executor.lock_time=30s,5m", "--replications",
+                     "1", "--workers", "1", "--out", str(tmp_path / "sw")]) in (0, 1)
+    err = capsys.readouterr().err
+    said = [ln for ln in err.splitlines() if ln.startswith("warning:")]
+    assert len(said) == 1 and said[0].startswith(
+        f"warning: {f}: at executor.lock_time=30s: executor.lock_time: the lock (30s) is "
+        f"shorter than the p99 run of 'transcode'"), said

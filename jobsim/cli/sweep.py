@@ -30,6 +30,7 @@ class _Settings(NamedTuple):
 
 def _sweep(args: argparse.Namespace) -> int:
     settings = _settings(args)
+    _warn(args, settings)
     from ..base.outdir import OutputError, ignored_dir, unmake
 
     out = Path(args.out) if args.out else Path("sweeps") / settings.base.name
@@ -49,6 +50,28 @@ def _sweep(args: argparse.Namespace) -> int:
     if isinstance(result, int):  # stopped by a signal: its exit status, the line printed
         return result
     return _print_sweep(result, settings.base.name, out, args)
+
+
+#: grid points' own warnings printed at most (the rest counted)
+WARNINGS = 10
+
+
+def _warn(args: argparse.Namespace, settings: _Settings) -> None:
+    """The lint's warnings before the sweep, as ``jobsim run`` gives them before a run: the
+    base run's, then those a grid value brings, each with the points it comes at."""
+    from ..format.lint import lint
+    from ..tools.sweep.grid import point_warnings
+
+    base = lint(settings.base)
+    for w in base:
+        print(w.format(args.scenario), file=sys.stderr)
+    points = point_warnings(settings.doc, tuple(settings.axes), args.scenario, base)
+    for where, w in points[:WARNINGS]:
+        print(f"warning: {args.scenario}: at {where}: {w.path}: {w.message}", file=sys.stderr)
+    if len(points) > WARNINGS:
+        print(f"warning: {args.scenario}: and {len(points) - WARNINGS} more at some grid "
+              f"points (jobsim validate FILE --set PATH=VALUE gives a point's)",
+              file=sys.stderr)
 
 
 def _settings(args: argparse.Namespace) -> _Settings:

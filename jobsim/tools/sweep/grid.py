@@ -211,3 +211,26 @@ def check_points(doc: dict[str, Any], combos: list[tuple[tuple[str, Any], ...]],
     if problems:
         raise ScenarioError(problems, source)
     return disk
+
+
+def point_warnings(doc: dict[str, Any], axes: tuple[Axis, ...], source: str,
+                   base: list[Any]) -> list[tuple[str, Any]]:
+    """The lint's warnings of the grid points that the base run (``base``, its warnings)
+    does not have, each with the points it comes at ("executor.lock_time=30s"): a trap a
+    grid value sets (a lock shorter than the runs) is said before the sweep, as ``jobsim
+    run`` says it before a run. A point whose scenario cannot be built is left to
+    ``check_points``."""
+    from ...format.lint import lint
+
+    known = {(w.code, w.path) for w in base}
+    found: dict[tuple[str, str], tuple[Any, list[str]]] = {}
+    for combo in grid_points(axes):
+        try:
+            sc = from_dict(_point_doc(doc, source, combo), source)
+        except ScenarioError:
+            continue
+        for w in lint(sc):
+            if (w.code, w.path) not in known:
+                found.setdefault((w.code, w.path), (w, []))[1].append(
+                    ", ".join(f"{p}={v}" for p, v in combo))
+    return [(", ".join(points), w) for w, points in found.values()]
