@@ -62,24 +62,26 @@ faults: [{at: 77s, crash: node-B}]
 #: (slow and lost are told event by event, the others on whole columns: both ways are held.)
 EXPECTED = {
     # in the order of FIELDS: kind, handler, priority, created, due, first_start, end,
-    # outcome, executions, failures, duplicate_executions, duplicate_side_effects,
+    # outcome, executions, failures, side_effects (a failed run makes none, a crashed one
+    # none before its end), duplicate_executions, duplicate_side_effects,
     # double_acquisitions, nodes, pending_reason, retry_delays
-    "future": ("timer", "ok", 0, 0.0, 100.0, None, None, "pending", 0, 0, 0, 0, 0, "",
+    "future": ("timer", "ok", 0, 0.0, 100.0, None, None, "pending", 0, 0, 0, 0, 0, 0, "",
                "job: due later", ""),
-    "later": ("timer", "ok", 5, 3.0, 13.0, 13.0, 15.0, "done", 1, 0, 0, 0, 0, "node-A", "", ""),
-    "flaky": ("async", "flaky", 0, 20.25, 20.25, 20.5, 33.0, "done", 2, 1, 0, 0, 0,
+    "later": ("timer", "ok", 5, 3.0, 13.0, 13.0, 15.0, "done", 1, 0, 1, 0, 0, 0, "node-A", "", ""),
+    "flaky": ("async", "flaky", 0, 20.25, 20.25, 20.5, 33.0, "done", 2, 1, 1, 0, 0, 0,
               "node-B;node-A", "", "10.25s"),
-    "bad": ("async", "bad", 0, 40.0, 40.0, 40.0, 52.5, "dead_lettered", 2, 2, 0, 0, 0,
+    "bad": ("async", "bad", 0, 40.0, 40.0, 40.0, 52.5, "dead_lettered", 2, 2, 0, 0, 0, 0,
             "node-A;node-B", "deadletter_job", "10.25s"),
-    "slow": ("async", "slow", 0, 58.0, 60.25, 60.5, 68.5, "done", 2, 0, 1, 1, 0,
+    "slow": ("async", "slow", 0, 58.0, 60.25, 60.5, 68.5, "done", 2, 0, 2, 1, 1, 0,
              "node-B;node-A", "", ""),
-    "lost": ("async", "slow2", 0, 74.0, 75.25, 75.5, 85.0, "done", 2, 0, 1, 0, 0,
+    "lost": ("async", "slow2", 0, 74.0, 75.25, 75.5, 85.0, "done", 2, 0, 1, 1, 0, 0,
              "node-B;node-A", "", ""),
 }
 FIELDS = ("kind", "handler", "priority", "created", "due", "first_start", "end", "outcome",
-          "executions", "failures", "duplicate_executions", "duplicate_side_effects",
-          "double_acquisitions", "nodes", "pending_reason", "retry_delays")
-NUMBERS = {"priority", "executions", "failures", "duplicate_executions",
+          "executions", "failures", "side_effects", "duplicate_executions",
+          "duplicate_side_effects", "double_acquisitions", "nodes", "pending_reason",
+          "retry_delays")
+NUMBERS = {"priority", "executions", "failures", "side_effects", "duplicate_executions",
            "duplicate_side_effects", "double_acquisitions"}
 TIMES = {"created", "due", "first_start", "end", "deadline"}
 
@@ -113,7 +115,7 @@ def columns(tmp_path_factory) -> tuple[list[str], dict[str, dict]]:
 
 def test_the_header_is_the_columns_these_tests_hold(columns):
     header, _ = columns
-    assert header == ["id", "name", *FIELDS[:14], "pending_reason", "deadline",
+    assert header == ["id", "name", *FIELDS[:15], "pending_reason", "deadline",
                       "retry_delays"], header
 
 

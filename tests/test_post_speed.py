@@ -152,11 +152,13 @@ def _assert_same_histories(trace: Trace) -> None:
         s.retry_delays = list(hist.delays.get(j, []))
         for key, value in asdict(s).items():
             assert _same(value, getattr(mine, key)), (j, key, value, getattr(mine, key))
-    dups, doubles, stranded, recoveries, rejected, row_gone, after, unrecovered = found
+    dups, doubles, stranded, recoveries, rejected, row_gone, after, unrecovered, by_crash = found
     assert [asdict(d) for d in hist.duplicates] == [asdict(d) for d in dups]
     assert (hist.double_acquisitions, hist.stranded, hist.recoveries, hist.completions_rejected,
-            hist.completions_row_gone, hist.after_terminal, hist.unrecovered) == (
-        doubles, stranded, recoveries, rejected, row_gone, after, unrecovered)
+            hist.completions_row_gone, hist.after_terminal, hist.unrecovered,
+            hist.stranded_by_crash) == (
+        doubles, stranded, recoveries, rejected, row_gone, after, unrecovered, by_crash)
+    assert sum(n for _, _, n in hist.stranded_by_crash) == hist.stranded
 
 
 def test_histories_equal_the_event_by_event_pass(results):
