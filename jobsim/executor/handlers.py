@@ -57,7 +57,8 @@ TIMED_OUT = "processing took too long"
 
 class Execution(NamedTuple):
     """One drawn execution: its length, success, error, and side-effect offset (a failed
-    execution has none: ``None``)."""
+    execution has one only where its effect comes before its end, at ``start`` or a
+    fraction: the effect took place and then the run failed; ``None`` otherwise)."""
 
     duration: float
     ok: bool
@@ -144,8 +145,10 @@ class Handler:
         longer than the worker's timeout fails at the timeout."""
         run = self._draw(attempt, stream)
         limit = self.worker_timeout
-        if limit is not None and run.duration > limit:
-            return Execution(limit, False, TIMED_OUT, None)
+        if limit is not None and run.duration > limit:  # (an effect before it took place)
+            side = run.side_effect_at
+            return Execution(limit, False, TIMED_OUT,
+                             side if side is not None and side < limit else None)
         return run
 
     def drawer(self) -> Callable[[int, Stream], tuple[float, bool, str | None, float | None]]:
@@ -160,13 +163,15 @@ class Handler:
                 return d, True, None, d * side
             return draw
         rate, error = self.fail_rate, self.error
+        before = side if side < 1.0 else None  # an effect before the failure took place
 
         def draw_failing(attempt: int, stream: Stream
                          ) -> tuple[float, bool, str | None, float | None]:
             d = sample(stream)
             if stream.uniform() >= rate:
                 return d, True, None, d * side
-            return d, False, error.replace("{attempt}", str(attempt)), None
+            return (d, False, error.replace("{attempt}", str(attempt)),
+                    None if before is None else before * d)
         return draw_failing
 
     def _draw(self, attempt: int, stream: Stream) -> Execution:
@@ -184,4 +189,6 @@ class Handler:
             ok = stream.uniform() >= self.fail_rate
         if ok:
             return Execution(d, True, None, d * self.side_effect_at)
-        return Execution(d, False, self.error.replace("{attempt}", str(attempt)), None)
+        # an effect before the run's end took place before it failed
+        before = d * self.side_effect_at if self.side_effect_at < 1.0 else None
+        return Execution(d, False, self.error.replace("{attempt}", str(attempt)), before)

@@ -156,6 +156,16 @@ def worker(node: Host, thread: int) -> Generator[Any, Any, None]:
                         put(pack(env._now, k_end, code, jid, attempt, 1, 1, 0, nan,
                                  says[hname]))
             else:
+                if side_at is not None and side_at < duration:  # its effect, then the failure
+                    if side_at > 0:
+                        yield sleep(env, side_at)
+                        if node.paused is not None:
+                            yield node.paused
+                    if not (fence and hname in fence and
+                            refused(jid, attempt, hname, fetched)):
+                        put(pack(env._now, k_side, code, jid, attempt, 0, 0, 0, nan,
+                                 says[hname]))
+                    duration -= side_at
                 if duration > 0:
                     yield sleep(env, duration)
                     if node.paused is not None:
