@@ -79,6 +79,18 @@ def trace_frame(trace: Trace) -> pd.DataFrame:
     return df
 
 
+def _locks(nodes: tuple[NodeConfig, ...], crashed: set[str]) -> dict[str, Any]:
+    """The lock the crashed nodes' stranded jobs waited out, where they share one that
+    expires (``lock_time``; with a reset thread, its ``reset_interval`` too); None where
+    their locks differ or never expire (a Zeebe-like server: its restart frees them)."""
+    held = {(n.executor.lock_time, n.executor.lock_expiry, n.executor.reset_interval)
+            for n in nodes if n.name in crashed}
+    if len(held) != 1 or next(iter(held))[1] == "never":
+        return {"lock_time": None, "reset_interval": None}
+    lock, how, every = next(iter(held))
+    return {"lock_time": _r(lock), "reset_interval": _r(every) if how == "reset" else None}
+
+
 def jobs_frame(hist: Histories) -> pd.DataFrame:
     """One row per job, in id order."""
     frame = hist.table[list(JOB_COLUMNS[:-1])]
@@ -196,10 +208,7 @@ def summary(trace: Trace, hist: Histories, violations: list[Violation], *,
                            "crashes": {str(i): {"node": n, "at": _r(t), "stranded": k}
                                        for i, (n, t, k) in
                                        enumerate(hist.stranded_by_crash[:20], 1)},
-                           "lock_time": _r(max((c.executor.lock_time for c in nodes if
-                                                c.name in {n for n, _, _ in
-                                                           hist.stranded_by_crash}),
-                                               default=math.nan))},
+                           **_locks(nodes, {n for n, _, _ in hist.stranded_by_crash})},
         # the polls an idle node counted instead of simulating were empty attempts: the same
         # figures whether they were simulated or not
         "acquisition": {"attempts": int(acq.sum()) + sum(polls_skipped.values()),

@@ -124,13 +124,15 @@ def _stranded(recovery: dict[str, Any], summary: dict[str, Any]) -> str:
             f"; they were taken up again after {_seconds(late['max'])} at most")
     lock = recovery.get("lock_time")
     if lock and late["max"] >= 0.5 * lock:  # what they waited for was the lock
+        every = recovery.get("reset_interval")
         back += (f", once {'its lock' if n == 1 else 'their locks'} ran out (lock_time "
-                 f"{_seconds(lock)})")
+                 f"{_seconds(lock)}" + (f", then the reset thread's next pass, every "
+                                        f"{_seconds(every)}" if every else "") + ")")
         windows = ((summary.get("effects") or {}).get("faults") or {}).get("windows") or {}
         up = sorted({(w["what"], w["to"] - w["from"]) for w in windows.values()
                      if w["kind"] == "down" and w["to"] - w["from"] < late["max"] and
                      any(c["node"] == w["what"] and c["at"] == w["from"] for c in crashes)})
-        if up:
+        if up and len({c["node"] for c in crashes}) == 1:
             back += (f": {up[0][0]} was back after {_seconds(up[0][1])}, but a node that "
                      f"restarts does not take back what it held")
     return head + back + "."
@@ -154,12 +156,21 @@ def sentences(summary: dict[str, Any]) -> list[str]:
         some = ("The job given up" if ended == 1 else f"All {_n(ended, 'job')} given up"
                 if gave["jobs"] == ended else f"{gave['jobs']:,} of the {_n(ended, 'job')} "
                 "given up")
+        keyed = gave.get("keyed") or 0
+        them = "it" if gave["jobs"] == 1 else "them"
         out.append(f"{some} had already taken effect"
                    + (f" ({twice:,} of them more than once)" if twice and gave["jobs"] > 1
                       else " more than once" if twice else "")
-                   + f": moving {'it' if gave['jobs'] == 1 else 'them'} back makes that "
-                     "effect again, unless each call sends a key the service still "
-                     "remembers (idempotency_key: job, within its idempotency_window).")
+                   + (f": {'its call sends' if gave['jobs'] == 1 else 'their calls send'} "
+                      f"the job's idempotency key, so moving {them} back within the "
+                      f"service's idempotency_window is answered with the first answer, not "
+                      f"a second effect." if keyed == gave["jobs"] else
+                      f": moving {them} back makes that effect again"
+                      + (f" for the {gave['jobs'] - keyed:,} whose calls send no job key"
+                         if keyed else "" if not gave.get("by_call", 1) else
+                         ", unless each call sends a key the service still remembers "
+                         "(idempotency_key: job, within its idempotency_window)")
+                      + "."))
     execs, fails = summary["executions"], summary["failures"]
     out.append(f"They took {_n(execs, 'execution')}"
                + (f", {fails:,} of them failed and {_were(fails)} retried or given up" if fails else
