@@ -279,18 +279,26 @@ def detect(cols: dict[str, np.ndarray], names: list[str], jobs: pd.DataFrame,
     full = int((cols["b"][acq] == cols["a"][acq]).sum())  # the job table's claims (not timers)
     paces = _paces(cols, names, nodes, acq, room[0][~room[2]]) if phases is None else ()
     imb = imbalance(figures["nodes"], phases, full, *paces)
-    if imb and imb["imbalanced"] and imb["why"] is None:  # a window that fed one node
+    if imb and imb["imbalanced"] and imb["why"] in (None, "poll_phases"):  # a window that
+        # fed one node: over the phases, which fit its share within FIT only by the way
         even = sum((f.get("even_share") or 0.0) for f in figures["nodes"].values())
         imb["window"] = surplus_in(windows, runs, cols, names, imb["most"],
                                    imb["most_even"] / even if even else 0.0,
                                    imb["most_executions"] - imb["most_even"])
-        imb["why"] = "fault_window" if imb["window"] else None
+        imb["why"] = "fault_window" if imb["window"] else imb["why"]
+    queues = queue_waits(cols, names, nodes, runs, jobs)
+    mine = ((queues or {}).get("by_node") or {}).get(imb["most"]) if imb else None
+    if imb and imb["imbalanced"] and imb["why"] in (None, "poll_phases") and mine and \
+            (mine["queued_mean"] or 0.0) >= (queues["run_mean"] or math.inf):
+        # the most's queue held its rows a run or more: it claims for it beside its threads
+        # (over the phases, which fit its share within FIT only by the way)
+        imb["why"] = "local_queue"
     return {"poll_phases": phases, "imbalance": imb,
             "load": load(jobs, runs, figures["nodes"], aging, end),
             "saturation": saturation(levels, threads, end) if len(runs[0]) else None,
             "queue_full": group_queue_full_waits(cols, names, nodes, runs, figures["nodes"],
                                                  acq, jobs),
-            "local_queues": queue_waits(cols, names, nodes, runs, jobs),
+            "local_queues": queues,
             "queued_by_priority": queued_by_priority(cols, names, nodes, jobs),
             "short_claims": short_claims(cols, names, nodes, jobs, acq, windows, end,
                                          texts),

@@ -4,7 +4,6 @@ what it cost; an effect the run does not show is not mentioned."""
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from ..analysis.effects import LOCK_STEP
@@ -65,8 +64,8 @@ def effect_sentences(summary: dict[str, Any]) -> list[str]:
                                                      " on average over the run."))
         elif imb["why"] == "fault_window":
             line += _fed(imb)
-        elif (queued := _holding(effects.get("local_queues"), imb["most"])) and \
-                imb["why"] is None:  # its queue's room, claimed too
+        elif imb["why"] == "local_queue":  # its queue's room, claimed too
+            queued = effects["local_queues"]["by_node"][imb["most"]]
             line += (f" {imb['most']} claims for its local queue ({queued['queue_size']:,} "
                      f"places) as well as its threads, and the rows it holds there no other "
                      f"node can run.")
@@ -124,15 +123,6 @@ def _paces(imb: dict[str, Any]) -> str:
             f"{imb['most']}'s poll was the first after {_pct(first[imb['most']])} of the jobs "
             f"that fell due with a thread free, {imb['least']}'s after "
             f"{_pct(first[imb['least']])}.")
-
-
-def _holding(q: dict[str, Any] | None, node: str) -> dict[str, Any] | None:
-    """``node``'s local queue figures where its queue held its jobs a run's length or more
-    on average (Flowable's queue of 2,048, its jobs held 0.2-0.3 s against runs of 1 s,
-    is no cause of its hint path's uneven work)."""
-    mine = ((q or {}).get("by_node") or {}).get(node)
-    return mine if mine and (mine["queued_mean"] or 0.0) >= (q["run_mean"] or math.inf) \
-        else None
 
 
 def _fed(imb: dict[str, Any]) -> str:
