@@ -48,7 +48,10 @@ def ambiguous_timeouts(sc: Scenario) -> Iterator[Found]:
         if step.idempotency_key == "job":
             continue
         spec = sc.services[step.service]
-        slowest = slowest_p99(spec)
+        # the brown-outs its jobs' calls meet (one after the last of them slows nothing)
+        met = [b for b in spec.brownouts if _arrivals_in(sc, name, b.at, b.at + b.length) > 0
+               or any(r.handler == name for r in sc.recurring)]
+        slowest = p99(spec.latency) * max([1.0] + [b.latency_factor for b in met])
         limits = [t for t in (step.timeout, h.worker_timeout) if t is not None]
         if not limits:
             continue
@@ -68,7 +71,7 @@ def ambiguous_timeouts(sc: Scenario) -> Iterator[Found]:
         yield ("ambiguous-timeout", f"handlers.{name}.calls[{i}]",
                f"its caller gives up after {format_duration(min(limits))} ({which}), but "
                f"{step.service!r} answers in up to {format_duration(slowest)} (p99"
-               f"{', in its brown-out' if spec.brownouts else ''}): a call that times out "
+               f"{', in its brown-out' if met else ''}): a call that times out "
                f"goes on at the service and takes effect, the retry makes it again, and "
                f"{key}; fix: idempotency_key: job on the call, or a timeout above "
                f"{format_duration(slowest)}")
