@@ -142,8 +142,8 @@ def poll_phases(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[Node
     independent = T * (n - 1) / (n + 1)
     free, busy, n_busy = waits
     decided = start_delay_mean if not n_busy else free
-    to_poll, after, polled, full = _first_polls(cols, acq, [names.index(p) for p in polling],
-                                                nodes, names, room)
+    to_poll, after, polled, full, settled = _first_polls(
+        cols, acq, [names.index(p) for p in polling], nodes, names, room, T)
     shown = to_poll if to_poll is not None else decided  # the wait must show lock-step too
     out = {"interval": T, "nodes": n, "jitter": jitter,
            "spread_start": _r(first), "spread_end": _r(last),
@@ -158,7 +158,9 @@ def poll_phases(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[Node
            "start_delay_independent": _r(T / (n + 1)), "start_delay_lock_step": _r(T / 2),
            # the first split at the first poll after each job fell due
            "wait_for_poll_free": _r(to_poll), "wait_after_poll_free": _r(after),
-           "polled_free": _r(polled), "first_poll_full_free": _r(full)}
+           "polled_free": _r(polled), "first_poll_full_free": _r(full),
+           # of them, those that started within an interval of that poll: the polls'
+           "started_by_poll_free": _r(settled)}
     # nodes at one phase though the whole was not in lock-step: they poll as one
     out["together"] = [] if out["lock_step"] else together(phase, polling, T)
     out["phases_apart"] = n - sum(len(g) - 1 for g in out["together"])

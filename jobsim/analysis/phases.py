@@ -11,6 +11,8 @@ Pure functions of the trace and the nodes' settings; no Python object per event.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..base.trace import K
@@ -67,8 +69,8 @@ def node_sets(nodes: tuple[NodeConfig, ...], used: set[str], handler: np.ndarray
 
 def first_polls(cols: dict[str, np.ndarray], acq: np.ndarray, codes: list[int],
                 nodes: tuple[NodeConfig, ...], names: list[str],
-                room: tuple[np.ndarray, ...] | None
-                ) -> tuple[float | None, float | None, float | None, float | None]:
+                room: tuple[np.ndarray, ...] | None, within: float = math.inf
+                ) -> tuple[float | None, ...]:
     """The wait of the jobs due with a thread free, split at the first claim (``acq``'s
     rows) at or after each fell due by a polling node (``codes``) that runs its handler, or
     at its start where that came first (a job run without a poll): the mean time to that
@@ -76,9 +78,11 @@ def first_polls(cols: dict[str, np.ndarray], acq: np.ndarray, codes: list[int],
     delay); the share of the jobs a poll reached before they started; and of those polls,
     the share whose claim came back full (it took as many rows as it asked for). ``room``:
     those jobs' due instants, first starts and handlers. A poll skipped as idle found
-    nothing due, so the first poll after a job fell due is in the trace."""
+    nothing due, so the first poll after a job fell due is in the trace. Last, the share of
+    the jobs that started ``within`` that instant: those whose wait the polls decided, not
+    a backlog."""
     if room is None or not len(room[0]):
-        return None, None, None, None
+        return None, None, None, None, None
     due, start, handler = room
     poll, full = np.full(len(due), np.inf), np.zeros(len(due), dtype=bool)
     node = cols["node"][acq]
@@ -94,7 +98,8 @@ def first_polls(cols: dict[str, np.ndarray], acq: np.ndarray, codes: list[int],
     reach = np.minimum(poll, start)
     polled = poll <= start
     return (float((reach - due).mean()), float((start - reach).mean()), float(polled.mean()),
-            float(full[polled].mean()) if polled.any() else None)
+            float(full[polled].mean()) if polled.any() else None,
+            float((start - reach <= within).mean()))
 
 
 def first_pollers(cols: dict[str, np.ndarray], acq: np.ndarray, names: list[str],
