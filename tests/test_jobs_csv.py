@@ -62,8 +62,8 @@ faults: [{at: 77s, crash: node-B}]
 #: (slow and lost are told event by event, the others on whole columns: both ways are held.)
 EXPECTED = {
     # in the order of FIELDS: kind, handler, priority, created, due, first_start, end,
-    # outcome, executions, failures, side_effects (a failed run makes none, a crashed one
-    # none before its end), duplicate_executions, duplicate_side_effects,
+    # outcome, executions, failures, side_effects (a run that fails at its end makes none
+    # where its effect is at the end, as here; a crashed one none before its end), duplicate_executions, duplicate_side_effects,
     # double_acquisitions, nodes, pending_reason, retry_delays
     "future": ("timer", "ok", 0, 0.0, 100.0, None, None, "pending", 0, 0, 0, 0, 0, 0, "",
                "job: due later", ""),

@@ -233,4 +233,4 @@ def point_warnings(doc: dict[str, Any], axes: tuple[Axis, ...], source: str,
             if (w.code, w.path) not in known:
                 found.setdefault((w.code, w.path), (w, []))[1].append(
                     ", ".join(f"{p}={v}" for p, v in combo))
-    return [(", ".join(points), w) for w, points in found.values()]
+    return [("; ".join(points), w) for w, points in found.values()]  # (a point has commas)
