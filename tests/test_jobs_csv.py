@@ -63,8 +63,9 @@ faults: [{at: 77s, crash: node-B}]
 EXPECTED = {
     # in the order of FIELDS: kind, handler, priority, created, due, first_start, end,
     # outcome, executions, failures, side_effects (a run that fails at its end makes none
-    # where its effect is at the end, as here; a crashed one none before its end), duplicate_executions, duplicate_side_effects,
-    # double_acquisitions, nodes, pending_reason, retry_delays
+    # where its effect is at the end, as here; a crashed one none before its end),
+    # duplicate_executions, duplicate_side_effects, double_acquisitions, nodes,
+    # pending_reason, retry_delays
     "future": ("timer", "ok", 0, 0.0, 100.0, None, None, "pending", 0, 0, 0, 0, 0, 0, "",
                "job: due later", ""),
     "later": ("timer", "ok", 5, 3.0, 13.0, 13.0, 15.0, "done", 1, 0, 1, 0, 0, 0, "node-A", "", ""),

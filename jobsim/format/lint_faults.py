@@ -2,10 +2,10 @@
 whose window outlasts the run (``fault-outlasts-the-end``): a pause, a node's
 crash with its restart, a slow database, a partition or a service's outage or brown-out
 that ends at or after the run's end; and retries that end inside an outage
-(``retries-inside-outage``). The run stops inside a window that outlasts it, so what its end brings (a
-paused node waking to finish what another node took meanwhile, a restart, the backlog
-draining once the database is fast again) is not in the run, while the report tells the
-fault's cause as it would of a whole one. Each is a (code, dotted path, message) as in
+(``retries-inside-outage``). The run stops inside a window that outlasts it, so what its
+end brings (a paused node waking to finish what another node took meanwhile, a restart,
+the backlog draining once the database is fast again) is not in the run, while the report
+tells the fault's cause as it would of a whole one. Each is a (code, dotted path, message) as in
 ``lint``."""
 
 from __future__ import annotations
