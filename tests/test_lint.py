@@ -593,3 +593,22 @@ def test_a_brownout_after_the_last_call_is_no_ambiguous_timeout():
     assert not [w for w in warnings_of(d) if w.code == "ambiguous-timeout"]
     d["services"]["svc"]["brownouts"][0]["at"] = "2m"  # while the calls come: warned
     assert [w for w in warnings_of(d) if w.code == "ambiguous-timeout"]
+
+
+def test_a_retry_delay_on_the_zeebe_like_server_is_warned_with_the_workers_wait():
+    """A seed audit's finding: the page's server has no retry delay (the fail body has no
+    backoff field), yet retry.backoff: {fixed: 30s} under policy zeebe_like passed validate
+    as ok and parked the job 30 s on the server between activations."""
+    d = {"name": "z", "policy": "zeebe_like", "nodes": 1,
+         "handlers": {"bad": {"duration": "1s", "outcome": "always_fail",
+                              "retry": {"backoff": {"fixed": "30s"}}}},
+         "workload": {"jobs": [{"handler": "bad"}]}}
+    [w] = [w for w in warnings_of(d) if w.code == "server-retry-delay"]
+    assert w.path == "handlers.bad.retry" and "fail_wait" in w.message
+    d["handlers"]["bad"].pop("retry")  # the preset's: no delay
+    d["handlers"]["bad"]["fail_wait"] = ["1s", "2s", "4s"]
+    assert not [w for w in warnings_of(d) if w.code == "server-retry-delay"]
+    d["policy"] = "flowable"  # a table executor's backoff is its own
+    d["handlers"]["bad"]["retry"] = {"backoff": {"fixed": "30s"}}
+    d["handlers"]["bad"].pop("fail_wait")
+    assert not [w for w in warnings_of(d) if w.code == "server-retry-delay"]

@@ -37,7 +37,7 @@ def workload_traps(sc: Scenario) -> list[Found]:
             *_stopped_schedules(sc), *_ignored_priorities(sc), *_priority_behind_queue(sc),
             *calls_that_hang(sc), *ambiguous_timeouts(sc), *_idle_services(sc),
             *_skewed_clocks(sc), *_operations_that_cannot_act(sc), *faults_past_the_end(sc),
-            *slow_nothing(sc), *retries_inside_outages(sc)]
+            *slow_nothing(sc), *retries_inside_outages(sc), *_server_backoff(sc)]
 
 
 def _after_the_end(sc: Scenario) -> Iterator[Found]:
@@ -114,6 +114,30 @@ _NEEDS_EXHAUSTED = {"retry": ("failed", "kept failed"), "cancel": ("failed", "ke
                     "move": ("dead_letter", "in the dead-letter table")}
 _BECOME = {"dead_letter": "dead letters", "incident": "incidents, which no operation "
            "revives", "failed": "failed tasks"}
+
+
+def _server_backoff(sc: Scenario) -> Iterator[Found]:
+    """A retry delay on the Zeebe-like server (``acquisition: broker``), which has none: a
+    failed job is activatable again at once, and a worker that must wait does so before it
+    reports the failure (``fail_wait``). A user who copied the page's 1 s, 2 s, 4 s into
+    ``retry.backoff`` models a server the page does not describe (a seed audit's finding:
+    it passed validate as ok)."""
+    if not any(n.executor.acquisition == "broker" for n in sc.nodes):
+        return
+    for name in sorted(sc.handlers):
+        h = sc.handlers[name]
+        policy = sc.retry_for("", name)
+        n = policy.total_attempts()
+        if n < 2 or not any(policy.backoff.mean(k) > 0 for k in range(1, n)):
+            continue
+        where = f"handlers.{name}.retry" if h.retry is not None else "executor.retry"
+        yield ("server-retry-delay", where,
+               f"the Zeebe-like server (acquisition: broker) has no retry delay: a failed "
+               f"job is activatable again at once, its fail request has no backoff field; "
+               f"this backoff ({policy.backoff.describe()}) parks it on the server all the "
+               f"same; fix: a worker's wait before it fails, fail_wait on the handler "
+               f"(the page's 1s, 2s, 4s), with retry.backoff [0s]")
+        return
 
 
 def _operations_that_cannot_act(sc: Scenario) -> Iterator[Found]:
