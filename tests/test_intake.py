@@ -457,5 +457,7 @@ def test_one_nodes_local_queue_is_told_where_the_clusters_mean_hides_it():
         said = " ".join(sentences(s))
         assert f"node-c's local queue made much of its jobs' wait: the {c['jobs']:,} it ran " \
                f"first" in said, seed
-        if s["effects"]["imbalance"]["most"] == "node-c":
+        imb = s["effects"]["imbalance"]
+        if imb["imbalanced"] and imb["most"] == "node-c":  # (984 against 667 is not: 1.48)
+            assert imb["why"] == "local_queue", (seed, imb)
             assert "node-c claims for its local queue (10 places)" in said, seed
