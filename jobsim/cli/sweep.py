@@ -54,17 +54,22 @@ def _sweep(args: argparse.Namespace) -> int:
 
 #: grid points' own warnings printed at most (the rest counted)
 WARNINGS = 10
+#: grids of up to this many points have each point linted before the sweep (a point's lint
+#: takes about a millisecond; a bigger grid is checked by the base run's warnings alone)
+LINTED = 1_000
 
 
 def _warn(args: argparse.Namespace, settings: _Settings) -> None:
     """The lint's warnings before the sweep, as ``jobsim run`` gives them before a run: the
     base run's, then those a grid value brings, each with the points it comes at."""
     from ..format.lint import lint
-    from ..tools.sweep.grid import point_warnings
+    from ..tools.sweep.grid import grid_size, point_warnings
 
     base = lint(settings.base)
     for w in base:
         print(w.format(args.scenario), file=sys.stderr)
+    if grid_size(settings.axes) > LINTED:  # (an absurd grid is refused first, at once)
+        return
     points = point_warnings(settings.doc, tuple(settings.axes), args.scenario, base)
     for where, w in points[:WARNINGS]:
         print(f"warning: {args.scenario}: at {where}: {w.path}: {w.message}", file=sys.stderr)
