@@ -124,18 +124,13 @@ def retries_inside_outages(sc: Any) -> Iterator[Found]:
     jobs in a 5-minute outage; ``retries-inside-outage``)."""
     from ..executor.handlers import Call
 
-    for name, h in sc.handlers.items():
-        policy = sc.retry_for("", name)
-        n = policy.total_attempts()
-        if n < 2:  # (no retry: a failure is final by design, outage or not)
-            continue
+    for name, h, policy, n, where in retried(sc):
         span = sum(policy.backoff.mean(k) for k in range(1, n))
         called = {s.service for s in (h.steps or ()) if isinstance(s, Call)}
         for service in sorted(called):
             for o in sc.services[service].outages:
                 if span >= NEARLY * o.length or not _arrives(sc, name, o.at, o.at + o.length):
                     continue
-                where = f"handlers.{name}.retry" if h.retry is not None else "executor.retry"
                 yield ("retries-inside-outage", where,
                        f"{name}'s {n} attempts end about {format_duration(span)} after its "
                        f"first ({policy.backoff.describe()}), but {service!r} is down for "
@@ -145,6 +140,19 @@ def retries_inside_outages(sc: Any) -> Iterator[Found]:
                        f"though the service comes back; fix: a backoff whose attempts "
                        f"outlast the outage ({_outlasting(o.length)}), or more attempts")
                 break
+
+
+def retried(sc: Any) -> Iterator[tuple[str, Any, Any, int, str]]:
+    """Each handler whose jobs are retried (two attempts or more; no retry: a failure is
+    final by design), by name: its handler, retry policy, attempts in all, and the path
+    that sets the policy (its own ``retry``, else the executor's)."""
+    for name in sorted(sc.handlers):
+        h = sc.handlers[name]
+        policy = sc.retry_for("", name)
+        n = policy.total_attempts()
+        if n >= 2:
+            yield (name, h, policy, n,
+                   f"handlers.{name}.retry" if h.retry is not None else "executor.retry")
 
 
 def _outlasting(length: float) -> str:

@@ -26,7 +26,8 @@ from ..base.durations import format_duration, format_span
 from ..executor.config import Scenario
 from ..executor.handlers import Call
 from .lint_calls import ambiguous_timeouts, calls_that_hang, p99, run_p99  # noqa: F401
-from .lint_faults import faults_past_the_end, retries_inside_outages, slow_nothing
+from .lint_faults import (faults_past_the_end, retried, retries_inside_outages,
+                          slow_nothing)
 
 Found = tuple[str, str, str]
 
@@ -124,13 +125,9 @@ def _server_backoff(sc: Scenario) -> Iterator[Found]:
     it passed validate as ok)."""
     if not any(n.executor.acquisition == "broker" for n in sc.nodes):
         return
-    for name in sorted(sc.handlers):
-        h = sc.handlers[name]
-        policy = sc.retry_for("", name)
-        n = policy.total_attempts()
-        if n < 2 or not any(policy.backoff.mean(k) > 0 for k in range(1, n)):
+    for name, h, policy, n, where in retried(sc):
+        if not any(policy.backoff.mean(k) > 0 for k in range(1, n)):
             continue
-        where = f"handlers.{name}.retry" if h.retry is not None else "executor.retry"
         yield ("server-retry-delay", where,
                f"the Zeebe-like server (acquisition: broker) has no retry delay: a failed "
                f"job is activatable again at once, its fail request has no backoff field; "
