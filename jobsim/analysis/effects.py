@@ -253,6 +253,25 @@ def _paces(cols: dict[str, np.ndarray], names: list[str], nodes: tuple[NodeConfi
 
 # --- load, starvation and saturation ----------------------------------------------------------
 
+def _feeders(imb: dict[str, Any], node_figures: dict[str, Any], windows: list[dict[str, Any]],
+             runs: tuple[np.ndarray, ...], cols: dict[str, np.ndarray], names: list[str],
+             queues: dict[str, Any] | None) -> None:
+    """What fed the busiest node beyond its share, weighed over the poll phases (which fit a
+    node's share within ``FIT`` only by the way): a service window whose fast failures it
+    took (``fault_window``, its figures in ``window``), else its own local queue, where that
+    held its rows a run or more (``local_queue``: it claims for the queue beside its
+    threads)."""
+    even = sum((f.get("even_share") or 0.0) for f in node_figures.values())
+    imb["window"] = surplus_in(windows, runs, cols, names, imb["most"],
+                               imb["most_even"] / even if even else 0.0,
+                               imb["most_executions"] - imb["most_even"])
+    mine = ((queues or {}).get("by_node") or {}).get(imb["most"])
+    if imb["window"]:
+        imb["why"] = "fault_window"
+    elif mine and (mine["queued_mean"] or 0.0) >= (queues["run_mean"] or math.inf):
+        imb["why"] = "local_queue"
+
+
 def detect(cols: dict[str, np.ndarray], names: list[str], jobs: pd.DataFrame,
            nodes: tuple[NodeConfig, ...], end: float, figures: dict[str, Any],
            texts: list[str] | None = None) -> dict[str, Any]:
@@ -281,20 +300,9 @@ def detect(cols: dict[str, np.ndarray], names: list[str], jobs: pd.DataFrame,
     full = int((cols["b"][acq] == cols["a"][acq]).sum())  # the job table's claims (not timers)
     paces = _paces(cols, names, nodes, acq, room[0][~room[2]]) if phases is None else ()
     imb = imbalance(figures["nodes"], phases, full, *paces)
-    if imb and imb["imbalanced"] and imb["why"] in (None, "poll_phases"):  # a window that
-        # fed one node: over the phases, which fit its share within FIT only by the way
-        even = sum((f.get("even_share") or 0.0) for f in figures["nodes"].values())
-        imb["window"] = surplus_in(windows, runs, cols, names, imb["most"],
-                                   imb["most_even"] / even if even else 0.0,
-                                   imb["most_executions"] - imb["most_even"])
-        imb["why"] = "fault_window" if imb["window"] else imb["why"]
     queues = queue_waits(cols, names, nodes, runs, jobs)
-    mine = ((queues or {}).get("by_node") or {}).get(imb["most"]) if imb else None
-    if imb and imb["imbalanced"] and imb["why"] in (None, "poll_phases") and mine and \
-            (mine["queued_mean"] or 0.0) >= (queues["run_mean"] or math.inf):
-        # the most's queue held its rows a run or more: it claims for it beside its threads
-        # (over the phases, which fit its share within FIT only by the way)
-        imb["why"] = "local_queue"
+    if imb and imb["imbalanced"] and imb["why"] in (None, "poll_phases"):
+        _feeders(imb, figures["nodes"], windows, runs, cols, names, queues)
     return {"poll_phases": phases, "imbalance": imb,
             "load": load(jobs, runs, figures["nodes"], aging, end),
             "saturation": saturation(levels, threads, end) if len(runs[0]) else None,

@@ -131,7 +131,7 @@ def summary(trace: Trace, hist: Histories, violations: list[Violation], *,
             scenario_name: str, seed: int, end_time: float, drained: bool,
             statements: int, polls: dict[str, int], polls_skipped: dict[str, int],
             nodes: tuple[NodeConfig, ...] = (), boundary_jobs: bool = False,
-            services: tuple[str, ...] = ()) -> dict:
+            services: tuple[str, ...] = (), handlers: dict[str, Any] | None = None) -> dict:
     """The run's figures as a JSON-ready dict (sorted keys when written). ``nodes``, the
     scenario's nodes, give the per-node figures that need a node's settings (threads,
     handles, poll interval); without them those figures are None. ``boundary_jobs``: the
@@ -155,9 +155,12 @@ def summary(trace: Trace, hist: Histories, violations: list[Violation], *,
         }
     outcomes = _counts(jobs["outcome"])
     # jobs given up (dead letters, incidents, failed tasks) whose effect had taken place: an
-    # operator who moves them back runs it again
-    given_up = jobs["outcome"].isin(("dead_lettered", "incident", "failed")).to_numpy()
-    effects = jobs["side_effects"].to_numpy()
+    # operator who moves them back runs it again, unless it is a call that sends the job's key
+    gave = (jobs["outcome"].isin(("dead_lettered", "incident", "failed"))
+            & (jobs["side_effects"] > 0))
+    by_call = {n: h.steps[h.effect_step] for n, h in (handlers or {}).items()
+               if h.effect_step is not None}  # (a handler's own effect has no key to send)
+    keyed = [n for n, step in by_call.items() if step.idempotency_key == "job"]
     named = {}
     # a named submit that an idempotent submit ignored names the task that holds its id
     ignored = np.flatnonzero((kind == K["submit_ignored"]) & (cols["c"] > 0))
@@ -193,8 +196,11 @@ def summary(trace: Trace, hist: Histories, violations: list[Violation], *,
                                  "by_cause": {c: dup_exec.get(c, 0) for c in CAUSES}},
         "duplicate_side_effects": {"total": int(sum(dup_side.values())),
                                    "by_cause": {c: dup_side.get(c, 0) for c in CAUSES}},
-        "given_up_with_effect": {"jobs": int((given_up & (effects > 0)).sum()),
-                                 "more_than_once": int((given_up & (effects > 1)).sum())},
+        "given_up_with_effect": {
+            "jobs": int(gave.sum()), "more_than_once": int((gave & (jobs["side_effects"] > 1))
+                                                           .sum()),
+            "by_call": int((gave & jobs["handler"].isin(list(by_call))).sum()),
+            "keyed": int((gave & jobs["handler"].isin(keyed)).sum())},
         # side effects a fencing token refused: a stale run's write after a later claim
         "side_effects_refused": int((kind == K["effect_refused"]).sum()),
         # operations that named a job they could not act on (each a line of the transcript)

@@ -48,17 +48,15 @@ def ambiguous_timeouts(sc: Scenario) -> Iterator[Found]:
         if step.idempotency_key == "job":
             continue
         spec = sc.services[step.service]
-        # the brown-outs its jobs' calls meet (one after the last of them slows nothing)
-        met = [b for b in spec.brownouts if _arrivals_in(sc, name, b.at, b.at + b.length) > 0
-               or any(r.handler == name for r in sc.recurring)]
-        slowest = p99(spec.latency) * max([1.0] + [b.latency_factor for b in met])
+        met = _met(sc, name, spec)
+        slowest = _slowest(spec, met)
         limits = [t for t in (step.timeout, h.worker_timeout) if t is not None]
         if not limits:
             continue
         if slowest <= min(limits):  # above the p99: still told where the tail, or the
             # wait in the service's queue, takes calls past it
             # (told by whichever takes more calls past it: the tail, or the queue)
-            found = [f for f in (_tail_past(sc, name, i, step, spec, min(limits)),
+            found = [f for f in (_tail_past(sc, name, i, step, spec, min(limits), met),
                                  _queued_past(sc, name, i, step, spec, min(limits))) if f]
             if found:
                 yield max(found, key=lambda f: f[0])[1]
@@ -77,17 +75,31 @@ def ambiguous_timeouts(sc: Scenario) -> Iterator[Found]:
                f"{format_duration(slowest)}")
 
 
-def _tail_past(sc: Scenario, name: str, i: int, step: Any, spec: Any,
-               limit: float) -> tuple[float, Found] | None:
+def _met(sc: Scenario, name: str, spec: Any) -> list[tuple[Any, float]]:
+    """The brown-outs of ``spec`` that handler ``name``'s calls meet (``arrives``: one after
+    the last of them slows nothing), each with about how many of its jobs fall due in it."""
+    return [(b, _arrivals_in(sc, name, b.at, b.at + b.length)) for b in spec.brownouts
+            if arrives(sc, name, b.at, b.at + b.length)]
+
+
+def arrives(sc: Scenario, handler: str, t0: float, t1: float) -> bool:
+    """Whether jobs of ``handler`` fall due between ``t0`` and ``t1``: a stream's or a
+    listed job's (``_arrivals_in``), or a schedule's, at any time."""
+    return _arrivals_in(sc, handler, t0, t1) > 0 or \
+        any(r.handler == handler for r in sc.recurring)
+
+
+def _tail_past(sc: Scenario, name: str, i: int, step: Any, spec: Any, limit: float,
+               met: list[tuple[Any, float]]) -> tuple[float, Found] | None:
     """An effect call whose timeout is above its service's p99 but that the latency's tail
     still passes about once in the run's first calls or more (``TAIL_CALLS``): each such
-    call takes effect at the service after its caller gave up, and the retry repeats it."""
+    call takes effect at the service after its caller gave up, and the retry repeats it.
+    ``met``: the brown-outs its calls meet (``_met``)."""
     calls = _jobs_of(sc, name)
     # a brown-out slows its calls by its factor: the tail passes the timeout more often then
     # (less its calls answered at once with an error)
-    slowed = [(_arrivals_in(sc, name, b.at, b.at + b.length),
-               (1.0 - b.error_share) * spec.latency.beyond(limit / b.latency_factor))
-              for b in spec.brownouts if b.latency_factor > 1.0]
+    slowed = [(n, (1.0 - b.error_share) * spec.latency.beyond(limit / b.latency_factor))
+              for b, n in met if b.latency_factor > 1.0]
     expected = spec.latency.beyond(limit) * (calls - sum(n for n, _ in slowed)) + \
         sum(n * past for n, past in slowed)
     share = expected / calls if calls else 0.0
@@ -98,7 +110,7 @@ def _tail_past(sc: Scenario, name: str, i: int, step: Any, spec: Any,
     return share, ("ambiguous-timeout", f"handlers.{name}.calls[{i}]",
            f"its caller gives up after {format_duration(limit)}, above the p99 of "
            f"{step.service!r} ({format_duration(p99(spec.latency))}"
-           f"{f'; {format_duration(slowest_p99(spec))} in its brown-out' if slowed else ''}"
+           f"{f'; {format_duration(_slowest(spec, met))} in its brown-out' if slowed else ''}"
            f"), but its latency's tail "
            f"passes that in {100 * share:.2g} % of calls: about "
            f"{expected:.2g} of the run's {calls:,} first calls, more with retries{queued}. "
@@ -198,6 +210,11 @@ def p99(d: dists.Distribution) -> float:
     if isinstance(d, dists.Exponential):
         return d.mean * math.log(100.0)
     return d.p99
+
+
+def _slowest(spec: Any, met: list[tuple[Any, float]]) -> float:
+    """A service's p99 answer in the slowest of the brown-outs ``met``."""
+    return p99(spec.latency) * max([1.0] + [b.latency_factor for b, _ in met])
 
 
 def slowest_p99(spec: Any) -> float:

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..base.durations import format_duration
 from ..executor.config import OPERATIONS, Scenario
+from .lint_calls import arrives
 
 Found = tuple[str, str, str]
 
@@ -129,7 +130,7 @@ def retries_inside_outages(sc: Any) -> Iterator[Found]:
         called = {s.service for s in (h.steps or ()) if isinstance(s, Call)}
         for service in sorted(called):
             for o in sc.services[service].outages:
-                if span >= NEARLY * o.length or not _arrives(sc, name, o.at, o.at + o.length):
+                if span >= NEARLY * o.length or not arrives(sc, name, o.at, o.at + o.length):
                     continue
                 yield ("retries-inside-outage", where,
                        f"{name}'s {n} attempts end about {format_duration(span)} after its "
@@ -162,14 +163,3 @@ def _outlasting(length: float) -> str:
         k += 1
     return (f"exponential from 10s, factor 2: {k} attempts span "
             f"{format_duration(10.0 * (2 ** (k - 1) - 1))}")
-
-
-def _arrives(sc: Any, handler: str, t0: float, t1: float) -> bool:
-    """Whether jobs of ``handler`` fall due between ``t0`` and ``t1``: a stream's arrivals
-    (its mean span), a job's instant, a recurring schedule at all."""
-    for s in sc.streams:
-        last = s.start + (s.count / s.rate if s.rate else 0.0) + s.due_in
-        if s.handler == handler and s.start + s.due_in < t1 and last >= t0:
-            return True
-    return any(j.handler == handler and t0 <= j.at + j.due_in < t1 for j in sc.jobs) or \
-        any(r.handler == handler for r in sc.recurring)

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .service_report import keyed, python_note, service_section
+from .service_report import python_note, service_section
 from ..base import outdir
 from ..base.printable import printable
 from ..base.phases import phase
@@ -102,8 +102,7 @@ def analyse(result: RunResult) -> Analysis:
                 statements=result.statements, polls=result.polls,
                 polls_skipped=result.polls_skipped, nodes=result.scenario.nodes,
                 boundary_jobs=result.scenario.boundary_timer_jobs,
-                services=tuple(result.scenario.services))
-    keyed(s, hist, result.scenario)
+                services=tuple(result.scenario.services), handlers=result.scenario.handlers)
     windowed(s, result.trace, hist, warmup=result.scenario.warmup,  # statistics only
              cooldown=result.scenario.cooldown, end_time=result.end_time,
              nodes=result.scenario.nodes)

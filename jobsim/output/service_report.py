@@ -175,22 +175,3 @@ def jobs_with_services(a: Analysis) -> pd.DataFrame:
         per_job = services.attempts_in_outage(a.result.trace, a.result.end_time)
         jobs["attempts_in_outage"] = jobs["id"].map(per_job).fillna(0).astype("int64")
     return jobs
-
-
-def keyed(s: dict[str, Any], hist: Any, scenario: Any) -> None:
-    """``given_up_with_effect.keyed``: those of the jobs given up after their effect whose
-    handler's effect call sends the job's idempotency key (moving them back, the service
-    replays the first answer within its window instead of making the effect again)."""
-    gave = s.get("given_up_with_effect")
-    if not gave or not gave["jobs"]:
-        if gave is not None:
-            gave["keyed"] = gave["by_call"] = 0
-        return
-    calls = [n for n, h in scenario.handlers.items() if h.effect_step is not None]
-    keyed = [n for n in calls if getattr(scenario.handlers[n].steps[
-        scenario.handlers[n].effect_step], "idempotency_key", None) == "job"]
-    t = hist.table
-    those = t["outcome"].isin(("dead_lettered", "incident", "failed")) & (t["side_effects"] > 0)
-    # (an effect of a call: a key can make its repeat a replay; a handler's own cannot)
-    gave["by_call"] = int((those & t["handler"].isin(calls)).sum())
-    gave["keyed"] = int((those & t["handler"].isin(keyed)).sum())

@@ -138,6 +138,31 @@ def _stranded(recovery: dict[str, Any], summary: dict[str, Any]) -> str:
     return head + back + "."
 
 
+def _given_up(gave: dict[str, Any], jobs: dict[str, Any]) -> str:
+    """The jobs given up after their effect took place (``given_up_with_effect``), and what
+    moving them back does: makes it again, unless their calls send the job's key."""
+    ended = jobs["dead_lettered"] + jobs.get("incident", 0) + jobs.get("failed", 0)
+    n, twice, keyed = gave["jobs"], gave["more_than_once"], gave.get("keyed") or 0
+    line = ("The job given up" if ended == 1 else f"All {_n(ended, 'job')} given up"
+            if n == ended else f"{n:,} of the {_n(ended, 'job')} given up")
+    line += " had already taken effect"
+    if twice:
+        line += f" ({twice:,} of them more than once)" if n > 1 else " more than once"
+    them = "it" if n == 1 else "them"
+    if keyed == n:
+        return line + (f": {'its call sends' if n == 1 else 'their calls send'} the job's "
+                       f"idempotency key, so moving {them} back within the service's "
+                       f"idempotency_window is answered with the first answer, not a "
+                       f"second effect.")
+    line += f": moving {them} back makes that effect again"
+    if keyed:
+        line += f" for the {n - keyed:,} whose calls send no job key"
+    elif gave.get("by_call", 1):
+        line += (", unless each call sends a key the service still remembers "
+                 "(idempotency_key: job, within its idempotency_window)")
+    return line + "."
+
+
 def sentences(summary: dict[str, Any]) -> list[str]:
     """What one run shows, in a few sentences from its summary."""
     jobs = summary["jobs"]
@@ -151,26 +176,7 @@ def sentences(summary: dict[str, Any]) -> list[str]:
            + (f", {_n(jobs['lost'], 'job')} LOST" if jobs["lost"] else "") + "."]
     gave = summary.get("given_up_with_effect") or {}
     if gave.get("jobs"):
-        ended = jobs["dead_lettered"] + jobs.get("incident", 0) + jobs.get("failed", 0)
-        twice = gave["more_than_once"]
-        some = ("The job given up" if ended == 1 else f"All {_n(ended, 'job')} given up"
-                if gave["jobs"] == ended else f"{gave['jobs']:,} of the {_n(ended, 'job')} "
-                "given up")
-        keyed = gave.get("keyed") or 0
-        them = "it" if gave["jobs"] == 1 else "them"
-        out.append(f"{some} had already taken effect"
-                   + (f" ({twice:,} of them more than once)" if twice and gave["jobs"] > 1
-                      else " more than once" if twice else "")
-                   + (f": {'its call sends' if gave['jobs'] == 1 else 'their calls send'} "
-                      f"the job's idempotency key, so moving {them} back within the "
-                      f"service's idempotency_window is answered with the first answer, not "
-                      f"a second effect." if keyed == gave["jobs"] else
-                      f": moving {them} back makes that effect again"
-                      + (f" for the {gave['jobs'] - keyed:,} whose calls send no job key"
-                         if keyed else "" if not gave.get("by_call", 1) else
-                         ", unless each call sends a key the service still remembers "
-                         "(idempotency_key: job, within its idempotency_window)")
-                      + "."))
+        out.append(_given_up(gave, jobs))
     execs, fails = summary["executions"], summary["failures"]
     out.append(f"They took {_n(execs, 'execution')}"
                + (f", {fails:,} of them failed and {_were(fails)} retried or given up" if fails else
